@@ -1,0 +1,152 @@
+package config
+
+import "time"
+
+// Config is a loaded, defaulted and validated configuration. Every field
+// holds its final value: consumers never apply defaults of their own.
+// A Config is immutable once Load returns it and may be shared by all
+// goroutines.
+type Config struct {
+	File      string            // absolute path of the file it came from ("" when built in code)
+	Dir       string            // directory relative paths were resolved against
+	Listen    []Listener        // at least one
+	Server    Server            // reactor and protocol settings
+	Cache     Cache             // static file cache
+	MimeTypes map[string]string // extension (with dot, lower case) -> media type, added to the built-in table
+	Log       Log               // process log
+	AccessLog AccessLog         // request log
+	Routes    []Route           // at least one; order carries no meaning
+}
+
+// Pos is a position in the config file, for messages.
+type Pos struct {
+	Line, Col int
+}
+
+// Listener is one address to accept connections on.
+type Listener struct {
+	Address string // "host:port" as written (port may be 0)
+	Pos     Pos
+}
+
+// Server holds the reactor and HTTP protocol settings.
+type Server struct {
+	EventLoops        int      // >= 1 after defaults (0 in the file = runtime.NumCPU())
+	ReusePort         bool     // default true
+	LoadBalancing     string   // "round-robin" (default) | "least-connections" | "source-addr-hash"
+	LockOSThread      bool     // default false
+	EdgeTriggered     bool     // default false
+	ReadBuffer        int      // bytes, default 64 KiB
+	WriteBuffer       int      // bytes, default 64 KiB
+	MaxBufferedOutput int      // bytes, default 256 KiB
+	SocketRecvBuffer  int      // bytes, 0 = kernel default
+	SocketSendBuffer  int      // bytes, 0 = kernel default
+	TCPNoDelay        bool     // default true
+	ServerHeader      string   // default "gale"; "" sends none
+	Limits            Limits   // size limits
+	Timeouts          Timeouts // time limits
+}
+
+// Limits bound request sizes and connection counts.
+type Limits struct {
+	RequestLine int   // bytes, default 8 KiB
+	HeaderBytes int   // bytes, default 16 KiB
+	BodyBytes   int64 // bytes, default 10 MiB
+	Connections int   // 0 = up to the process fd limit
+}
+
+// Timeouts are all positive after defaults.
+type Timeouts struct {
+	ReadHeader time.Duration // default 10s: from the first byte of a request to the end of its head
+	ReadBody   time.Duration // default 30s: longest time without progress while reading a body
+	Idle       time.Duration // default 60s: keep-alive wait for the next request
+	Write      time.Duration // default 60s: longest time without progress while output is pending
+	Shutdown   time.Duration // default 30s: graceful stop deadline
+}
+
+// Cache configures the static file cache.
+type Cache struct {
+	MaxBytes     int64         // default 256 MiB
+	MaxFileBytes int64         // default 1 MiB
+	Revalidate   time.Duration // default 1s
+	NegativeTTL  time.Duration // default 1s
+}
+
+// Log configures the process log.
+type Log struct {
+	Level  string // "debug" | "info" (default) | "warn" | "error"
+	Format string // "text" (default) | "json"
+}
+
+// AccessLog configures the request log.
+type AccessLog struct {
+	Path     string // "" = off, "-" = stdout, else a file path (absolute after Load)
+	Format   string // "combined" (default) | "json"
+	MaxBytes int64  // rotate past this size, default 100 MiB
+	Keep     int    // rotated files kept, default 5
+}
+
+// Route is one entry of routes:. Exactly one of Static, Respond, Redirect
+// (and later Proxy) is non-nil.
+type Route struct {
+	Host     string      // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard
+	Path     string      // starts with "/"
+	Headers  HeaderRules // applied on every route kind
+	Static   *Static
+	Respond  *Respond
+	Redirect *Redirect
+	Pos      Pos // where the route starts
+}
+
+// HeaderRules hold request and response header edits.
+type HeaderRules struct {
+	Request  HeaderOps
+	Response HeaderOps
+}
+
+// HeaderOps are applied in this order: Remove, Set, Add. Names are in
+// canonical form (e.g. "X-Env"); Set and Add are sorted by name so output
+// is deterministic.
+type HeaderOps struct {
+	Set    []HeaderKV
+	Add    []HeaderKV
+	Remove []string
+}
+
+// HeaderKV is one header field.
+type HeaderKV struct {
+	Name, Value string
+}
+
+// Respond answers with a fixed response.
+type Respond struct {
+	Status      int    // default 200
+	Body        string // default ""
+	ContentType string // default "text/plain; charset=utf-8" when Body is not empty
+}
+
+// Redirect answers with a redirect.
+type Redirect struct {
+	To       string // absolute URL or absolute path
+	Status   int    // 301 | 302 | 303 | 307 | 308 (default 308)
+	KeepPath bool   // append the rest of the path (after the route's prefix) and the query
+}
+
+// Static serves files under Root.
+type Static struct {
+	Root           string         // absolute after Load; must exist and be a directory
+	Index          []string       // default ["index.html"]
+	Browse         bool           // directory listings
+	SPAFallback    string         // "" = off; else a path under Root served for unknown page paths
+	Hidden         string         // "deny" (default) | "allow"
+	FollowSymlinks string         // "inside_root" (default) | "always" | "never"
+	CacheControl   string         // "" = none
+	ErrorPages     map[int]string // status -> file path (absolute after Load)
+	Compress       Compress
+}
+
+// Compress configures response compression for a static route.
+type Compress struct {
+	Encodings []string // subset of "zstd", "br", "gzip" in preference order; default all three
+	MinBytes  int64    // default 1 KiB
+}
