@@ -3,6 +3,7 @@ module gale
 go 1.26
 
 require (
+	github.com/andybalholm/brotli v1.3.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect
 	github.com/panjf2000/gnet/v2 v2.9.7 // indirect
