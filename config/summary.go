@@ -1,0 +1,80 @@
+package config
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Summary describes the listeners and routes in a few lines for startup
+// output, one listener or route per line, routes in file order:
+//
+//	listen  127.0.0.1:8080
+//	route   */             static ./site
+//	route   */hello        respond 200
+//	route   */old/         redirect 308 /
+//	route   example.com/   static /srv/example (+headers)
+//
+// "*" stands for any host. Static roots under the config's directory are
+// shown relative to it. The returned slice is freshly allocated and owned by
+// the caller. Summary is safe for concurrent use.
+func (c *Config) Summary() []string {
+	out := make([]string, 0, len(c.Listen)+len(c.Routes))
+	for _, l := range c.Listen {
+		out = append(out, "listen  "+l.Address)
+	}
+	where := make([]string, len(c.Routes))
+	width := 0
+	for i, r := range c.Routes {
+		host := r.Host
+		if host == "" {
+			host = "*"
+		}
+		where[i] = host + r.Path
+		width = max(width, len(where[i]))
+	}
+	for i, r := range c.Routes {
+		var b strings.Builder
+		b.WriteString("route   ")
+		b.WriteString(where[i])
+		b.WriteString(strings.Repeat(" ", width-len(where[i])+2))
+		switch {
+		case r.Static != nil:
+			b.WriteString("static ")
+			b.WriteString(c.displayPath(r.Static.Root))
+		case r.Respond != nil:
+			b.WriteString("respond ")
+			b.WriteString(strconv.Itoa(r.Respond.Status))
+		case r.Redirect != nil:
+			b.WriteString("redirect ")
+			b.WriteString(strconv.Itoa(r.Redirect.Status))
+			b.WriteByte(' ')
+			b.WriteString(r.Redirect.To)
+			if r.Redirect.KeepPath {
+				b.WriteString(" (keep path)")
+			}
+		}
+		if h := r.Headers; len(h.Request.Set)+len(h.Request.Add)+len(h.Request.Remove)+
+			len(h.Response.Set)+len(h.Response.Add)+len(h.Response.Remove) > 0 {
+			b.WriteString(" (+headers)")
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// displayPath shows p relative to the config's directory when it lies
+// inside it ("./site"), else as is.
+func (c *Config) displayPath(p string) string {
+	if c.Dir == "" {
+		return p
+	}
+	rel, err := filepath.Rel(c.Dir, p)
+	switch {
+	case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		return p
+	case rel == ".":
+		return "."
+	}
+	return "." + string(filepath.Separator) + rel
+}
