@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/netip"
+	"os"
 
 	"gale/codec"
 )
@@ -19,36 +20,55 @@ type Handler interface {
 // owned by the connection's event loop and reused for the connection's next
 // request: nothing in it may be kept after Serve returns. Req and every
 // byte slice derived from it alias the connection's inbound buffer.
+// A Ctx is not safe for concurrent use.
 type Ctx struct {
 	Req    *codec.Request // the parsed request head
 	Remote netip.AddrPort // the client's address
 	Resp   Response       // filled by the handler
-	Route  *Route         // the route that matched (set by the router)
+	Route  *Route         // the route that matched (set by the router; nil when none did)
 
 	// Rest is the request path after the route's prefix, still
-	// percent-encoded, always starting with "/" (set by the router).
+	// percent-encoded, always starting with "/" (set by the router). For a
+	// prefix without a trailing slash that matched the whole path ("/a"
+	// for "/a") it is "/". It aliases Req.Path or static memory.
 	Rest []byte
 
 	// Scratch is per-connection memory a handler may use to build header
 	// values or bodies; it is reset (length 0, capacity kept) before each
-	// request. Slices of it may be put in Resp: they stay valid until the
-	// response has been rendered.
+	// request. Handlers append to it (never overwrite what is below its
+	// length) and may put the appended slices in Resp: they stay valid
+	// until the response has been rendered. The owner gives it enough
+	// capacity (a few KiB) that steady-state requests do not grow it.
 	Scratch []byte
 }
 
-// Response is what a handler answers. The writer renders Status, Date,
-// Server, Headers in order, Content-Length from Body (or ContentLength for
-// HEAD) and Connection. Header slices and Body must stay valid until the
-// response is rendered: static memory, config memory, cached entries or
-// Ctx.Scratch.
+// Response is what a handler answers: always the full response to a GET
+// (or to the request's method), whatever the method. For HEAD the app
+// renders the same head, Content-Length included, and drops the body;
+// handlers never special-case HEAD.
+//
+// The writer renders Status, Date, Server, Headers in order,
+// Content-Length (len(Body), or FileSize when File is set) and Connection.
+// Header slices and Body must stay valid until the response is rendered:
+// static memory, config memory, cached entries or Ctx.Scratch.
+//
+// File, when not nil, is the body: FileSize bytes read from offset 0, and
+// Body is nil. Ownership of File passes to the app when the handler
+// returns: the app closes it once the body has been sent or the
+// connection failed (it reads small files into the output on the loop and
+// streams large ones off the loop). A handler that replaces a response
+// holding a File closes it first (Ctx.Error does).
 type Response struct {
-	Status  int            // 0 is never left by a handler
-	Headers []codec.Header // storage reused between requests
-	Body    []byte         // the full body (nil for none)
-	Close   bool           // close the connection after this response
+	Status   int            // 0 is never left by a handler
+	Headers  []codec.Header // storage reused between requests
+	Body     []byte         // the full body (nil for none); nil when File is set
+	File     *os.File       // the body as an open regular file (nil for none); closed by the app
+	FileSize int64          // bytes of File to send, from offset 0
+	Close    bool           // close the connection after this response
 }
 
-// Reset clears r for reuse, keeping header storage.
+// Reset clears r for reuse, keeping header storage. It does not close
+// File: whoever owns it closes it before Reset.
 func (r *Response) Reset() {
 	h := r.Headers[:0]
 	*r = Response{Headers: h}
@@ -68,14 +88,58 @@ func (r *Response) Set(name, value []byte) {
 
 // Del removes every field named name (ASCII case-insensitive).
 func (r *Response) Del(name []byte) {
-	h := r.Headers[:0]
-	for _, f := range r.Headers {
+	r.Headers = delHeader(r.Headers, name)
+}
+
+// Get returns the value of the first field named name (ASCII
+// case-insensitive), or nil. The result aliases whatever the field does.
+func (r *Response) Get(name []byte) []byte {
+	for i := range r.Headers {
+		if equalFoldBytes(r.Headers[i].Name, name) {
+			return r.Headers[i].Value
+		}
+	}
+	return nil
+}
+
+// Error replaces c.Resp with the fixed error response for status (keeping
+// Close): a short body that never echoes request input, JSON when the
+// client accepts only JSON, and its Content-Type. A File already set is
+// closed. It does not allocate.
+func (c *Ctx) Error(status int) {
+	if c.Resp.File != nil {
+		_ = c.Resp.File.Close()
+	}
+	closeConn := c.Resp.Close
+	c.Resp.Reset()
+	c.Resp.Close = closeConn
+	asJSON := false
+	if c.Req != nil {
+		asJSON = acceptsJSONOnly(c.Req.Header("Accept"))
+	}
+	c.Resp.Status = status
+	c.Resp.Add(hdrContentType, errorContentType(asJSON))
+	c.Resp.Body = errorBody(status, asJSON)
+}
+
+// scratchSince returns what was appended to c.Scratch since mark, capped so
+// that appends through the result never overwrite later scratch bytes.
+func (c *Ctx) scratchSince(mark int) []byte {
+	n := len(c.Scratch)
+	return c.Scratch[mark:n:n]
+}
+
+// delHeader removes every field named name (ASCII case-insensitive) from
+// hs in place and returns the shortened slice.
+func delHeader(hs []codec.Header, name []byte) []codec.Header {
+	h := hs[:0]
+	for _, f := range hs {
 		if !equalFoldBytes(f.Name, name) {
 			h = append(h, f)
 		}
 	}
-	clear(r.Headers[len(h):])
-	r.Headers = h
+	clear(hs[len(h):])
+	return h
 }
 
 func equalFoldBytes(a, b []byte) bool {
@@ -96,3 +160,9 @@ func equalFoldBytes(a, b []byte) bool {
 	}
 	return true
 }
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(c *Ctx)
+
+// Serve calls f(c).
+func (f HandlerFunc) Serve(c *Ctx) { f(c) }

@@ -1,24 +1,342 @@
 package handlers
 
-import "gale/config"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
-// Route is a compiled route: where it matches and what serves it.
+	"gale/codec"
+	"gale/config"
+)
+
+// Sentinel errors of Build; the returned error wraps one of them and names
+// the route's position in the config file.
+var (
+	ErrNoHandler      = errors.New("handlers: route has no handler (one of static, respond, redirect)")
+	ErrManyHandlers   = errors.New("handlers: route has more than one handler")
+	ErrDuplicateRoute = errors.New("handlers: another route has the same host and path")
+	ErrBadPath        = errors.New("handlers: route path must start with \"/\"")
+	ErrBadHost        = errors.New("handlers: bad route host")
+	ErrBadStatic      = errors.New("handlers: bad static route")
+	ErrBadRedirect    = errors.New("handlers: bad redirect route")
+	ErrBadRespond     = errors.New("handlers: bad respond route")
+)
+
+// maxHostLen is the longest host name (RFC 1035: 253 bytes without the
+// trailing dot) the router compares against configured hosts. A longer
+// Host cannot name a configured host and selects the group of routes
+// without a host.
+const maxHostLen = 253
+
+// Route is a compiled route: where it matches and what serves it. A Route
+// is immutable after Build and safe for concurrent use.
 type Route struct {
 	Conf    *config.Route // the route as configured
 	Handler Handler       // serves matched requests
-	// compiled header rules live here too (unexported)
+
+	prefix  []byte    // Conf.Path
+	subtree bool      // prefix ends with "/": it matches only paths under it
+	reqOps  headerOps // request header rules
+	respOps headerOps // response header rules
+}
+
+// ApplyRequestHeaders applies the route's request header rules (remove,
+// set, add) to r.Headers. It allocates only when r.Headers has to grow
+// past its capacity. The added slices are config memory, valid for the
+// Router's life. Safe for concurrent use with distinct requests.
+// Rules naming Host change the header table only, not r.Host.
+func (rt *Route) ApplyRequestHeaders(r *codec.Request) {
+	if !rt.reqOps.empty() {
+		r.Headers = rt.reqOps.apply(r.Headers)
+	}
+}
+
+// ApplyResponseHeaders applies the route's response header rules (remove,
+// set, add) to resp. Router.Serve calls it after the handler; a handler
+// that completes its response later (a pending response) calls it then.
+// It allocates only when resp.Headers has to grow past its capacity.
+func (rt *Route) ApplyResponseHeaders(resp *Response) {
+	if !rt.respOps.empty() {
+		resp.Headers = rt.respOps.apply(resp.Headers)
+	}
+}
+
+// group is the routes of one host selector, longest prefix first.
+type group struct {
+	routes []*Route
 }
 
 // Router maps a request's host and path to a route. It is immutable after
-// NewRouter and safe for concurrent use; lookups do not allocate.
+// Build and safe for concurrent use; lookups take no locks and do not
+// allocate.
 type Router struct {
-	// unexported
+	exact  map[string]*group // lower-case host -> its routes
+	wild   map[string]*group // "example.com" for "*.example.com"
+	nohost *group            // routes without a host; nil when none
+	routes []*Route          // every route, in file order
+	closer []func() error    // resources held by handlers, released by Close
 }
 
 // Build compiles cfg's routes into a Router. Errors name the route's file
-// position.
-func Build(cfg *config.Config) (*Router, error) { panic("unimplemented") }
+// position. The Router keeps references to cfg's routes (Route.Conf); cfg
+// must not be modified afterwards. Static routes hold their root directory
+// open until Close.
+func Build(cfg *config.Config) (*Router, error) {
+	rt := &Router{exact: map[string]*group{}, wild: map[string]*group{}}
+	if err := rt.build(cfg); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
 
-// Serve routes c.Req and runs the handler (or answers 404), then applies
-// the route's response header rules to c.Resp.
-func (rt *Router) Serve(c *Ctx) { panic("unimplemented") }
+func (rt *Router) build(cfg *config.Config) error {
+	mime := newMimeTable(cfg.MimeTypes)
+	type key struct{ host, path string }
+	seen := map[key]bool{}
+	for i := range cfg.Routes {
+		rc := &cfg.Routes[i]
+		r, err := rt.compileRoute(rc, mime)
+		if err != nil {
+			return routeError(cfg, rc, err)
+		}
+		host := normalizeHost(rc.Host)
+		k := key{host, rc.Path}
+		if seen[k] {
+			return routeError(cfg, rc, ErrDuplicateRoute)
+		}
+		seen[k] = true
+		var g *group
+		switch {
+		case host == "":
+			if rt.nohost == nil {
+				rt.nohost = &group{}
+			}
+			g = rt.nohost
+		case strings.HasPrefix(host, "*."):
+			suffix := host[2:]
+			if suffix == "" || strings.ContainsAny(suffix, "*:/ ") || len(suffix) > maxHostLen {
+				return routeError(cfg, rc, fmt.Errorf("%w %q", ErrBadHost, rc.Host))
+			}
+			if g = rt.wild[suffix]; g == nil {
+				g = &group{}
+				rt.wild[suffix] = g
+			}
+		default:
+			if strings.ContainsAny(host, "*/ ") || len(host) > maxHostLen {
+				return routeError(cfg, rc, fmt.Errorf("%w %q", ErrBadHost, rc.Host))
+			}
+			if g = rt.exact[host]; g == nil {
+				g = &group{}
+				rt.exact[host] = g
+			}
+		}
+		g.routes = append(g.routes, r)
+		rt.routes = append(rt.routes, r)
+	}
+	sortGroup := func(g *group) {
+		// Longest prefix first; equal lengths never match the same path
+		// ("/a/" and "/ab" are disjoint), the path breaks ties for a
+		// deterministic order.
+		slices.SortStableFunc(g.routes, func(a, b *Route) int {
+			if len(a.prefix) != len(b.prefix) {
+				return len(b.prefix) - len(a.prefix)
+			}
+			return strings.Compare(a.Conf.Path, b.Conf.Path)
+		})
+	}
+	for _, g := range rt.exact {
+		sortGroup(g)
+	}
+	for _, g := range rt.wild {
+		sortGroup(g)
+	}
+	if rt.nohost != nil {
+		sortGroup(rt.nohost)
+	}
+	return nil
+}
+
+func routeError(cfg *config.Config, rc *config.Route, err error) error {
+	where := fmt.Sprintf("%d:%d", rc.Pos.Line, rc.Pos.Col)
+	if cfg.File != "" {
+		where = cfg.File + ":" + where
+	}
+	return fmt.Errorf("%s: route host %q path %q: %w", where, rc.Host, rc.Path, err)
+}
+
+func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error) {
+	if !strings.HasPrefix(rc.Path, "/") {
+		return nil, fmt.Errorf("%w: %q", ErrBadPath, rc.Path)
+	}
+	r := &Route{
+		Conf:    rc,
+		prefix:  []byte(rc.Path),
+		subtree: strings.HasSuffix(rc.Path, "/"),
+		reqOps:  compileHeaderOps(rc.Headers.Request),
+		respOps: compileHeaderOps(rc.Headers.Response),
+	}
+	n := 0
+	if rc.Static != nil {
+		n++
+	}
+	if rc.Respond != nil {
+		n++
+	}
+	if rc.Redirect != nil {
+		n++
+	}
+	switch {
+	case n == 0:
+		return nil, ErrNoHandler
+	case n > 1:
+		return nil, ErrManyHandlers
+	}
+	var err error
+	switch {
+	case rc.Static != nil:
+		var s *staticHandler
+		s, err = newStatic(rc.Static, mime)
+		if err == nil {
+			rt.closer = append(rt.closer, s.close)
+			r.Handler = s
+		}
+	case rc.Respond != nil:
+		r.Handler, err = newRespond(rc.Respond)
+	case rc.Redirect != nil:
+		r.Handler, err = newRedirect(rc.Redirect)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close releases what the handlers hold (open root directories). Call it
+// once no request uses the Router any more (after a reload has drained).
+func (rt *Router) Close() error {
+	var errs []error
+	for _, f := range rt.closer {
+		if err := f(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rt.closer = nil
+	return errors.Join(errs...)
+}
+
+// Routes returns every compiled route in file order. The slice is shared:
+// do not modify it.
+func (rt *Router) Routes() []*Route { return rt.routes }
+
+// Match returns the route for a Host value (as sent: any case, optional
+// port and trailing dot; nil for none) and a request path, and the rest of
+// the path after the route's prefix (see Ctx.Rest; it aliases path or
+// static memory). It returns nil when no route of the selected host group
+// matches. It does not allocate and is safe for concurrent use.
+func (rt *Router) Match(host, path []byte) (*Route, []byte) {
+	g := rt.hostGroup(host)
+	if g == nil {
+		return nil, nil
+	}
+	for _, r := range g.routes {
+		p := r.prefix
+		if len(path) < len(p) || string(path[:len(p)]) != string(p) {
+			continue
+		}
+		if r.subtree {
+			return r, path[len(p)-1:]
+		}
+		if len(path) == len(p) {
+			return r, slash
+		}
+		if path[len(p)] == '/' {
+			return r, path[len(p):]
+		}
+	}
+	return nil, nil
+}
+
+var slash = []byte("/")
+
+// hostGroup selects the routes for host: an exact host, else the most
+// specific matching wildcard, else the routes without a host.
+func (rt *Router) hostGroup(host []byte) *group {
+	// Strip the port: after "]" for an IP literal, else after the first ":".
+	if len(host) > 0 && host[0] == '[' {
+		for i, b := range host {
+			if b == ']' {
+				host = host[:i+1]
+				break
+			}
+		}
+	} else {
+		for i, b := range host {
+			if b == ':' {
+				host = host[:i]
+				break
+			}
+		}
+	}
+	if n := len(host); n > 0 && host[n-1] == '.' {
+		host = host[:n-1]
+	}
+	if len(host) == 0 || len(host) > maxHostLen || (len(rt.exact) == 0 && len(rt.wild) == 0) {
+		return rt.nohost
+	}
+	var buf [maxHostLen]byte
+	lower := buf[:len(host)]
+	for i, b := range host {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	if g := rt.exact[string(lower)]; g != nil {
+		return g
+	}
+	if len(rt.wild) > 0 {
+		// Longest suffix first: "*.b.example.com" beats "*.example.com".
+		for i := 0; i < len(lower); i++ {
+			if lower[i] == '.' && i > 0 {
+				if g := rt.wild[string(lower[i+1:])]; g != nil {
+					return g
+				}
+			}
+		}
+	}
+	return rt.nohost
+}
+
+// normalizeHost lower-cases a configured host and drops a trailing dot and
+// a port, like the router does for requests.
+func normalizeHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i >= 0 {
+			h = h[:i+1]
+		}
+	} else if i := strings.IndexByte(h, ':'); i >= 0 {
+		h = h[:i]
+	}
+	return strings.TrimSuffix(h, ".")
+}
+
+// Serve resets c.Resp, routes c.Req (setting c.Route and c.Rest), applies
+// the route's request header rules to c.Req, runs the handler and then
+// applies the route's response header rules to c.Resp. Without a matching
+// route it answers 404 (c.Route nil). It runs on the connection's event
+// loop; it does not allocate beyond what the handler does.
+func (rt *Router) Serve(c *Ctx) {
+	c.Resp.Reset()
+	r, rest := rt.Match(c.Req.Host, c.Req.Path)
+	c.Route, c.Rest = r, rest
+	if r == nil {
+		c.Error(404)
+		return
+	}
+	r.ApplyRequestHeaders(c.Req)
+	r.Handler.Serve(c)
+	r.ApplyResponseHeaders(&c.Resp)
+}

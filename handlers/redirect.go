@@ -1,0 +1,120 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+
+	"gale/config"
+)
+
+// redirectHandler answers with a redirect to a configured URL, optionally
+// followed by the rest of the request path and the query. Serve builds
+// Location in Ctx.Scratch and does not allocate once Scratch has room.
+type redirectHandler struct {
+	status    int
+	base      []byte // To up to its query or fragment
+	baseSlash bool   // base ends with "/"
+	query     []byte // To's query without "?" (nil for none)
+	fragment  []byte // To's fragment with "#" (nil for none)
+	keepPath  bool
+	body      []byte // fixed text, never echoing the request
+}
+
+var _ Handler = (*redirectHandler)(nil)
+
+var (
+	ctTextPlain = []byte("text/plain; charset=utf-8")
+	// redirectBodies are the fixed bodies of the redirect statuses.
+	redirectBodies = map[int][]byte{
+		301: []byte("Moved Permanently\n"),
+		302: []byte("Found\n"),
+		303: []byte("See Other\n"),
+		307: []byte("Temporary Redirect\n"),
+		308: []byte("Permanent Redirect\n"),
+	}
+)
+
+func newRedirect(rc *config.Redirect) (*redirectHandler, error) {
+	status := rc.Status
+	if status == 0 {
+		status = 308
+	}
+	body, ok := redirectBodies[status]
+	if !ok {
+		return nil, fmt.Errorf("%w: status %d (want 301, 302, 303, 307 or 308)", ErrBadRedirect, status)
+	}
+	to := rc.To
+	if to == "" {
+		return nil, fmt.Errorf("%w: empty target", ErrBadRedirect)
+	}
+	for i := 0; i < len(to); i++ {
+		if c := to[i]; c <= ' ' || c == 0x7f {
+			return nil, fmt.Errorf("%w: target %q has a space or control byte", ErrBadRedirect, to)
+		}
+	}
+	h := &redirectHandler{status: status, keepPath: rc.KeepPath, body: body}
+	if i := strings.IndexByte(to, '#'); i >= 0 {
+		h.fragment = []byte(to[i:])
+		to = to[:i]
+	}
+	if i := strings.IndexByte(to, '?'); i >= 0 {
+		h.query = []byte(to[i+1:])
+		to = to[:i]
+	}
+	h.base = []byte(to)
+	h.baseSlash = strings.HasSuffix(to, "/")
+	return h, nil
+}
+
+func (h *redirectHandler) Serve(c *Ctx) {
+	mark := len(c.Scratch)
+	s := append(c.Scratch, h.base...)
+	var reqQuery []byte
+	if h.keepPath {
+		// Leading slashes (and backslashes, which browsers read as
+		// slashes) are dropped so that "//evil.example" in the request
+		// cannot turn Location into a network-path reference.
+		tail := c.Rest
+		for len(tail) > 0 && (tail[0] == '/' || tail[0] == '\\') {
+			tail = tail[1:]
+		}
+		if len(tail) > 0 {
+			if !h.baseSlash {
+				s = append(s, '/')
+			}
+			s = appendURLSafe(s, tail)
+		}
+		reqQuery = c.Req.Query
+	}
+	if len(h.query) > 0 || len(reqQuery) > 0 {
+		s = append(s, '?')
+		s = append(s, h.query...)
+		if len(h.query) > 0 && len(reqQuery) > 0 {
+			s = append(s, '&')
+		}
+		s = appendURLSafe(s, reqQuery)
+	}
+	s = append(s, h.fragment...)
+	c.Scratch = s
+	c.Resp.Status = h.status
+	c.Resp.Add(hdrLocation, c.scratchSince(mark))
+	c.Resp.Add(hdrContentType, ctTextPlain)
+	c.Resp.Body = h.body
+}
+
+// appendURLSafe appends p to dst, percent-encoding the bytes that must not
+// appear raw in a Location value: controls, space, non-ASCII, '\\' (read
+// as '/' by browsers), '"', '<', '>' and '#'. The codec already refuses
+// most of them in a request-target; this keeps the output safe whatever
+// the input.
+func appendURLSafe(dst, p []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, b := range p {
+		if b <= ' ' || b >= 0x7f || b == '\\' || b == '"' || b == '<' || b == '>' || b == '#' {
+			dst = append(dst, '%', hex[b>>4], hex[b&15])
+			continue
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}

@@ -1,0 +1,59 @@
+package handlers
+
+import (
+	"fmt"
+
+	"gale/config"
+)
+
+// respondHandler answers every request with a fixed response built once
+// from the config. Serve does not allocate.
+type respondHandler struct {
+	status      int
+	body        []byte // nil for none
+	contentType []byte // nil for none
+}
+
+var _ Handler = (*respondHandler)(nil)
+
+func newRespond(rc *config.Respond) (*respondHandler, error) {
+	status := rc.Status
+	if status == 0 {
+		status = 200
+	}
+	if status < 200 || status > 599 {
+		return nil, fmt.Errorf("%w: status %d (want 200..599)", ErrBadRespond, status)
+	}
+	h := &respondHandler{status: status}
+	if bodyForbidden(status) {
+		if rc.Body != "" {
+			return nil, fmt.Errorf("%w: status %d has no body", ErrBadRespond, status)
+		}
+		return h, nil
+	}
+	if rc.Body != "" {
+		h.body = []byte(rc.Body)
+		ct := rc.ContentType
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+		}
+		h.contentType = []byte(ct)
+	} else if rc.ContentType != "" {
+		h.contentType = []byte(rc.ContentType)
+	}
+	return h, nil
+}
+
+// bodyForbidden reports whether a response with status carries no content
+// (RFC 9110 6.4.1).
+func bodyForbidden(status int) bool {
+	return status < 200 || status == 204 || status == 304
+}
+
+func (h *respondHandler) Serve(c *Ctx) {
+	c.Resp.Status = h.status
+	if h.contentType != nil {
+		c.Resp.Add(hdrContentType, h.contentType)
+	}
+	c.Resp.Body = h.body
+}
