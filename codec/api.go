@@ -1,7 +1,17 @@
+// Package codec parses HTTP/1.1 request heads and frames request bodies over
+// byte slices, in place, and renders response heads. It does no I/O and
+// imports nothing else of gale, so it can be fuzzed and benchmarked alone.
+//
+// The parser (Parse) is strict about message framing (RFC 9112): the rules,
+// and every way it is stricter than net/http, are listed on Parse. Request
+// bodies are framed with a BodyReader. Responses are rendered with
+// AppendResponseHead and AppendErrorResponse from pre-rendered bytes; the
+// Date field is rendered once a second.
+//
+// Nothing in this package keeps a reference to the buffers it is given
+// beyond what the returned values alias: every result that aliases input
+// says so.
 package codec
-
-// This file declares the codec's public contract. The parser lives in
-// request.go, body framing in body.go, response rendering in response.go.
 
 import "errors"
 
@@ -31,13 +41,44 @@ type Header struct {
 	Value []byte
 }
 
-// Limits bound what the parser accepts. Zero fields take the defaults
-// documented on each field.
+// Defaults for the zero fields of Limits.
+const (
+	DefaultRequestLine = 8 << 10  // 8 KiB
+	DefaultHeaderBytes = 16 << 10 // 16 KiB
+	DefaultMaxHeaders  = 100
+	DefaultBodyBytes   = 10 << 20 // 10 MiB
+)
+
+// Limits bound what the parser accepts. Zero (or negative) fields take the
+// defaults documented on each field. Limits is read, never written, by the
+// codec: one value may be shared by all event loops.
 type Limits struct {
 	RequestLine int   // longest request line in bytes, CRLF excluded; 0 = 8 KiB; longer: 414
 	HeaderBytes int   // longest header block (request line through the empty line); 0 = 16 KiB; longer: 431
 	MaxHeaders  int   // most header fields; 0 = 100; more: 431
-	BodyBytes   int64 // largest request body; 0 = 10 MiB; larger: 413
+	BodyBytes   int64 // largest request body; 0 = 10 MiB; larger: 413 (a larger Content-Length is refused by Parse)
+}
+
+// withDefaults returns a copy of *l (the zero Limits when l is nil) with the
+// defaults filled in.
+func (l *Limits) withDefaults() Limits {
+	var v Limits
+	if l != nil {
+		v = *l
+	}
+	if v.RequestLine <= 0 {
+		v.RequestLine = DefaultRequestLine
+	}
+	if v.HeaderBytes <= 0 {
+		v.HeaderBytes = DefaultHeaderBytes
+	}
+	if v.MaxHeaders <= 0 {
+		v.MaxHeaders = DefaultMaxHeaders
+	}
+	if v.BodyBytes <= 0 {
+		v.BodyBytes = DefaultBodyBytes
+	}
+	return v
 }
 
 // ErrNeedMore says the buffer holds no complete message yet: keep the bytes,
@@ -48,8 +89,11 @@ var ErrNeedMore = errors.New("codec: need more data")
 // is for logs only: the response body is fixed per status and never echoes
 // input. After an Error the connection must be closed, since framing is in
 // doubt.
+//
+// The codec returns shared, pre-allocated *Error values (returning an error
+// does not allocate): callers must not modify them.
 type Error struct {
-	Status int    // 400, 413, 414, 431, 501 or 505
+	Status int    // 400, 413, 414, 417, 431, 501 or 505
 	Reason string // short fixed text for logs, e.g. "duplicate Content-Length"
 }
 
