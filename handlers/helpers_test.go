@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -82,3 +83,5 @@ func headerCount(hs []codec.Header, name string) int {
 	}
 	return n
 }
+
+func writeFile(name, body string) error { return os.WriteFile(name, []byte(body), 0o644) }

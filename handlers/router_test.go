@@ -281,3 +281,70 @@ func TestErrorResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestAcceptsJSONOnly(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"", false},
+		{"*/*", false},
+		{"application/json", true},
+		{"Application/JSON", true},
+		{"application/problem+json", true},
+		{"application/json, application/vnd.api+json;q=0.5", true},
+		{"application/json, */*;q=0", true},
+		{"application/json, */*;q=0.1", false},
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false},
+		{"application/json;q=0", false},
+		{"application/jsonx", false},
+		{"text/json", false},
+		{" , application/json ,", true},
+	}
+	for _, tt := range tests {
+		if got := acceptsJSONOnly([]byte(tt.accept)); got != tt.want {
+			t.Errorf("acceptsJSONOnly(%q) = %v; want %v", tt.accept, got, tt.want)
+		}
+	}
+}
+
+// One Router serves every event loop at once; run it from several
+// goroutines so the race detector can check that nothing is shared.
+func TestRouterConcurrentUse(t *testing.T) {
+	root, _ := staticTree(t)
+	routes := append(routerRoutes(),
+		config.Route{Host: "files.test", Path: "/", Static: &config.Static{Root: root, Index: []string{"index.html"}}},
+		config.Route{Host: "files.test", Path: "/go/", Redirect: &config.Redirect{To: "/x/", KeepPath: true},
+			Headers: config.HeaderRules{Response: config.HeaderOps{Set: []config.HeaderKV{{Name: "X-A", Value: "1"}}}}},
+	)
+	rt := mustBuild(t, &config.Config{Routes: routes})
+	targets := []struct{ host, target string }{
+		{"files.test", "/a.txt"}, {"files.test", "/dir/"}, {"files.test", "/go/p?q"},
+		{"example.com", "/api/x"}, {"www.example.com", "/w/"}, {"only.example.com", "/"},
+	}
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			c := newCtx(nil)
+			for i := 0; i < 200; i++ {
+				tt := targets[(g+i)%len(targets)]
+				c.Req = request("GET", tt.host, tt.target)
+				c.Scratch = c.Scratch[:0]
+				rt.Serve(c)
+				if c.Resp.File != nil {
+					c.Resp.File.Close()
+				}
+				if c.Resp.Status == 0 {
+					done <- errors.New("status 0")
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"fmt"
+	"testing"
+
+	"gale/config"
+)
+
+// benchRouter has a realistic spread: a few hosts with a dozen prefixes
+// each, wildcards and a catch-all group.
+func benchRouter(b *testing.B) *Router {
+	var routes []config.Route
+	for _, host := range []string{"", "example.com", "*.example.com", "api.example.org"} {
+		for _, p := range []string{"/", "/api/", "/api/v1/", "/api/v2/", "/static/", "/assets/", "/img", "/login", "/logout", "/hello", "/docs/", "/blog/"} {
+			routes = append(routes, respondRoute(host, p, host+p))
+		}
+	}
+	rt, err := Build(&config.Config{Routes: routes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func BenchmarkMatch(b *testing.B) {
+	rt := benchRouter(b)
+	for _, tt := range []struct{ host, path string }{
+		{"", "/hello"},
+		{"example.com", "/api/v1/users/42"},
+		{"Www.Example.Com:8080", "/static/css/site.css"},
+		{"unknown.net", "/blog/2024/01/post"},
+	} {
+		b.Run(fmt.Sprintf("%s%s", tt.host, tt.path), func(b *testing.B) {
+			host, path := []byte(tt.host), []byte(tt.path)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, _ := rt.Match(host, path); r == nil {
+					b.Fatal("no route")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkServeRespond(b *testing.B) {
+	rt := benchRouter(b)
+	c := newCtx(request("GET", "example.com", "/hello", "Accept", "*/*", "User-Agent", "bench"))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Scratch = c.Scratch[:0]
+		rt.Serve(c)
+	}
+	if c.Resp.Status != 200 {
+		b.Fatal(c.Resp.Status)
+	}
+}
+
+func BenchmarkServeRedirect(b *testing.B) {
+	rt, err := Build(&config.Config{Routes: []config.Route{
+		{Path: "/old/", Redirect: &config.Redirect{To: "https://example.com/new/", KeepPath: true}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	c := newCtx(request("GET", "example.com", "/old/some/page.html?utm=1"))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Scratch = c.Scratch[:0]
+		rt.Serve(c)
+	}
+}
+
+// BenchmarkServeStatic measures the uncached file path (open, fstat, close)
+// that the file cache will replace.
+func BenchmarkServeStatic(b *testing.B) {
+	root := b.TempDir()
+	if err := writeFile(root+"/index.html", "<h1>hi</h1>"); err != nil {
+		b.Fatal(err)
+	}
+	rt, err := Build(&config.Config{Routes: []config.Route{{Path: "/", Static: &config.Static{Root: root, Index: []string{"index.html"}}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	c := newCtx(request("GET", "example.com", "/index.html"))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Scratch = c.Scratch[:0]
+		rt.Serve(c)
+		if c.Resp.File == nil {
+			b.Fatal(c.Resp.Status)
+		}
+		c.Resp.File.Close()
+	}
+}
