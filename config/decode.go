@@ -43,6 +43,9 @@ type section struct {
 	path    string                // the mapping's own key path
 	entries map[string]entry      // known, supported keys present
 	gated   map[string]*yaml.Node // known keys present but not supported yet
+	// suggested holds the known keys that an unknown key was taken for a
+	// typo of; they are not reported missing as well.
+	suggested map[string]bool
 }
 
 // get returns the value of key name, or nil when absent.
@@ -63,6 +66,12 @@ func (s *section) has(name string) bool {
 	}
 	_, ok := s.entries[name]
 	return ok || s.gated[name] != nil
+}
+
+// missing reports whether a required key name should be reported missing:
+// it is absent, and no unknown key looked like a typo of it.
+func (s *section) missing(name string) bool {
+	return !s.has(name) && !s.suggested[name]
 }
 
 // key returns the key node of name, or nil when absent.
@@ -228,7 +237,7 @@ func (d *decoder) pairs(n *yaml.Node, path string) (out []entry, ok bool) {
 func mapKeyPath(path, k string) string {
 	for i := 0; i < len(k); i++ {
 		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return mapKey(path, k)
 		}
 	}
@@ -274,16 +283,21 @@ func (d *decoder) section(n *yaml.Node, path string, known ...string) *section {
 	if !ok {
 		return nil
 	}
-	s := &section{node: deref(n), path: path, entries: map[string]entry{}, gated: map[string]*yaml.Node{}}
+	s := &section{node: deref(n), path: path, entries: map[string]entry{}, gated: map[string]*yaml.Node{}, suggested: map[string]bool{}}
 	for _, e := range list {
 		name := e.key.Value
 		kpath := mapKeyPath(path, name)
 		if e.key.ShortTag() != "!!str" {
-			d.errorf(e.key, kpath, "unknown key %s (expected one of: %s)", describe(e.key), strings.Join(d.supported(path, known), ", "))
+			d.errorf(e.key, kpath, "unknown key %s (expected one of: %s)", name, strings.Join(d.supported(path, known), ", "))
 			continue
 		}
 		if !slices.Contains(known, name) {
-			d.errorf(e.key, kpath, "%s", d.unknownKey(name, d.supported(path, known)))
+			supported := d.supported(path, known)
+			sug := suggest(name, supported)
+			if sug != "" {
+				s.suggested[sug] = true
+			}
+			d.errorf(e.key, kpath, "%s", unknownKey(name, sug, supported))
 			continue
 		}
 		if feature, ok := d.gate[pattern(kpath)]; ok {
@@ -308,11 +322,11 @@ func (d *decoder) supported(path string, known []string) []string {
 }
 
 // unknownKey words the error for an unknown key, with the closest known
-// key when one is near.
-func (d *decoder) unknownKey(name string, known []string) string {
+// key (sug) when one is near.
+func unknownKey(name, sug string, known []string) string {
 	msg := "unknown key " + quote(name)
-	if s := suggest(name, known); s != "" {
-		msg += "; did you mean " + strconv.Quote(s) + "?"
+	if sug != "" {
+		msg += "; did you mean " + strconv.Quote(sug) + "?"
 	}
 	return msg + " (expected one of: " + strings.Join(known, ", ") + ")"
 }
@@ -386,11 +400,7 @@ func (d *decoder) list(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
 func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
 	n = deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		msg := "expected a string, got " + describe(n) + quoteHint(n)
-		if isNull(n) {
-			msg += `; write "" for an empty string`
-		}
-		d.errorf(n, path, "%s", msg)
+		d.errorf(n, path, "expected a string, got %s%s", describe(n), quoteHint(n))
 		return "", false
 	}
 	return n.Value, true

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/textproto"
 	"os"
@@ -110,7 +111,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if v := s.get("listen"); v != nil {
 		c.Listen = d.listen(v, "listen")
-	} else if !s.has("listen") {
+	} else if s.missing("listen") {
 		d.errorf(s.node, "listen", `missing required key; e.g. listen: ["127.0.0.1:8080"]`)
 	}
 	if v := s.get("server"); v != nil {
@@ -130,7 +131,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if v := s.get("routes"); v != nil {
 		c.Routes = d.routes(v, "routes")
-	} else if !s.has("routes") {
+	} else if s.missing("routes") {
 		d.errorf(s.node, "routes", "missing required key; e.g. routes: [{path: /, static: {root: ./site}}]")
 	}
 }
@@ -154,6 +155,10 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 			return Listener{}, false
 		}
 		return Listener{Address: addr, Pos: Pos{item.Line, item.Column}}, true
+	}
+	if isNull(n) {
+		d.errorf(n, path, `expected an address or a list of addresses, e.g. ["127.0.0.1:8080"]`)
+		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
 		if l, ok := one(n, path); ok {
@@ -279,8 +284,12 @@ func (d *decoder) mimeTypes(n *yaml.Node, path string, m map[string]string) {
 		if !ok {
 			continue
 		}
-		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "./\\") || checkHeaderName(ext[1:]) != "" {
+		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "/\\") || checkHeaderName(ext[1:]) != "" {
 			d.errorf(e.key, p, `expected a file extension with a leading dot, such as ".webmanifest", got %s`, quote(ext))
+			continue
+		}
+		if i := strings.LastIndexByte(ext, '.'); i > 0 {
+			d.errorf(e.key, p, "expected one extension, got %s: only the last one (%s) decides a file's type", quote(ext), quote(ext[i:]))
 			continue
 		}
 		typ, ok := d.str(e.val, p)
@@ -323,7 +332,7 @@ func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
 				a.Path = f
 			default:
 				a.Path = d.resolve(f)
-				if msg := checkLogPath(a.Path); msg != "" {
+				if msg := checkLogPath(a.Path, f); msg != "" {
 					d.errorf(deref(v), p, "%s", msg)
 				}
 			}
@@ -340,19 +349,28 @@ func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
 
 // checkLogPath checks that a log file can be created at p: its directory
 // exists, and p is not a directory.
-func checkLogPath(p string) string {
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return fmt.Sprintf("%s is a directory; expected a file path", quote(p))
+// abs is p made absolute, given is p as written.
+func checkLogPath(abs, given string) string {
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return fmt.Sprintf("%s is a directory%s; expected a file path", quote(given), resolvedTo(abs, given))
 	}
-	dir := filepath.Dir(p)
+	dir := filepath.Dir(abs)
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Sprintf("directory %s does not exist", quote(dir))
+		return fmt.Sprintf("the directory of %s does not exist (%s)", quote(given), quote(dir))
 	}
 	if !fi.IsDir() {
-		return fmt.Sprintf("%s is not a directory", quote(dir))
+		return fmt.Sprintf("the directory of %s is not a directory (%s)", quote(given), quote(dir))
 	}
 	return ""
+}
+
+// resolvedTo notes the absolute form of a relative path in messages.
+func resolvedTo(abs, given string) string {
+	if abs == given {
+		return ""
+	}
+	return " (resolved to " + quote(abs) + ")"
 }
 
 // resolve makes a relative path absolute against the config's directory.
@@ -441,18 +459,22 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 			}
 		}
 		pathNode = deref(pathNode)
-	} else if !s.has("path") {
+	} else if s.missing("path") {
 		d.errorf(s.node, join(path, "path"), `missing required key; e.g. path: /`)
 	}
 	if v := s.get("headers"); v != nil {
 		r.Headers = d.headers(v, join(path, "headers"))
 	}
-	var kinds []string
+	var kinds []string // present, in file order
 	for _, k := range handlerKinds {
 		if s.has(k) {
 			kinds = append(kinds, k)
 		}
 	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		ka, kb := s.key(a), s.key(b)
+		return cmp.Or(cmp.Compare(ka.Line, kb.Line), cmp.Compare(ka.Column, kb.Column))
+	})
 	switch len(kinds) {
 	case 0:
 		d.errorf(s.node, path, "a route needs exactly one of %s; found none", strings.Join(d.supported(path, handlerKinds), ", "))
@@ -611,7 +633,7 @@ func (d *decoder) static(n *yaml.Node, path string) *Static {
 				}
 			}
 		}
-	} else if !s.has("root") {
+	} else if s.missing("root") {
 		d.errorf(s.node, join(path, "root"), `missing required key; e.g. root: ./site`)
 	}
 	if v := s.get("index"); v != nil {
@@ -730,11 +752,11 @@ func checkDir(abs, given string) string {
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("directory %s does not exist (resolved to %s)", quote(given), quote(abs))
+		return fmt.Sprintf("directory %s does not exist%s", quote(given), resolvedTo(abs, given))
 	case err != nil:
 		return fmt.Sprintf("cannot use directory %s: %v", quote(given), err)
 	case !fi.IsDir():
-		return fmt.Sprintf("%s is not a directory (resolved to %s)", quote(given), quote(abs))
+		return fmt.Sprintf("%s is not a directory%s", quote(given), resolvedTo(abs, given))
 	}
 	return ""
 }
@@ -744,11 +766,11 @@ func checkFile(abs, given string) string {
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("file %s does not exist (resolved to %s)", quote(given), quote(abs))
+		return fmt.Sprintf("file %s does not exist%s", quote(given), resolvedTo(abs, given))
 	case err != nil:
 		return fmt.Sprintf("cannot use file %s: %v", quote(given), err)
 	case !fi.Mode().IsRegular():
-		return fmt.Sprintf("%s is not a regular file (resolved to %s)", quote(given), quote(abs))
+		return fmt.Sprintf("%s is not a regular file%s", quote(given), resolvedTo(abs, given))
 	}
 	return ""
 }
@@ -806,7 +828,7 @@ func (d *decoder) redirect(n *yaml.Node, path string) *Redirect {
 				r.To = to
 			}
 		}
-	} else if !s.has("to") {
+	} else if s.missing("to") {
 		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "https://example.com/"`)
 	}
 	if v := s.get("status"); v != nil {

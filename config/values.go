@@ -62,6 +62,9 @@ func parseSize(s string) (int64, string) {
 		return 0, "size " + quote(s) + " is too large"
 	}
 	unit := s[i:]
+	if strings.HasPrefix(unit, ".") {
+		return 0, sizeExample + ", got " + quote(s) + ": use a whole number, in a smaller unit if needed"
+	}
 	if strings.HasPrefix(unit, " ") {
 		unit = unit[1:]
 		if unit == "" {
@@ -206,6 +209,9 @@ func checkHostName(h string) string {
 		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
+			if c >= 0x80 {
+				return `non-ASCII name; write it in its IDNA ("xn--") form`
+			}
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 				return fmt.Sprintf("character %q not allowed in a host name", c)
 			}
@@ -222,12 +228,21 @@ const addressExample = `expected an address such as "127.0.0.1:8080", "[::1]:808
 func checkAddress(s string) string {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
+		if strings.Count(s, ":") > 1 && !strings.HasPrefix(s, "[") {
+			return addressExample + ", got " + quote(s) + ": write IPv6 addresses in brackets"
+		}
 		return addressExample + ", got " + quote(s)
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port[0] == '+' || n > 65535 {
 		return addressExample + ", got " + quote(s) + ": the port must be a number from 0 to 65535"
 	}
 	if host == "" {
+		return ""
+	}
+	if strings.HasPrefix(s, "[") {
+		if ip, err := netip.ParseAddr(host); err != nil || !ip.Is6() {
+			return addressExample + ", got " + quote(s) + ": bad IPv6 address"
+		}
 		return ""
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
@@ -311,6 +326,9 @@ func checkHeaderName(name string) string {
 		return "expected a header name, got an empty string"
 	}
 	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			return "expected a header name (ASCII letters, digits and !#$%&'*+-.^_`|~), got " + quote(name) + ": non-ASCII characters are not allowed"
+		}
 		if !isTchar(name[i]) {
 			return fmt.Sprintf("expected a header name (letters, digits and !#$%%&'*+-.^_`|~), got %s: %q is not allowed", quote(name), name[i])
 		}
@@ -347,7 +365,7 @@ func checkMediaType(v string) string {
 		return bad
 	}
 	mt, _, err := mime.ParseMediaType(v)
-	if err != nil {
+	if err != nil || strings.HasSuffix(v, ";") {
 		return bad
 	}
 	typ, sub, ok := strings.Cut(mt, "/")
