@@ -103,9 +103,10 @@ func (r *Response) Get(name []byte) []byte {
 }
 
 // Error replaces c.Resp with the fixed error response for status (keeping
-// Close): a short body that never echoes request input, JSON when the
-// client accepts only JSON, and its Content-Type. A File already set is
-// closed. It does not allocate.
+// Close): codec.ErrorBody, which never echoes request input, as JSON when
+// codec.AcceptsJSONOnly(Accept), its Content-Type and
+// "X-Content-Type-Options: nosniff". A File already set is closed. It does
+// not allocate once Resp.Headers has room for two fields.
 func (c *Ctx) Error(status int) {
 	if c.Resp.File != nil {
 		_ = c.Resp.File.Close()
@@ -115,11 +116,12 @@ func (c *Ctx) Error(status int) {
 	c.Resp.Close = closeConn
 	asJSON := false
 	if c.Req != nil {
-		asJSON = acceptsJSONOnly(c.Req.Header("Accept"))
+		asJSON = codec.AcceptsJSONOnly(c.Req.Header("Accept"))
 	}
 	c.Resp.Status = status
-	c.Resp.Add(hdrContentType, errorContentType(asJSON))
-	c.Resp.Body = errorBody(status, asJSON)
+	c.Resp.Add(hdrContentType, codec.ErrorContentType(asJSON))
+	c.Resp.Add(hdrNosniff, valNosniff)
+	c.Resp.Body = codec.ErrorBody(status, asJSON)
 }
 
 // scratchSince returns what was appended to c.Scratch since mark, capped so

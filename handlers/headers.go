@@ -12,6 +12,8 @@ var (
 	hdrAllow         = []byte("Allow")
 	hdrLastModified  = []byte("Last-Modified")
 	hdrCacheControl  = []byte("Cache-Control")
+	hdrNosniff       = []byte("X-Content-Type-Options")
+	valNosniff       = []byte("nosniff")
 	valAllowReadOnly = []byte("GET, HEAD, OPTIONS")
 )
 

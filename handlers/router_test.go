@@ -248,9 +248,9 @@ func TestErrorResponse(t *testing.T) {
 		json   bool
 	}{
 		{"", false},
-		{"application/json", acceptsJSONOnly([]byte("application/json"))},
-		{"text/html,application/json;q=0.9", acceptsJSONOnly([]byte("text/html,application/json;q=0.9"))},
-		{"*/*", acceptsJSONOnly([]byte("*/*"))},
+		{"application/json", codec.AcceptsJSONOnly([]byte("application/json"))},
+		{"text/html,application/json;q=0.9", codec.AcceptsJSONOnly([]byte("text/html,application/json;q=0.9"))},
+		{"*/*", codec.AcceptsJSONOnly([]byte("*/*"))},
 	}
 	if !tests[1].json {
 		t.Errorf(`AcceptsJSONOnly("application/json") = false`)
@@ -267,43 +267,17 @@ func TestErrorResponse(t *testing.T) {
 		if c.Resp.Status != 404 || !c.Resp.Close {
 			t.Errorf("accept %q: status %d close %v", tt.accept, c.Resp.Status, c.Resp.Close)
 		}
-		if got, want := string(c.Resp.Body), string(errorBody(404, tt.json)); got != want {
+		if got, want := string(c.Resp.Body), string(codec.ErrorBody(404, tt.json)); got != want {
 			t.Errorf("accept %q: body %q; want %q", tt.accept, got, want)
 		}
-		if got, want := header(&c.Resp, "Content-Type"), string(errorContentType(tt.json)); got != want {
+		if got, want := header(&c.Resp, "Content-Type"), string(codec.ErrorContentType(tt.json)); got != want {
 			t.Errorf("accept %q: Content-Type %q; want %q", tt.accept, got, want)
 		}
-		if len(c.Resp.Headers) != 1 {
-			t.Errorf("accept %q: headers %q; want only Content-Type", tt.accept, c.Resp.Headers)
+		if len(c.Resp.Headers) != 2 || header(&c.Resp, "X-Content-Type-Options") != "nosniff" {
+			t.Errorf("accept %q: headers %q; want Content-Type and X-Content-Type-Options", tt.accept, c.Resp.Headers)
 		}
 		if strings.Contains(string(c.Resp.Body), "script") {
 			t.Errorf("error body echoes the request: %q", c.Resp.Body)
-		}
-	}
-}
-
-func TestAcceptsJSONOnly(t *testing.T) {
-	tests := []struct {
-		accept string
-		want   bool
-	}{
-		{"", false},
-		{"*/*", false},
-		{"application/json", true},
-		{"Application/JSON", true},
-		{"application/problem+json", true},
-		{"application/json, application/vnd.api+json;q=0.5", true},
-		{"application/json, */*;q=0", true},
-		{"application/json, */*;q=0.1", false},
-		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false},
-		{"application/json;q=0", false},
-		{"application/jsonx", false},
-		{"text/json", false},
-		{" , application/json ,", true},
-	}
-	for _, tt := range tests {
-		if got := acceptsJSONOnly([]byte(tt.accept)); got != tt.want {
-			t.Errorf("acceptsJSONOnly(%q) = %v; want %v", tt.accept, got, tt.want)
 		}
 	}
 }

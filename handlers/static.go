@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -20,9 +21,6 @@ const (
 	symlinksAlways                        // follow every link
 	symlinksNever                         // refuse any link on the path
 )
-
-// httpTimeFormat is the IMF-fixdate layout of RFC 9110 5.6.7.
-const httpTimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // openFlags open files without blocking on FIFOs or devices (which are then
 // refused after fstat); regular files ignore O_NONBLOCK.
@@ -315,7 +313,7 @@ func (h *staticHandler) serveFile(c *Ctx, f *os.File, fi os.FileInfo, ct []byte)
 	c.Resp.Status = 200
 	c.Resp.Add(hdrContentType, ct)
 	mark := len(c.Scratch)
-	c.Scratch = fi.ModTime().UTC().AppendFormat(c.Scratch, httpTimeFormat)
+	c.Scratch = codec.AppendHTTPDate(c.Scratch, fi.ModTime())
 	c.Resp.Add(hdrLastModified, c.scratchSince(mark))
 	if h.cacheControl != nil {
 		c.Resp.Add(hdrCacheControl, h.cacheControl)
