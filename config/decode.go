@@ -406,21 +406,6 @@ func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
 	return n.Value, true
 }
 
-// strList decodes a list of strings.
-func (d *decoder) strList(n *yaml.Node, path, what string) ([]string, bool) {
-	items, ok := d.list(n, path, what)
-	if !ok {
-		return nil, false
-	}
-	out := make([]string, 0, len(items))
-	for i, item := range items {
-		s, good := d.str(item, index(path, i))
-		ok = ok && good
-		out = append(out, s)
-	}
-	return out, ok
-}
-
 // boolean decodes true or false.
 func (d *decoder) boolean(n *yaml.Node, path string) (bool, bool) {
 	n = deref(n)

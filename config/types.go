@@ -4,8 +4,8 @@ import "time"
 
 // Config is a loaded, defaulted and validated configuration. Every field
 // holds its final value: consumers never apply defaults of their own.
-// A Config is immutable once Load returns it and may be shared by all
-// goroutines.
+// A Config is immutable once Load, Parse or ForDirectory returns it and may
+// be shared by all goroutines; its slices and maps must not be modified.
 type Config struct {
 	File      string            // absolute path of the file it came from ("" when built in code)
 	Dir       string            // directory relative paths were resolved against
@@ -15,18 +15,19 @@ type Config struct {
 	MimeTypes map[string]string // extension (with dot, lower case) -> media type, added to the built-in table
 	Log       Log               // process log
 	AccessLog AccessLog         // request log
-	Routes    []Route           // at least one; order carries no meaning
+	Routes    []Route           // at least one, in file order; order carries no meaning for matching
 }
 
-// Pos is a position in the config file, for messages.
+// Pos is a position in the config file, for messages. Line and Col are
+// 1-based; the zero Pos means "not from a file" (ForDirectory).
 type Pos struct {
 	Line, Col int
 }
 
 // Listener is one address to accept connections on.
 type Listener struct {
-	Address string // "host:port" as written (port may be 0)
-	Pos     Pos
+	Address string // "host:port" as written (port may be 0); host "" = all interfaces
+	Pos     Pos    // where the address is written
 }
 
 // Server holds the reactor and HTTP protocol settings.
@@ -36,8 +37,8 @@ type Server struct {
 	LoadBalancing     string   // "round-robin" (default) | "least-connections" | "source-addr-hash"
 	LockOSThread      bool     // default false
 	EdgeTriggered     bool     // default false
-	ReadBuffer        int      // bytes, default 64 KiB
-	WriteBuffer       int      // bytes, default 64 KiB
+	ReadBuffer        int      // bytes, default 64 KiB; rounded up to a power of two, as gnet does
+	WriteBuffer       int      // bytes, default 64 KiB; rounded up to a power of two, as gnet does
 	MaxBufferedOutput int      // bytes, default 256 KiB
 	SocketRecvBuffer  int      // bytes, 0 = kernel default
 	SocketSendBuffer  int      // bytes, 0 = kernel default
@@ -49,9 +50,9 @@ type Server struct {
 
 // Limits bound request sizes and connection counts.
 type Limits struct {
-	RequestLine int   // bytes, default 8 KiB
-	HeaderBytes int   // bytes, default 16 KiB
-	BodyBytes   int64 // bytes, default 10 MiB
+	RequestLine int   // bytes, default 8 KiB; always positive
+	HeaderBytes int   // bytes, default 16 KiB; always positive
+	BodyBytes   int64 // bytes, default 10 MiB; always positive
 	Connections int   // 0 = up to the process fd limit
 }
 
@@ -64,7 +65,8 @@ type Timeouts struct {
 	Shutdown   time.Duration // default 30s: graceful stop deadline
 }
 
-// Cache configures the static file cache.
+// Cache configures the static file cache. The cache section is not
+// configurable yet: these are always the defaults.
 type Cache struct {
 	MaxBytes     int64         // default 256 MiB
 	MaxFileBytes int64         // default 1 MiB
@@ -83,14 +85,14 @@ type AccessLog struct {
 	Path     string // "" = off, "-" = stdout, else a file path (absolute after Load)
 	Format   string // "combined" (default) | "json"
 	MaxBytes int64  // rotate past this size, default 100 MiB
-	Keep     int    // rotated files kept, default 5
+	Keep     int    // rotated files kept, default 5; 0 = none
 }
 
 // Route is one entry of routes:. Exactly one of Static, Respond, Redirect
 // (and later Proxy) is non-nil.
 type Route struct {
-	Host     string      // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard
-	Path     string      // starts with "/"
+	Host     string      // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
+	Path     string      // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
 	Headers  HeaderRules // applied on every route kind
 	Static   *Static
 	Respond  *Respond
@@ -135,14 +137,14 @@ type Redirect struct {
 // Static serves files under Root.
 type Static struct {
 	Root           string         // absolute after Load; must exist and be a directory
-	Index          []string       // default ["index.html"]
-	Browse         bool           // directory listings
-	SPAFallback    string         // "" = off; else a path under Root served for unknown page paths
+	Index          []string       // default ["index.html"]; empty (not nil) = no index files; plain names, no slashes
+	Browse         bool           // directory listings (not configurable yet: always false)
+	SPAFallback    string         // "" = off; else a path under Root served for unknown page paths (not configurable yet: always "")
 	Hidden         string         // "deny" (default) | "allow"
 	FollowSymlinks string         // "inside_root" (default) | "always" | "never"
 	CacheControl   string         // "" = none
-	ErrorPages     map[int]string // status -> file path (absolute after Load)
-	Compress       Compress
+	ErrorPages     map[int]string // status -> file path (absolute after Load) (not configurable yet: always nil)
+	Compress       Compress       // not configurable yet: always the defaults
 }
 
 // Compress configures response compression for a static route.
