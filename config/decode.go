@@ -30,6 +30,7 @@ type decoder struct {
 	errs      ErrorList
 	budget    int  // nodes left to walk
 	exhausted bool // budget ran out (reported once)
+	truncated bool // errors past maxErrors were dropped
 }
 
 // entry is one key and its value in a mapping.
@@ -86,13 +87,26 @@ func (s *section) key(name string) *yaml.Node {
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
-	if len(d.errs) == maxErrors {
-		d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Msg: "too many errors; stopped here"})
-	}
-	if len(d.errs) > maxErrors {
+	if len(d.errs) >= maxErrors {
+		d.truncated = true
 		return
 	}
 	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Key: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// result returns the errors sorted by position, with a last line saying
+// so when some were left out; nil when there were none.
+func (d *decoder) result() ErrorList {
+	if len(d.errs) == 0 {
+		return nil
+	}
+	d.errs.sort()
+	if d.truncated {
+		last := d.errs[len(d.errs)-1]
+		d.errs = append(d.errs, &Error{File: d.file, Line: last.Line, Col: last.Col,
+			Msg: fmt.Sprintf("too many errors; the first %d found are shown", maxErrors)})
+	}
+	return d.errs
 }
 
 // spend takes one node from the budget and reports whether walking may go on.
@@ -199,6 +213,10 @@ func (d *decoder) pairs(n *yaml.Node, path string) (out []entry, ok bool) {
 	}
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return nil, false
+	}
+	if t := n.ShortTag(); t != "!!map" {
+		d.errorf(n, path, "unsupported tag %s; remove it", quote(t))
 		return nil, false
 	}
 	seen := map[string]*yaml.Node{}
@@ -383,6 +401,10 @@ func (d *decoder) list(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
 	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
 		d.errorf(n, path, "expected a list of %s, got %s", what, describe(n))
+		return nil, false
+	}
+	if t := n.ShortTag(); t != "!!seq" {
+		d.errorf(n, path, "unsupported tag %s; remove it", quote(t))
 		return nil, false
 	}
 	out := make([]*yaml.Node, 0, len(n.Content))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -99,9 +100,8 @@ func parse(data []byte, file string, gate map[string]string) (*Config, error) {
 		return nil, ErrorList{{File: file, Line: r.Line, Col: r.Column, Msg: "expected a mapping with listen and routes at the top level, got " + describe(r)}}
 	}
 	d.config(root, c)
-	if len(d.errs) > 0 {
-		d.errs.sort()
-		return nil, d.errs
+	if errs := d.result(); errs != nil {
+		return nil, errs
 	}
 	return c, nil
 }
@@ -109,9 +109,12 @@ func parse(data []byte, file string, gate map[string]string) (*Config, error) {
 var yamlLineRE = regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`)
 
 // syntaxError turns a YAML parser error into an *Error. The parser reports
-// only a line, so the column is 1.
+// at most a line, which is where the construct holding the problem starts
+// (at or before the problem), and no column: the column is 1, and the line
+// 1 when the parser gives none.
 func syntaxError(file string, err error) *Error {
-	e := &Error{File: file, Line: 1, Col: 1, Msg: "YAML syntax: " + err.Error()}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	e := &Error{File: file, Line: 1, Col: 1, Msg: "YAML syntax: " + msg}
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Msg = "YAML syntax: " + m[2]
