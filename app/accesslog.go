@@ -1,0 +1,244 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+
+	"gale/codec"
+	"gale/config"
+)
+
+// accessFlushBytes is how much a loop buffers before handing its lines to
+// the writer goroutine; the sweep hands over whatever is left every tick.
+const accessFlushBytes = 32 << 10
+
+// accessLog formats request lines on the event loops into per-loop
+// buffers and writes them from one goroutine, so no loop ever waits on the
+// disk. When the writer falls behind by more than the queue holds, lines
+// are dropped and counted rather than stalling a loop.
+type accessLog struct {
+	json     bool
+	path     string // "-" = stdout
+	maxBytes int64
+	keep     int
+
+	queue   chan *bytebufferpool.ByteBuffer
+	done    chan struct{}
+	dropped atomic.Uint64
+	stamp   atomic.Pointer[logStamp]
+	once    sync.Once
+
+	f    *os.File // owned by the writer goroutine
+	size int64
+}
+
+type logStamp struct {
+	sec  int64
+	text string // combined: "30/Nov/2026:07:24:22 +0000"; json: RFC 3339
+}
+
+func openAccessLog(c config.AccessLog) (*accessLog, error) {
+	a := &accessLog{
+		json:     c.Format == "json",
+		path:     c.Path,
+		maxBytes: c.MaxBytes,
+		keep:     c.Keep,
+		queue:    make(chan *bytebufferpool.ByteBuffer, 256),
+		done:     make(chan struct{}),
+	}
+	if a.path == "-" {
+		a.f = os.Stdout
+	} else {
+		if err := a.open(); err != nil {
+			return nil, err
+		}
+	}
+	go a.writer()
+	return a, nil
+}
+
+func (a *accessLog) open() error {
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	a.f, a.size = f, st.Size()
+	return nil
+}
+
+// submit hands a loop's buffered lines to the writer and returns the
+// loop's buffer emptied for reuse.
+func (a *accessLog) submit(lines []byte) []byte {
+	b := bytebufferpool.Get()
+	b.B = append(b.B[:0], lines...)
+	select {
+	case a.queue <- b:
+	default:
+		a.dropped.Add(1)
+		bytebufferpool.Put(b)
+	}
+	return lines[:0]
+}
+
+func (a *accessLog) writer() {
+	defer close(a.done)
+	for b := range a.queue {
+		if a.path != "-" && a.maxBytes > 0 && a.size+int64(len(b.B)) > a.maxBytes && a.size > 0 {
+			a.rotate()
+		}
+		if a.f != nil {
+			n, _ := a.f.Write(b.B)
+			a.size += int64(n)
+		}
+		bytebufferpool.Put(b)
+	}
+	if a.f != nil && a.f != os.Stdout {
+		_ = a.f.Close()
+	}
+}
+
+// rotate renames path to path.1 (shifting older ones up to keep) and
+// opens a fresh file.
+func (a *accessLog) rotate() {
+	_ = a.f.Close()
+	a.f = nil
+	for i := a.keep; i >= 1; i-- {
+		src := a.path
+		if i > 1 {
+			src = a.path + "." + strconv.Itoa(i-1)
+		}
+		dst := a.path + "." + strconv.Itoa(i)
+		if i == a.keep {
+			_ = os.Remove(dst)
+		}
+		_ = os.Rename(src, dst)
+	}
+	if a.keep == 0 {
+		_ = os.Remove(a.path)
+	}
+	if err := a.open(); err != nil {
+		fmt.Fprintf(os.Stderr, "gale: access log %s: %v\n", filepath.Base(a.path), err)
+	}
+}
+
+// close stops the writer after everything queued was written. The loops
+// must have stopped submitting.
+func (a *accessLog) close() {
+	a.once.Do(func() {
+		close(a.queue)
+		<-a.done
+	})
+}
+
+func (a *accessLog) timestamp(now int64) string {
+	sec := now / int64(time.Second)
+	if s := a.stamp.Load(); s != nil && s.sec == sec {
+		return s.text
+	}
+	t := time.Unix(sec, 0)
+	s := &logStamp{sec: sec}
+	if a.json {
+		s.text = t.UTC().Format(time.RFC3339)
+	} else {
+		s.text = t.Format("02/Jan/2006:15:04:05 -0700")
+	}
+	a.stamp.Store(s)
+	return s.text
+}
+
+// appendLine appends one request's line in the configured format.
+func (a *accessLog) appendLine(dst []byte, cs *conn, status int, bodyBytes int64, now int64) []byte {
+	req := &cs.req
+	ts := a.timestamp(now)
+	if a.json {
+		dst = append(dst, `{"time":"`...)
+		dst = append(dst, ts...)
+		dst = append(dst, `","remote":"`...)
+		dst = cs.remote.Addr().AppendTo(dst)
+		dst = append(dst, `","method":"`...)
+		dst = appendEscaped(dst, req.Method, true)
+		dst = append(dst, `","uri":"`...)
+		dst = appendEscaped(dst, req.Target, true)
+		dst = append(dst, `","proto":"`...)
+		dst = appendProto(dst, req.Version)
+		dst = append(dst, `","host":"`...)
+		dst = appendEscaped(dst, req.Host, true)
+		dst = append(dst, `","status":`...)
+		dst = strconv.AppendInt(dst, int64(status), 10)
+		dst = append(dst, `,"bytes":`...)
+		dst = strconv.AppendInt(dst, bodyBytes, 10)
+		dst = append(dst, `,"referer":"`...)
+		dst = appendEscaped(dst, req.Header("Referer"), true)
+		dst = append(dst, `","user_agent":"`...)
+		dst = appendEscaped(dst, req.Header("User-Agent"), true)
+		return append(dst, "\"}\n"...)
+	}
+	dst = cs.remote.Addr().AppendTo(dst)
+	dst = append(dst, " - - ["...)
+	dst = append(dst, ts...)
+	dst = append(dst, "] \""...)
+	if len(req.Method) > 0 {
+		dst = appendEscaped(dst, req.Method, false)
+		dst = append(dst, ' ')
+		dst = appendEscaped(dst, req.Target, false)
+		dst = append(dst, ' ')
+		dst = appendProto(dst, req.Version)
+	}
+	dst = append(dst, "\" "...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, bodyBytes, 10)
+	dst = append(dst, " \""...)
+	dst = appendOrDash(dst, req.Header("Referer"))
+	dst = append(dst, "\" \""...)
+	dst = appendOrDash(dst, req.Header("User-Agent"))
+	return append(dst, "\"\n"...)
+}
+
+func appendProto(dst []byte, v codec.Version) []byte {
+	if v == codec.HTTP10 {
+		return append(dst, "HTTP/1.0"...)
+	}
+	return append(dst, "HTTP/1.1"...)
+}
+
+func appendOrDash(dst, v []byte) []byte {
+	if len(v) == 0 {
+		return append(dst, '-')
+	}
+	return appendEscaped(dst, v, false)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendEscaped appends v with quotes, backslashes and bytes outside
+// printable ASCII escaped, so a client cannot forge log lines.
+func appendEscaped(dst, v []byte, json bool) []byte {
+	for _, c := range v {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c >= 0x7f:
+			if json {
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			} else {
+				dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+			}
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}

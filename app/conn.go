@@ -1,0 +1,463 @@
+package app
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+
+	"gale/codec"
+	"gale/handlers"
+)
+
+const (
+	// batch is how many pipelined requests one connection may answer per
+	// turn before other connections on its loop get theirs.
+	batch = 16
+	// inlineBody is the largest body copied into the loop's output buffer;
+	// larger in-memory bodies are referenced in place by a writev.
+	inlineBody = 4 << 10
+	// maxPendingInput bounds the bytes a client may send while its
+	// connection parses nothing (output paused or a transfer in progress);
+	// past it the connection is closed, since gnet cannot stop reading.
+	maxPendingInput = 1 << 20
+	// lingerTime is how long a closing connection keeps reading (and
+	// discarding) after its final response, so that unread request bytes
+	// do not turn the close into a reset that destroys the response.
+	lingerTime = 2 * time.Second
+)
+
+// conn is one client connection's state. It is owned by its loop.
+type conn struct {
+	loop   *loop
+	c      gnet.Conn
+	idx    int            // position in loop.conns
+	remote netip.AddrPort // client address
+
+	req  codec.Request
+	ctx  handlers.Ctx
+	body codec.BodyReader
+
+	inBody     bool  // the current request's body is still arriving (and is discarded)
+	headStart  int64 // when the current partial request head started; 0 = none
+	lastActive int64 // last progress: a response written or body bytes read
+	outSeen    int   // OutboundBuffered at the previous sweep
+	outSince   int64 // when the outbound buffer last changed
+
+	closeAfter  bool  // the response being written is the last one
+	closing     bool  // the last response is written; close once it drained
+	linger      bool  // keep reading after the last response before closing
+	lingerUntil int64 // when a lingering close gives up waiting for the client
+	paused      bool  // parsing stopped until the output drains
+	woke        bool  // a Wake for the next batch is pending
+	dead        bool  // gnet closed the connection; touch nothing
+
+	xfer *transfer // large body being sent off the loop, or waiting to start
+}
+
+func newConn(l *loop, c gnet.Conn) *conn {
+	cs := &conn{loop: l, c: c}
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cs.remote = ta.AddrPort()
+	}
+	cs.ctx.Req = &cs.req
+	cs.ctx.Remote = cs.remote
+	cs.req.ContentLength = -1
+	cs.lastActive = time.Now().UnixNano()
+	return cs
+}
+
+// release drops what the connection holds once gnet has closed it.
+func (cs *conn) release() {
+	if cs.xfer != nil && !cs.xfer.started {
+		cs.xfer.abandon()
+	}
+	cs.ctx.Resp.Reset()
+}
+
+// idleNow reports whether the connection is between requests with
+// nothing to send.
+func (cs *conn) idleNow() bool {
+	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing &&
+		cs.c.OutboundBuffered() == 0 && cs.c.InboundBuffered() == 0
+}
+
+func (cs *conn) onTraffic() gnet.Action {
+	cs.woke = false
+	if x := cs.xfer; x != nil {
+		if !x.finished() {
+			if cs.c.InboundBuffered() > maxPendingInput {
+				return gnet.Close
+			}
+			return gnet.None
+		}
+		cs.xfer = nil
+		if x.err != nil || cs.closeAfter {
+			return gnet.Close
+		}
+		cs.lastActive = time.Now().UnixNano()
+	}
+	if cs.closing {
+		_, _ = cs.c.Discard(-1)
+		return gnet.None
+	}
+	if cs.paused {
+		if cs.c.InboundBuffered() > maxPendingInput {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	return cs.serve()
+}
+
+// serve parses and answers the requests buffered on the connection, up to
+// batch of them, and writes all their responses with one call.
+func (cs *conn) serve() gnet.Action {
+	l := cs.loop
+	set := l.srv.set.Load()
+	buf, _ := cs.c.Peek(-1)
+	if len(buf) == 0 {
+		return gnet.None
+	}
+	now := time.Now().UnixNano()
+	l.out = l.out[:0]
+	l.bodies = l.bodies[:0]
+	off, served := 0, 0
+	for {
+		if cs.inBody {
+			n, _, done, err := cs.body.Next(buf[off:])
+			off += n
+			if err != nil {
+				// The response went out already; the framing of
+				// whatever follows is unknown.
+				cs.closeAfter, off = true, len(buf)
+				break
+			}
+			if n > 0 {
+				cs.lastActive = now
+			}
+			if done {
+				cs.inBody = false
+				continue
+			}
+			if n == 0 || off == len(buf) {
+				break
+			}
+			continue
+		}
+		if cs.closeAfter || cs.xfer != nil {
+			if cs.closeAfter {
+				// Nothing after the last response is parsed.
+				if off < len(buf) {
+					cs.linger = true
+				}
+				off = len(buf)
+			}
+			break
+		}
+		if off == len(buf) {
+			break
+		}
+		if served == batch || len(l.out)+cs.c.OutboundBuffered() > set.maxOut {
+			if served == batch && !cs.woke {
+				cs.woke = true
+				_ = cs.c.Wake(nil)
+			} else if served < batch {
+				cs.paused = true
+			}
+			break
+		}
+		n, err := codec.Parse(buf[off:], &cs.req, &set.limits)
+		if err == codec.ErrNeedMore {
+			if cs.headStart == 0 {
+				cs.headStart = now
+			}
+			break
+		}
+		cs.headStart = 0
+		if err != nil {
+			status := 400
+			if ce, ok := err.(*codec.Error); ok {
+				status = ce.Status
+			}
+			l.stats.ParseErrors.Add(1)
+			cs.writeError(set, status)
+			cs.closeAfter, cs.linger = true, true
+			off = len(buf)
+			break
+		}
+		off += n
+		served++
+		cs.answer(set, now)
+		if cs.req.HasBody() {
+			if cs.closeAfter {
+				cs.linger = true // the body is not read: drain it while closing
+			} else {
+				cs.body.Init(&cs.req, set.limits.BodyBytes)
+				cs.inBody = true
+			}
+		}
+	}
+	if off > 0 {
+		_, _ = cs.c.Discard(off)
+		l.stats.BytesIn.Add(uint64(off))
+	}
+	cs.flush()
+	if cs.dead {
+		return gnet.None
+	}
+	if cs.xfer != nil {
+		cs.startTransfer()
+		return gnet.None
+	}
+	if cs.closeAfter {
+		return cs.finish(now)
+	}
+	return gnet.None
+}
+
+// finish begins closing after the last response: at once when everything
+// is sent and no request bytes may be left unread, else after a drain and
+// a linger.
+func (cs *conn) finish(now int64) gnet.Action {
+	cs.closing = true
+	if cs.inBody {
+		cs.linger = true
+	}
+	if cs.c.OutboundBuffered() > 0 {
+		return gnet.None // the sweep continues once the output drained
+	}
+	if !cs.linger {
+		return gnet.Close
+	}
+	cs.startLinger(now)
+	return gnet.None
+}
+
+func (cs *conn) startLinger(now int64) {
+	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
+	cs.lingerUntil = now + int64(lingerTime)
+	_, _ = cs.c.Discard(-1)
+}
+
+// answer routes the parsed request, runs its handler and renders the
+// response into the loop's output.
+func (cs *conn) answer(set *settings, now int64) {
+	l := cs.loop
+	req := &cs.req
+	ctx := &cs.ctx
+	ctx.Resp.Reset()
+	ctx.Scratch = ctx.Scratch[:0]
+	ctx.Route, ctx.Rest = nil, nil
+
+	if req.ContentLength > set.limits.BodyBytes && set.limits.BodyBytes > 0 {
+		ctx.Error(413)
+		ctx.Resp.Close = true
+	} else {
+		set.router.Serve(ctx)
+	}
+	resp := &ctx.Resp
+
+	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
+		(req.Expect100 && req.HasBody())
+	head := codec.ResponseHead{
+		Status:        resp.Status,
+		Version:       req.Version,
+		Headers:       resp.Headers,
+		ContentLength: -1,
+		Close:         closeConn,
+		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
+		Server:        set.serverHeader,
+	}
+	isHead := string(req.Method) == "HEAD"
+	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	var body []byte
+	var size int64
+	switch {
+	case resp.File != nil:
+		size = resp.FileSize
+	default:
+		body = resp.Body
+		size = int64(len(body))
+	}
+	if !bodyless {
+		head.ContentLength = size
+	}
+	mark := len(l.out)
+	l.out = codec.AppendResponseHead(l.out, &head)
+	sent := int64(0)
+	if !isHead && !bodyless && size > 0 {
+		switch {
+		case size > int64(set.maxOut):
+			// Too large for the loop's buffers: the head and the body
+			// go out from a goroutine once earlier output drained.
+			x := newTransfer(cs, l.out[mark:], resp, set.write)
+			l.out = l.out[:mark]
+			cs.xfer = x
+			resp.File = nil // the transfer owns it now
+		case resp.File != nil:
+			l.out = growLen(l.out, int(size))
+			if _, err := resp.File.ReadAt(l.out[len(l.out)-int(size):], 0); err != nil {
+				// The file changed or failed under us: answer 500
+				// rather than a body that does not match its head.
+				l.out = l.out[:mark]
+				ctx.Resp.Reset()
+				ctx.Error(500)
+				head.Status, head.Headers, head.ContentLength, head.Close = 500, ctx.Resp.Headers, int64(len(ctx.Resp.Body)), true
+				l.out = codec.AppendResponseHead(l.out, &head)
+				l.out = append(l.out, ctx.Resp.Body...)
+				closeConn = true
+			}
+		case len(body) <= inlineBody:
+			l.out = append(l.out, body...)
+		default:
+			l.bodies = append(l.bodies, segment{at: len(l.out), body: body})
+		}
+		sent = size
+	}
+	if resp.File != nil {
+		_ = resp.File.Close()
+		resp.File = nil
+	}
+	if closeConn {
+		cs.closeAfter = true
+	}
+	cs.lastActive = now
+	l.stats.Requests.Add(1)
+	if c := head.Status / 100; c >= 1 && c <= 5 {
+		l.stats.ByClass[c].Add(1)
+	}
+	if l.srv.access != nil {
+		l.alog = l.srv.access.appendLine(l.alog, cs, head.Status, sent, now)
+		if len(l.alog) >= accessFlushBytes {
+			l.flushAccessLog(true)
+		}
+	}
+}
+
+// writeError renders a fixed error response that echoes nothing of the
+// request and closes the connection.
+func (cs *conn) writeError(set *settings, status int) {
+	l := cs.loop
+	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
+	l.stats.Requests.Add(1)
+	if c := status / 100; c >= 1 && c <= 5 {
+		l.stats.ByClass[c].Add(1)
+	}
+	if l.srv.access != nil {
+		l.alog = l.srv.access.appendLine(l.alog, cs, status, 0, time.Now().UnixNano())
+	}
+}
+
+// flush hands the loop's output to the connection: one write, or one
+// writev when large bodies are referenced in place.
+func (cs *conn) flush() {
+	l := cs.loop
+	if len(l.out) == 0 && len(l.bodies) == 0 {
+		return
+	}
+	total := len(l.out)
+	if len(l.bodies) == 0 {
+		_, _ = cs.c.Write(l.out)
+	} else {
+		l.iov = l.iov[:0]
+		prev := 0
+		for i := range l.bodies {
+			s := &l.bodies[i]
+			if s.at > prev {
+				l.iov = append(l.iov, l.out[prev:s.at])
+			}
+			l.iov = append(l.iov, s.body)
+			total += len(s.body)
+			prev = s.at
+			s.body = nil
+		}
+		if prev < len(l.out) {
+			l.iov = append(l.iov, l.out[prev:])
+		}
+		_, _ = cs.c.Writev(l.iov)
+		clear(l.iov)
+	}
+	l.stats.BytesOut.Add(uint64(total))
+	l.out = l.out[:0]
+	l.bodies = l.bodies[:0]
+}
+
+// check runs on the loop from the sweep. It enforces the timeouts, moves
+// closing and paused connections along, and reports whether the
+// connection must be closed now.
+func (cs *conn) check(now int64, set *settings) bool {
+	if cs.dead {
+		return false
+	}
+	if cs.xfer != nil && cs.xfer.started {
+		return false // the transfer goroutine enforces the write timeout
+	}
+	if out := cs.c.OutboundBuffered(); out > 0 {
+		if out != cs.outSeen {
+			cs.outSeen, cs.outSince = out, now
+		} else if now-cs.outSince > set.write {
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
+		return false
+	}
+	cs.outSeen = 0
+	switch {
+	case cs.xfer != nil:
+		cs.startTransfer()
+		return false
+	case cs.closing:
+		if !cs.linger {
+			return true
+		}
+		if cs.lingerUntil == 0 {
+			cs.startLinger(now)
+			return false
+		}
+		return now > cs.lingerUntil
+	case cs.paused:
+		cs.paused = false
+		if !cs.woke {
+			cs.woke = true
+			_ = cs.c.Wake(nil)
+		}
+		return false
+	case cs.inBody:
+		if now-cs.lastActive > set.readBody {
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
+	case cs.headStart != 0:
+		if now-cs.headStart > set.readHeader {
+			cs.loop.stats.TimedOut.Add(1)
+			l := cs.loop
+			l.out = l.out[:0]
+			cs.writeError(set, 408)
+			cs.flush()
+			if cs.dead {
+				return false
+			}
+			cs.closing, cs.linger, cs.closeAfter = true, false, true
+			cs.headStart = 0
+			return cs.c.OutboundBuffered() == 0
+		}
+	default:
+		if now-cs.lastActive > set.idle {
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
+func growLen(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}

@@ -1,0 +1,156 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gale/config"
+)
+
+// testServer is a real gale server on 127.0.0.1 with its files in a temp
+// directory.
+type testServer struct {
+	t    *testing.T
+	srv  *Server
+	addr string
+	dir  string
+	done chan error
+	once sync.Once
+}
+
+// baseConfig is prepended to every test config; routes come from the test.
+const baseListen = "listen: [\"127.0.0.1:0\"]\n"
+
+// startServer writes files (path -> content) under a temp dir's site/,
+// loads yamlText (listen is added when missing) from that dir and runs it.
+func startServer(t *testing.T, yamlText string, files map[string]string) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	if err := os.MkdirAll(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		p := filepath.Join(site, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(yamlText, "listen:") {
+		yamlText = baseListen + yamlText
+	}
+	file := filepath.Join(dir, "gale.yaml")
+	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return runServer(t, cfg, dir)
+}
+
+func runServer(t *testing.T, cfg *config.Config, dir string) *testServer {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	srv, err := New(cfg, log)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ts := &testServer{t: t, srv: srv, addr: srv.Addrs()[0], dir: dir, done: make(chan error, 1)}
+	go func() { ts.done <- srv.Run() }()
+	select {
+	case <-srv.Booted():
+	case err := <-ts.done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not boot")
+	}
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+func (ts *testServer) stop() { ts.once.Do(ts.stopOnce) }
+
+func (ts *testServer) stopOnce() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ts.srv.Stop(ctx)
+	select {
+	case <-ts.done:
+	case <-time.After(5 * time.Second):
+		ts.t.Error("server did not stop")
+	}
+}
+
+func (ts *testServer) url(path string) string { return "http://" + ts.addr + path }
+
+// dial opens a raw connection with a deadline for the whole test step.
+func (ts *testServer) dial() net.Conn {
+	ts.t.Helper()
+	c, err := net.DialTimeout("tcp", ts.addr, 2*time.Second)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	ts.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readResponse reads one response from br with net/http's reader, body
+// included.
+func readResponse(t *testing.T, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("reading response: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("reading body: %v", err)
+	}
+	return resp, string(body)
+}
+
+// expectClosed asserts the peer closes c (EOF, or a reset) with no more
+// bytes than allowed.
+func expectClosed(t *testing.T, r io.Reader) {
+	t.Helper()
+	buf := make([]byte, 1024)
+	n, err := r.Read(buf)
+	if err == nil || n > 0 {
+		t.Fatalf("connection not closed: read %d bytes %q, err %v", n, buf[:n], err)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("connection not closed: timed out waiting")
+	}
+}
+
+// client returns an HTTP client that keeps one connection alive.
+func client() *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: 1,
+			MaxConnsPerHost:     1,
+			DisableCompression:  true,
+		},
+	}
+}

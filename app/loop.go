@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// loop is the state of one event loop. All fields but stats are touched
+// only on that loop.
+type loop struct {
+	srv     *Server
+	el      gnet.EventLoop
+	conns   []*conn   // open connections, for the sweep; conn.idx is the position
+	out     []byte    // response bytes of one OnTraffic call, written with one Write
+	iov     [][]byte  // out split around large bodies referenced in place
+	bodies  []segment // large bodies between out's bytes
+	fileBuf []byte    // small file bodies are read here
+	alog    []byte    // access log lines not yet handed to the writer
+	sweepFn gnet.Runnable
+	victims []*conn // scratch for the sweep
+	stats   Stats
+}
+
+// segment places an in-memory body (referenced, not copied) at offset at
+// of the loop's out buffer.
+type segment struct {
+	at   int
+	body []byte
+}
+
+func newLoop(s *Server, el gnet.EventLoop) *loop {
+	l := &loop{srv: s, el: el, out: make([]byte, 0, 64<<10)}
+	l.sweepFn = gnet.RunnableFunc(func(context.Context) error {
+		l.sweep()
+		return nil
+	})
+	return l
+}
+
+func (l *loop) open(c gnet.Conn) {
+	cs := newConn(l, c)
+	cs.idx = len(l.conns)
+	l.conns = append(l.conns, cs)
+	c.SetContext(cs)
+	l.stats.Accepted.Add(1)
+	l.stats.Open.Add(1)
+}
+
+func (l *loop) closed(cs *conn) {
+	if cs.dead {
+		return
+	}
+	cs.dead = true
+	last := len(l.conns) - 1
+	if cs.idx <= last && l.conns[cs.idx] == cs {
+		l.conns[cs.idx] = l.conns[last]
+		l.conns[cs.idx].idx = cs.idx
+		l.conns[last] = nil
+		l.conns = l.conns[:last]
+	}
+	cs.release()
+	l.stats.Open.Add(-1)
+}
+
+// sweep enforces timeouts, closes connections whose final output has
+// drained, and resumes connections that paused for output to drain.
+func (l *loop) sweep() {
+	now := time.Now().UnixNano()
+	set := l.srv.set.Load()
+	l.victims = l.victims[:0]
+	for _, cs := range l.conns {
+		if cs.check(now, set) {
+			l.victims = append(l.victims, cs)
+		}
+	}
+	for i, cs := range l.victims {
+		if !cs.dead {
+			_ = l.el.Close(cs.c)
+		}
+		l.victims[i] = nil
+	}
+	l.flushAccessLog(false)
+}
+
+// drain starts a graceful stop on this loop: idle connections close now,
+// busy ones close after their current response.
+func (l *loop) drain() {
+	l.victims = l.victims[:0]
+	for _, cs := range l.conns {
+		if cs.idleNow() || (cs.closing && cs.c.OutboundBuffered() == 0) {
+			l.victims = append(l.victims, cs)
+		} else {
+			cs.closeAfter = true
+		}
+	}
+	for i, cs := range l.victims {
+		if !cs.dead {
+			_ = l.el.Close(cs.c)
+		}
+		l.victims[i] = nil
+	}
+	l.flushAccessLog(true)
+}
+
+func (l *loop) flushAccessLog(force bool) {
+	if len(l.alog) == 0 || l.srv.access == nil {
+		return
+	}
+	if force || len(l.alog) > 0 {
+		l.alog = l.srv.access.submit(l.alog)
+	}
+}

@@ -1,0 +1,350 @@
+// Package app runs gale: it owns the gnet engine and its event handler,
+// the per-connection state machine, timeouts, the access log, graceful stop
+// and configuration reload.
+//
+// Every connection belongs to one event loop for its whole life and all of
+// its state is touched only from that loop (gnet calls OnOpen, OnTraffic and
+// OnClose on the owning loop; the timeout sweep is posted to each loop with
+// EventLoop.Execute). Work that would block leaves the loop on a goroutine
+// and comes back through Conn.Wake.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/codec"
+	"gale/config"
+	"gale/handlers"
+)
+
+// tick is how often the timeout sweep runs on every loop. Timeouts are
+// therefore enforced with up to this much slack.
+const tick = 100 * time.Millisecond
+
+// settings is everything a request reads from the configuration, swapped
+// as a whole on reload. Loops load it once per OnTraffic call.
+type settings struct {
+	cfg          *config.Config
+	router       *handlers.Router
+	limits       codec.Limits
+	serverHeader []byte
+	readHeader   int64 // nanoseconds
+	readBody     int64
+	idle         int64
+	write        int64
+	maxOut       int // server.max_buffered_output
+}
+
+func compile(cfg *config.Config) (*settings, error) {
+	rt, err := handlers.Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &settings{
+		cfg:    cfg,
+		router: rt,
+		limits: codec.Limits{
+			RequestLine: cfg.Server.Limits.RequestLine,
+			HeaderBytes: cfg.Server.Limits.HeaderBytes,
+			BodyBytes:   cfg.Server.Limits.BodyBytes,
+		},
+		readHeader: int64(cfg.Server.Timeouts.ReadHeader),
+		readBody:   int64(cfg.Server.Timeouts.ReadBody),
+		idle:       int64(cfg.Server.Timeouts.Idle),
+		write:      int64(cfg.Server.Timeouts.Write),
+		maxOut:     cfg.Server.MaxBufferedOutput,
+	}
+	if cfg.Server.ServerHeader != "" {
+		s.serverHeader = []byte(cfg.Server.ServerHeader)
+	}
+	return s, nil
+}
+
+// Server is a running (or ready to run) gale instance. Its exported
+// methods are safe for concurrent use.
+type Server struct {
+	gnet.BuiltinEventEngine
+
+	log      *slog.Logger
+	set      atomic.Pointer[settings]
+	access   *accessLog // nil when the access log is off
+	addrs    []string   // resolved "host:port" per listener
+	maxConns int64
+
+	engMu   sync.Mutex
+	eng     gnet.Engine
+	booted  chan struct{}
+	stopped chan struct{}
+
+	loops    sync.Map // gnet.EventLoop -> *loop
+	loopList atomic.Pointer[[]*loop]
+	loopMu   sync.Mutex // guards registration into loopList
+
+	open     atomic.Int64 // connections open across loops (for limits.connections and stop)
+	draining atomic.Bool
+}
+
+// New validates and compiles cfg into a Server. It binds nothing yet, but
+// resolves every listen address (port 0 becomes a free port) and refuses
+// addresses that another process already listens on.
+func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+	set, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{})}
+	s.set.Store(set)
+	for _, l := range cfg.Listen {
+		a, err := resolveListen(l.Address)
+		if err != nil {
+			return nil, err
+		}
+		s.addrs = append(s.addrs, a)
+	}
+	fdLimit := raiseFileLimit()
+	s.maxConns = int64(cfg.Server.Limits.Connections)
+	if s.maxConns <= 0 {
+		// Leave room for listeners, log files, cached file handles and
+		// descriptors duplicated for off-loop transfers.
+		s.maxConns = int64(fdLimit) * 3 / 4
+	}
+	if cfg.AccessLog.Path != "" {
+		s.access, err = openAccessLog(cfg.AccessLog)
+		if err != nil {
+			return nil, fmt.Errorf("access_log: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Addrs returns the addresses the server listens on, ports resolved.
+func (s *Server) Addrs() []string { return append([]string(nil), s.addrs...) }
+
+// Booted is closed once the engine accepts connections.
+func (s *Server) Booted() <-chan struct{} { return s.booted }
+
+// Run serves until Stop is called or the engine fails. It blocks.
+func (s *Server) Run() error {
+	defer close(s.stopped)
+	cfg := s.set.Load().cfg
+	sc := cfg.Server
+	lb := gnet.RoundRobin
+	switch sc.LoadBalancing {
+	case "least-connections":
+		lb = gnet.LeastConnections
+	case "source-addr-hash":
+		lb = gnet.SourceAddrHash
+	}
+	nodelay := gnet.TCPDelay
+	if sc.TCPNoDelay {
+		nodelay = gnet.TCPNoDelay
+	}
+	loops := sc.EventLoops
+	if loops <= 0 {
+		loops = runtime.NumCPU()
+	}
+	opts := []gnet.Option{
+		gnet.WithMulticore(loops > 1),
+		gnet.WithNumEventLoop(loops),
+		gnet.WithReusePort(sc.ReusePort),
+		gnet.WithLoadBalancing(lb),
+		gnet.WithLockOSThread(sc.LockOSThread),
+		gnet.WithEdgeTriggeredIO(sc.EdgeTriggered),
+		gnet.WithReadBufferCap(sc.ReadBuffer),
+		gnet.WithWriteBufferCap(sc.WriteBuffer),
+		gnet.WithTCPNoDelay(nodelay),
+		gnet.WithTicker(true),
+		gnet.WithLogger(gnetLogger{s.log}),
+	}
+	if sc.SocketRecvBuffer > 0 {
+		opts = append(opts, gnet.WithSocketRecvBuffer(sc.SocketRecvBuffer))
+	}
+	if sc.SocketSendBuffer > 0 {
+		opts = append(opts, gnet.WithSocketSendBuffer(sc.SocketSendBuffer))
+	}
+	protoAddrs := make([]string, len(s.addrs))
+	for i, a := range s.addrs {
+		protoAddrs[i] = "tcp://" + a
+	}
+	err := gnet.Rotate(s, protoAddrs, opts...)
+	if s.access != nil {
+		s.access.close()
+	}
+	return err
+}
+
+// OnBoot implements gnet.EventHandler.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.engMu.Lock()
+	s.eng = eng
+	s.engMu.Unlock()
+	close(s.booted)
+	return gnet.None
+}
+
+// Reload swaps in cfg for new requests: routes, handler settings, limits,
+// timeouts and the Server header. Settings that need new listeners or a new
+// engine are left as they are and returned as notes.
+func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
+	set, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	old := s.set.Load().cfg
+	if fmt.Sprint(listenAddrs(old)) != fmt.Sprint(listenAddrs(cfg)) {
+		notes = append(notes, "listen changed: restart gale to apply it")
+	}
+	reactor := func(c *config.Config) config.Server {
+		v := c.Server
+		v.Limits, v.Timeouts, v.ServerHeader, v.MaxBufferedOutput = config.Limits{}, config.Timeouts{}, "", 0
+		return v
+	}
+	if reactor(old) != reactor(cfg) {
+		notes = append(notes, "server reactor settings changed: restart gale to apply them")
+	}
+	if old.AccessLog != cfg.AccessLog || old.Log != cfg.Log {
+		notes = append(notes, "log or access_log changed: restart gale to apply them")
+	}
+	prev := s.set.Swap(set)
+	// Loops load the settings once per OnTraffic call and finish with
+	// them before they return, so after a grace period nothing uses the
+	// old router: release the directories its static routes hold open.
+	time.AfterFunc(5*time.Second, func() { _ = prev.router.Close() })
+	return notes, nil
+}
+
+func listenAddrs(c *config.Config) []string {
+	var a []string
+	for _, l := range c.Listen {
+		a = append(a, l.Address)
+	}
+	return a
+}
+
+// Stop stops gracefully: new connections are refused, idle connections
+// close, responses in flight finish with "Connection: close", and once no
+// connection is left (or ctx ends) the engine stops. It returns when Run
+// has returned or ctx is done.
+func (s *Server) Stop(ctx context.Context) error {
+	select {
+	case <-s.booted:
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.draining.Store(true)
+	for _, l := range s.loopSlice() {
+		l := l
+		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			l.drain()
+			return nil
+		}))
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+wait:
+	for s.open.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-t.C:
+		}
+	}
+	s.engMu.Lock()
+	eng := s.eng
+	s.engMu.Unlock()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := eng.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("engine stop", "err", err)
+	}
+	select {
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats sums every loop's counters.
+func (s *Server) Stats() StatsSnapshot {
+	var d StatsSnapshot
+	for _, l := range s.loopSlice() {
+		l.stats.addTo(&d)
+	}
+	return d
+}
+
+func (s *Server) loopSlice() []*loop {
+	if p := s.loopList.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// loopFor returns the state of event loop el, creating it on first use.
+// Only OnOpen calls it, on el itself.
+func (s *Server) loopFor(el gnet.EventLoop) *loop {
+	if v, ok := s.loops.Load(el); ok {
+		return v.(*loop)
+	}
+	s.loopMu.Lock()
+	defer s.loopMu.Unlock()
+	if v, ok := s.loops.Load(el); ok {
+		return v.(*loop)
+	}
+	l := newLoop(s, el)
+	s.loops.Store(el, l)
+	list := append(append([]*loop(nil), s.loopSlice()...), l)
+	s.loopList.Store(&list)
+	return l
+}
+
+// OnOpen implements gnet.EventHandler.
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	l := s.loopFor(c.EventLoop())
+	if s.draining.Load() || s.open.Load() >= s.maxConns {
+		l.stats.Rejected.Add(1)
+		return nil, gnet.Close
+	}
+	s.open.Add(1)
+	l.open(c)
+	return nil, gnet.None
+}
+
+// OnClose implements gnet.EventHandler.
+func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
+	if cs, ok := c.Context().(*conn); ok {
+		cs.loop.closed(cs)
+		s.open.Add(-1)
+	}
+	return gnet.None
+}
+
+// OnTraffic implements gnet.EventHandler.
+func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	cs, ok := c.Context().(*conn)
+	if !ok {
+		return gnet.Close
+	}
+	return cs.onTraffic()
+}
+
+// OnTick implements gnet.EventHandler. It runs on gnet's ticker goroutine,
+// not on a loop, so it only posts a sweep to every loop.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	for _, l := range s.loopSlice() {
+		_ = l.el.Execute(context.Background(), l.sweepFn)
+	}
+	return tick, gnet.None
+}
