@@ -1,0 +1,136 @@
+//go:build !race
+
+package app
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/config"
+)
+
+// fakeConn is the part of gnet.Conn that serving a request uses, over an
+// in-memory inbound buffer; everything written is counted and dropped.
+type fakeConn struct {
+	gnet.Conn // nil: any other method panics
+	in        []byte
+	written   int
+}
+
+func (f *fakeConn) Peek(n int) ([]byte, error) { return f.in, nil }
+func (f *fakeConn) Discard(n int) (int, error) {
+	if n <= 0 || n > len(f.in) {
+		n = len(f.in)
+	}
+	f.in = f.in[n:]
+	return n, nil
+}
+func (f *fakeConn) Write(b []byte) (int, error) { f.written += len(b); return len(b), nil }
+func (f *fakeConn) Writev(bs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	f.written += n
+	return n, nil
+}
+func (f *fakeConn) OutboundBuffered() int         { return 0 }
+func (f *fakeConn) InboundBuffered() int          { return len(f.in) }
+func (f *fakeConn) Wake(gnet.AsyncCallback) error { return nil }
+func (f *fakeConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (f *fakeConn) Context() any              { return nil }
+func (f *fakeConn) EventLoop() gnet.EventLoop { return nil }
+func (f *fakeConn) SetContext(any)            {}
+func (f *fakeConn) Fd() int                   { return -1 }
+
+// TestServeAllocs proves that answering a request on a kept-alive
+// connection, from the bytes in the inbound buffer to the bytes handed to
+// the connection (parse, route, handler, header rules, rendering, Date),
+// allocates nothing once the connection's buffers have grown.
+func TestServeAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte(`
+listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    static: {root: .}
+  - path: /hello
+    headers: {response: {set: {X-Frame-Options: DENY}, remove: [X-Powered-By]}}
+    respond: {status: 200, body: "hello\n"}
+  - path: /old/
+    redirect: {to: /new/, keep_path: true}
+  - host: api.example.com
+    path: /v1/
+    respond: {status: 204}
+`), dir+"/gale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.set.Store(set)
+	l := newLoop(s, nil)
+	fc := &fakeConn{}
+	cs := newConn(l, fc)
+
+	cases := map[string]string{
+		"respond":   "GET /hello HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nAccept-Language: en\r\nCookie: a=b\r\nReferer: http://example.com/\r\nX-Request-Id: 1234\r\n\r\n",
+		"pipelined": "GET /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n",
+		"redirect":  "GET /old/page?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"not found": "GET /missing HTTP/1.1\r\nHost: API.example.com:8080\r\nAccept: application/json\r\n\r\n",
+		"with body": "POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+	}
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			raw := []byte(req)
+			serve := func() {
+				fc.in = raw
+				if a := cs.serve(); a != gnet.None {
+					t.Fatalf("action %v", a)
+				}
+				if len(fc.in) != 0 || cs.closeAfter {
+					t.Fatalf("left %d bytes, closeAfter %v", len(fc.in), cs.closeAfter)
+				}
+			}
+			serve() // grow the buffers
+			before := fc.written
+			if n := testing.AllocsPerRun(200, serve); n != 0 {
+				t.Fatalf("%v allocations per request, want 0", n)
+			}
+			if fc.written == before {
+				t.Fatal("nothing written")
+			}
+		})
+	}
+}
+
+func BenchmarkServeRespond(b *testing.B) {
+	dir := b.TempDir()
+	cfg, err := config.Parse([]byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    respond: {body: \"hello\\n\"}\n"), dir+"/gale.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, _ := compile(cfg)
+	s := &Server{}
+	s.set.Store(set)
+	fc := &fakeConn{}
+	cs := newConn(newLoop(s, nil), fc)
+	raw := []byte("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for i := 0; i < b.N; i++ {
+		fc.in = raw
+		cs.serve()
+	}
+}
