@@ -252,10 +252,19 @@ func (cs *conn) answer(set *settings, now int64) {
 	ctx.Scratch = ctx.Scratch[:0]
 	ctx.Route, ctx.Rest = nil, nil
 
-	if req.ContentLength > set.limits.BodyBytes && set.limits.BodyBytes > 0 {
+	switch {
+	case req.ContentLength > set.limits.BodyBytes && set.limits.BodyBytes > 0:
 		ctx.Error(413)
 		ctx.Resp.Close = true
-	} else {
+	case req.Form == codec.AsteriskForm:
+		// "OPTIONS *" asks about the server as a whole: nothing to say
+		// beyond a success (net/http answers the same).
+		ctx.Resp.Status = 200
+	case req.Form == codec.AuthorityForm:
+		// CONNECT: gale is not a forward proxy.
+		ctx.Error(405)
+		ctx.Resp.Close = true
+	default:
 		set.router.Serve(ctx)
 	}
 	resp := &ctx.Resp

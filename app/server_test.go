@@ -235,10 +235,20 @@ func TestHeadAndMethods(t *testing.T) {
 	if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" {
 		t.Fatalf("DELETE: %d Allow=%q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
+	fmt.Fprint(c, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, _ = readResponse(t, br, "OPTIONS")
+	if resp.StatusCode != 200 || resp.ContentLength != 0 {
+		t.Fatalf("OPTIONS *: %d len %d", resp.StatusCode, resp.ContentLength)
+	}
 	fmt.Fprint(c, "GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, body = readResponse(t, br, "GET")
 	if resp.StatusCode != 200 || body != "file a\n" {
 		t.Fatalf("GET after: %d %q", resp.StatusCode, body)
+	}
+	fmt.Fprint(c, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+	resp, _ = readResponse(t, br, "GET")
+	if resp.StatusCode != 405 || !resp.Close {
+		t.Fatalf("CONNECT: %d close=%v", resp.StatusCode, resp.Close)
 	}
 	if resp.Header.Get("Server") != "gale" || resp.Header.Get("Date") == "" {
 		t.Fatalf("Server/Date: %v", resp.Header)
