@@ -1,0 +1,33 @@
+// Command bench compares gale with nginx, Caddy and lighttpd on one
+// machine, and sweeps gale's reactor settings.
+//
+//	go run ./bench -h          # the comparison and its flags
+//	go run ./bench sweep -h    # the reactor-tuning lab
+//
+// Each server runs pinned to the server CPUs with the same number of
+// workers, wrk runs pinned to the client CPUs, rounds are interleaved with
+// a rotating order, and every response is checked before and after each
+// measurement. Results (median, min, max) are printed as Markdown and
+// written with every raw measurement to results.json and chart.svg. The
+// method and its caveats are in README.md next to this file.
+package main
+
+import (
+	"io"
+	"os"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
+		os.Exit(upstreamMain(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches to the sweep or the comparison and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "sweep" {
+		return runSweep(args[1:], stdout, stderr)
+	}
+	return runCompare(args, stdout, stderr)
+}

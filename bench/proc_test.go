@@ -1,0 +1,248 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    procStat
+		wantErr bool
+	}{
+		{
+			name: "plain",
+			in:   "19338 (cat) R 19332 19332 3434 0 -1 4194304 102 0 0 0 7 3 0 0 20 0 1 0 70960 3133440 413 18446744073709551615 0\n",
+			want: procStat{PID: 19338, Comm: "cat", State: 'R', PPID: 19332, PGRP: 19332, Utime: 7, Stime: 3},
+		},
+		{
+			name: "comm with spaces and parentheses",
+			in:   "42 (nginx: worker (x) ) S 41 41 41 0 -1 4194560 5 0 0 0 1234 567 0 0 20 0 1 0 1 1 1 1",
+			want: procStat{PID: 42, Comm: "nginx: worker (x) ", State: 'S', PPID: 41, PGRP: 41, Utime: 1234, Stime: 567},
+		},
+		{name: "truncated", in: "42 (x) S 1 1 1 0", wantErr: true},
+		{name: "no comm", in: "42 x S 1 1 1 0 -1 0 0 0 0 0 1 2", wantErr: true},
+		{name: "bad pid", in: "x (a) S 1 1 1 0 -1 0 0 0 0 0 1 2", wantErr: true},
+		{name: "bad utime", in: "1 (a) S 1 1 1 0 -1 0 0 0 0 0 z 2", wantErr: true},
+		{name: "empty", in: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat([]byte(tt.in))
+			if tt.wantErr {
+				if !errors.Is(err, errStatFormat) {
+					t.Fatalf("err = %v, want errStatFormat", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    memStatus
+		wantErr bool
+	}{
+		{"both", "Name:\tnginx\nVmPeak:\t 9999 kB\nVmHWM:\t    1920 kB\nVmRSS:\t    1800 kB\nThreads:\t1\n", memStatus{VmHWM: 1920, VmRSS: 1800}, false},
+		{"kernel thread", "Name:\tkthreadd\nState:\tS\n", memStatus{}, false},
+		{"bad unit", "VmHWM:\t 1 MB\n", memStatus{}, true},
+		{"bad number", "VmRSS:\t x kB\n", memStatus{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatus([]byte(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err == nil && got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"0", []int{0}, false},
+		{"1-3", []int{1, 2, 3}, false},
+		{"3,0-1,1", []int{0, 1, 3}, false},
+		{" 2 , 4 ", []int{2, 4}, false},
+		{"", nil, true},
+		{"a", nil, true},
+		{"3-1", nil, true},
+		{"-1", nil, true},
+		{"0-99999", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseCPUList(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseCPUList(%q) err = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseCPUList(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseCPUTimesAndBusyShare(t *testing.T) {
+	before := "cpu  31368 0 9215 99300 312 0 921 45 0 0\ncpu0 100 0 50 800 10 0 20 5 0 0\ncpu1 200 0 100 600 0 0 0 0 0 0\nintr 1 2 3\n"
+	after := "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 400 0 100 1000 10 0 40 5 0 0\ncpu1 300 0 100 1500 0 0 0 0 0 0\n"
+	b, err := parseCPUTimes([]byte(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b[0], (cpuTimes{Busy: 175, Total: 985}); got != want {
+		t.Fatalf("cpu0 = %+v, want %+v", got, want)
+	}
+	if _, ok := b[-1]; ok || len(b) != 2 {
+		t.Fatalf("parsed %d CPUs (%v), want cpu0 and cpu1 only", len(b), b)
+	}
+	a, err := parseCPUTimes([]byte(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cpu0: busy +370, total +570; own 300 ticks.
+	busy, others := busyShare(b[0], a[0], 300)
+	if !near(busy, 370.0/570) || !near(others, 70.0/570) {
+		t.Fatalf("busy %v others %v", busy, others)
+	}
+	// Own time above busy (tick rounding) never gives a negative share.
+	if _, others := busyShare(b[0], a[0], 1000); others != 0 {
+		t.Fatalf("others = %v, want 0", others)
+	}
+	if busy, others := busyShare(a[0], a[0], 0); busy != 0 || others != 0 {
+		t.Fatalf("no time passed: %v %v", busy, others)
+	}
+	if _, err := parseCPUTimes([]byte("cpu0 1 2 x 4 5 6 7 8 9 10\n")); err == nil {
+		t.Fatal("malformed line accepted")
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// fakeProc writes a minimal /proc tree: pid -> ppid with the given ticks.
+func fakeProc(t *testing.T, procs map[int][3]int) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, p := range procs {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := strconv.Itoa(pid) + " (p x) S " + strconv.Itoa(p[0]) + " 1 1 0 -1 0 0 0 0 0 " + strconv.Itoa(p[1]) + " " + strconv.Itoa(p[2]) + " 0 0 20 0 1 0\n"
+		status := "Name:\tp\nVmHWM:\t" + strconv.Itoa(p[1]*10) + " kB\nVmRSS:\t" + strconv.Itoa(p[2]*10) + " kB\n"
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644)
+		os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "loadavg"), []byte("0.50 0.25 0.10 1/99 1234\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "cpuinfo"), []byte("processor\t: 0\ncpu MHz\t\t: 2299.998\n\nprocessor\t: 1\ncpu MHz\t\t: 1200.5\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "self"), 0o755)
+	return root
+}
+
+func TestDescendantsAndSampleTree(t *testing.T) {
+	// 10 is the master; 11 and 12 its workers; 13 a child of 12; 20 unrelated.
+	root := fakeProc(t, map[int][3]int{
+		10: {1, 5, 1}, 11: {10, 100, 20}, 12: {10, 200, 30}, 13: {12, 1, 1}, 20: {1, 999, 999},
+	})
+	old := procRoot
+	procRoot = root
+	defer func() { procRoot = old }()
+	if got, want := descendants(10), []int{10, 11, 12, 13}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("descendants = %v, want %v", got, want)
+	}
+	s, err := sampleTree(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPUTicks != 6+120+230+2 || s.HWMKiB != 3060 || s.RSSKiB != 520 || len(s.PIDs) != 4 {
+		t.Fatalf("sample = %+v", s)
+	}
+	if _, err := sampleTree(99); err == nil {
+		t.Fatal("missing root: want error")
+	}
+	if got := loadAvg(); got != "0.50 0.25 0.10" {
+		t.Fatalf("loadAvg = %q", got)
+	}
+	if got := cpuMHz([]int{1, 0, 5}); !reflect.DeepEqual(got, []float64{1200.5, 2299.998, 0}) {
+		t.Fatalf("cpuMHz = %v", got)
+	}
+}
+
+func TestSampleTreeSelf(t *testing.T) {
+	s, err := sampleTree(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HWMKiB <= 0 || s.RSSKiB <= 0 || len(s.PIDs) == 0 || s.PIDs[0] != os.Getpid() {
+		t.Fatalf("sample of self = %+v", s)
+	}
+}
+
+// TestProcStopKillsGroup starts a shell with a background child, like an
+// nginx master with a worker, and checks that stop ends both.
+func TestProcStopKillsGroup(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("taskset not installed")
+	}
+	log := filepath.Join(t.TempDir(), "log")
+	p, err := startProc([]string{"sh", "-c", "sleep 30 & echo child $!; wait"}, nil, "0", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && child == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(log)
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			child, _ = strconv.Atoi(f[1])
+		}
+	}
+	if child == 0 {
+		t.Fatal("child did not start")
+	}
+	if got := descendants(p.pid()); len(got) < 2 {
+		t.Fatalf("descendants = %v, want the shell and its child", got)
+	}
+	start := time.Now()
+	p.stop(2 * time.Second)
+	if !p.exited() {
+		t.Fatal("leader still running")
+	}
+	for deadline := time.Now().Add(3 * time.Second); pidExists(child) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child), "stat"))
+		if st, err := parseStat(b); err == nil && st.State == 'Z' {
+			break // reaped by init shortly
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child), "stat")); err == nil {
+		if st, err := parseStat(b); err == nil && st.State != 'Z' && st.PGRP == p.pid() {
+			t.Fatalf("child %d still running: %s", child, b)
+		}
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Fatalf("stop took %v", time.Since(start))
+	}
+}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// seriesStats aggregates the measurements of one label on one workload.
+type seriesStats struct {
+	Label    string
+	Server   string
+	Total    int     // measurements made
+	OK       int     // of which succeeded
+	Status   string  // "ok" when any succeeded, else the first failure's status
+	Reason   string  // first failure's reason
+	RPS      summary // requests/s
+	CPU      summary // server CPU µs per request
+	P50      summary // µs
+	P99      summary // µs
+	RSS      summary // peak RSS, MiB
+	SockErrs int64   // summed over successful measurements
+	Non2xx   int64
+	IdleMin  int     // fewest idle connections still open after a run (-1: not an idle workload)
+	UpReuse  summary // upstream requests per upstream connection
+	Others   summary // foreign load on the server CPUs, percent
+	byRound  map[int]measurement
+}
+
+// aggregate summarises the measurements of label on workload.
+func aggregate(ms []measurement, workload, label string) seriesStats {
+	s := seriesStats{Label: label, IdleMin: -1, byRound: map[int]measurement{}}
+	var rps, cpu, p50, p99, rss, reuse, others []float64
+	for _, m := range ms {
+		if m.Workload != workload || m.Label != label {
+			continue
+		}
+		s.Server = m.Server
+		s.Total++
+		if m.Status != "ok" {
+			if s.Reason == "" {
+				s.Status, s.Reason = m.Status, m.Reason
+			}
+			continue
+		}
+		s.OK++
+		s.byRound[m.Round] = m
+		rps = append(rps, m.Wrk.ReqPerSec)
+		cpu = append(cpu, m.CPUUsPerReq)
+		p50 = append(p50, pct(m.Wrk, "50"))
+		p99 = append(p99, pct(m.Wrk, "99"))
+		rss = append(rss, float64(m.PeakRSSKiB)/1024)
+		others = append(others, 100*m.ServerCPUsOthers)
+		s.SockErrs += m.Wrk.SocketErrors()
+		s.Non2xx += m.Wrk.Non2xx
+		if m.IdleOpened > 0 || m.IdleFailed > 0 {
+			if s.IdleMin < 0 || m.IdleAliveAfter < s.IdleMin {
+				s.IdleMin = m.IdleAliveAfter
+			}
+		}
+		if m.Upstream != nil && m.Upstream.Conns > 0 {
+			reuse = append(reuse, float64(m.Upstream.Requests)/float64(m.Upstream.Conns))
+		}
+	}
+	if s.OK > 0 {
+		s.Status, s.Reason = "ok", ""
+	}
+	s.RPS, s.CPU, s.P50, s.P99, s.RSS, s.UpReuse = summarize(rps), summarize(cpu), summarize(p50), summarize(p99), summarize(rss), summarize(reuse)
+	s.Others = summarize(others)
+	return s
+}
+
+// pct returns a latency percentile in µs, NaN when wrk did not report it.
+func pct(r *wrkResult, p string) float64 {
+	if v, ok := r.LatencyUs[p]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
+// headToHead compares a with b over the rounds both succeeded in.
+type headToHead struct {
+	RPSRatio   float64 // median(a req/s) / median(b req/s)
+	CPURatio   float64 // median(a CPU/req) / median(b CPU/req)
+	Rounds     int     // rounds where both succeeded
+	FasterIn   int     // rounds where a served more req/s
+	CheaperIn  int     // rounds where a used less CPU per request
+	Comparable bool
+}
+
+func compare(a, b seriesStats) headToHead {
+	h := headToHead{RPSRatio: ratio(a.RPS.Median, b.RPS.Median), CPURatio: ratio(a.CPU.Median, b.CPU.Median)}
+	h.Comparable = a.OK > 0 && b.OK > 0
+	for round, ma := range a.byRound {
+		mb, ok := b.byRound[round]
+		if !ok {
+			continue
+		}
+		h.Rounds++
+		if ma.Wrk.ReqPerSec > mb.Wrk.ReqPerSec {
+			h.FasterIn++
+		}
+		if ma.CPUUsPerReq < mb.CPUUsPerReq {
+			h.CheaperIn++
+		}
+	}
+	return h
+}
+
+// Formatting helpers. NaN prints as an em dash.
+
+func fmtInt(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func fmtF(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func fmtMs(us float64) string {
+	if math.IsNaN(us) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f ms", us/1000)
+}
+
+func fmtRange(s summary, f func(float64) string) string {
+	if s.N == 0 {
+		return "—"
+	}
+	if s.N == 1 {
+		return f(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", f(s.Median), f(s.Min), f(s.Max))
+}
+
+func fmtRatio(r float64, wins, rounds int) string {
+	if math.IsNaN(r) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f× (%d/%d)", r, wins, rounds)
+}
+
+func cpuPrec(v float64) string { return fmtF(v, 2) }
+
+// labels returns the series labels in the order they first appear.
+func labels(res *results) []string {
+	var out []string
+	seen := map[string]bool{}
+	if res.Sweep != nil {
+		for _, v := range res.Sweep.Variants {
+			if !seen[v.Label] {
+				seen[v.Label] = true
+				out = append(out, v.Label)
+			}
+		}
+		return out
+	}
+	for _, s := range res.Servers {
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, s.Name)
+		}
+	}
+	for _, m := range res.Measurements {
+		if !seen[m.Label] {
+			seen[m.Label] = true
+			out = append(out, m.Label)
+		}
+	}
+	return out
+}
+
+// renderMarkdown renders the report of a run.
+func renderMarkdown(res *results) string {
+	var b strings.Builder
+	o := res.Options
+	title := "gale benchmark"
+	if res.Kind == "sweep" {
+		title = "gale reactor sweep"
+	}
+	fmt.Fprintf(&b, "# %s, %s\n\n", title, res.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs online, Linux %s, %s; load average at start %s.\n", res.Machine.CPUModel, res.Machine.OnlineCPUs,
+		res.Machine.Kernel, res.Machine.GoVersion, res.Machine.LoadAvg)
+	fmt.Fprintf(&b, "Server pinned to CPUs %s with %d worker(s); wrk (%s) pinned to CPUs %s: -t%d -c%d, %d s measured after %d s warm-up, %d round(s), interleaved, order rotated each round.\n",
+		o.ServerCPUs, o.Workers, res.WrkVersion, o.ClientCPUs, o.Threads, o.Connections, o.Seconds, o.Warmup, o.Rounds)
+	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (all its processes) over the measured run divided by completed requests: " +
+		"with a closed-loop load generator on a shared machine, req/s is capped by the client, so CPU per request is the figure that separates servers. " +
+		"p50/p99 are medians of each run's wrk percentiles. Peak RSS is VmHWM summed over the server's processes. Errors are wrk socket errors / non-2xx-or-3xx responses. " +
+		"\"Others on server CPUs\" is the median share of the server CPUs' time spent by other processes during the run (/proc/stat): high values mean the run competed with foreign load.\n\n")
+	labs := labels(res)
+	if res.Kind == "sweep" {
+		renderSweepTables(&b, res, labs)
+	} else {
+		renderCompareTables(&b, res, labs)
+	}
+	renderConfig(&b, res)
+	return b.String()
+}
+
+func renderCompareTables(b *strings.Builder, res *results, labs []string) {
+	hasGale := false
+	for _, l := range labs {
+		hasGale = hasGale || l == "gale"
+	}
+	type ratioRow struct {
+		workload string
+		cells    map[string]headToHead
+	}
+	var ratios []ratioRow
+	for _, wid := range res.Workloads {
+		w, _ := findWorkload(wid)
+		fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
+		b.WriteString("| server | req/s | CPU µs/req | p50 | p99 | peak RSS MiB | errors | others on server CPUs | n |")
+		if hasGale {
+			b.WriteString(" gale ÷ server req/s | gale ÷ server CPU/req |")
+		}
+		b.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		if hasGale {
+			b.WriteString("---:|---:|")
+		}
+		b.WriteString("\n")
+		stats := map[string]seriesStats{}
+		for _, l := range labs {
+			stats[l] = aggregate(res.Measurements, wid, l)
+		}
+		rr := ratioRow{workload: wid, cells: map[string]headToHead{}}
+		for _, l := range labs {
+			s := stats[l]
+			if s.Total == 0 {
+				continue
+			}
+			writeRow(b, l, s)
+			if hasGale {
+				if l == "gale" {
+					b.WriteString(" — | — |")
+				} else {
+					h := compare(stats["gale"], s)
+					rr.cells[l] = h
+					if h.Comparable {
+						fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+					} else {
+						b.WriteString(" — | — |")
+					}
+				}
+			}
+			b.WriteString("\n")
+		}
+		writeSeriesNotes(b, labs, stats)
+		b.WriteString("\n")
+		ratios = append(ratios, rr)
+	}
+	if !hasGale {
+		return
+	}
+	var peers []string
+	for _, l := range labs {
+		if l != "gale" {
+			peers = append(peers, l)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	b.WriteString("## gale relative to each peer\n\n")
+	b.WriteString("Ratio of medians, gale ÷ peer, with (rounds in which gale was ahead / rounds both ran). req/s above 1 and CPU/req below 1 favour gale. " +
+		"Counts of rounds are observations, not confidence intervals: a small lead with overlapping ranges is not a ranking.\n\n")
+	b.WriteString("| workload |")
+	for _, p := range peers {
+		fmt.Fprintf(b, " vs %s req/s | vs %s CPU/req |", p, p)
+	}
+	b.WriteString("\n|---|")
+	for range peers {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
+	for _, rr := range ratios {
+		fmt.Fprintf(b, "| %s |", rr.workload)
+		for _, p := range peers {
+			h, ok := rr.cells[p]
+			if !ok || !h.Comparable {
+				b.WriteString(" — | — |")
+				continue
+			}
+			fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeRow writes the common columns of one series (without the newline).
+func writeRow(b *strings.Builder, label string, s seriesStats) {
+	if s.OK == 0 {
+		what := "not supported"
+		if s.Status == "failed" {
+			what = "failed"
+		}
+		fmt.Fprintf(b, "| %s | %s: %s | — | — | — | — | — | — | 0/%d |", label, what, mdEscape(shorten(s.Reason, 160)), s.Total)
+		return
+	}
+	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
+		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
+		fmtF(s.RSS.Median, 1), s.SockErrs, s.Non2xx, fmtF(s.Others.Median, 0), s.OK, s.Total)
+}
+
+// writeSeriesNotes adds lines about idle connections, upstream reuse and
+// partial failures under a workload's table.
+func writeSeriesNotes(b *strings.Builder, labs []string, stats map[string]seriesStats) {
+	var notes []string
+	for _, l := range labs {
+		s := stats[l]
+		if s.IdleMin >= 0 {
+			notes = append(notes, fmt.Sprintf("%s: at least %d idle connections still open after each run", l, s.IdleMin))
+		}
+		if s.UpReuse.N > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %s upstream requests per upstream connection", l, fmtF(s.UpReuse.Median, 1)))
+		}
+		if s.OK > 0 && s.OK < s.Total {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d runs %s: %s", l, s.Total-s.OK, s.Total, s.Status, shorten(s.Reason, 200)))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range notes {
+			fmt.Fprintf(b, "- %s\n", mdEscape(n))
+		}
+	}
+}
+
+func renderSweepTables(b *strings.Builder, res *results, labs []string) {
+	wid := res.Workloads[0]
+	w, _ := findWorkload(wid)
+	fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
+	b.WriteString("Each row is one set of gale `server:` settings; the baseline uses event_loops = workers, reuse_port true and gale's defaults. " +
+		"Ratios are variant ÷ baseline (rounds in which the variant was ahead / rounds both ran).\n\n")
+	b.WriteString("| variant | req/s | CPU µs/req | p50 | p99 | peak RSS MiB | errors | others on server CPUs | n | ÷ baseline req/s | ÷ baseline CPU/req |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	stats := map[string]seriesStats{}
+	for _, l := range labs {
+		stats[l] = aggregate(res.Measurements, wid, l)
+	}
+	base := stats[baselineLabel]
+	for _, l := range labs {
+		s := stats[l]
+		if s.Total == 0 {
+			continue
+		}
+		writeRow(b, l, s)
+		h := compare(s, base)
+		if l == baselineLabel || !h.Comparable {
+			b.WriteString(" — | — |\n")
+			continue
+		}
+		fmt.Fprintf(b, " %s | %s |\n", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+	}
+	writeSeriesNotes(b, labs, stats)
+	b.WriteString("\n")
+}
+
+func renderConfig(b *strings.Builder, res *results) {
+	b.WriteString("## Servers, versions and configuration\n\n")
+	for _, s := range res.Servers {
+		fmt.Fprintf(b, "- **%s** `%s` (%s, sha256 %s)\n", s.Name, s.Version, s.Bin, shorten(s.SHA256, 16))
+		for _, n := range res.Fairness[s.Name] {
+			fmt.Fprintf(b, "  - %s\n", n)
+		}
+	}
+	fmt.Fprintf(b, "- **wrk** `%s` (%s)\n", res.WrkVersion, res.WrkBin)
+	if len(res.Upstream) > 0 {
+		b.WriteString("- **proxy upstream**: the harness's own minimal HTTP/1.1 server (`bench _upstream`, keep-alive, bodies from memory), pinned to the client CPUs, the same for every server\n")
+	}
+	if res.GitCommit != "" {
+		fmt.Fprintf(b, "- gale source: %s\n", res.GitCommit)
+	}
+	b.WriteString("- all servers: 127.0.0.1 only, no TLS, a fresh process and port per measurement, configs and logs under runs/ in the output directory\n")
+	if len(res.Notes) > 0 {
+		b.WriteString("\nNotes:\n\n")
+		for _, n := range res.Notes {
+			fmt.Fprintf(b, "- %s\n", mdEscape(n))
+		}
+	}
+	b.WriteString("\nNot shown by these numbers: remote networks, TLS, HTTP/2, cold caches, large working sets, many-core scaling, open-loop tail latency. See bench/README.md.\n")
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func mdEscape(s string) string {
+	return strings.ReplaceAll(s, "|", `\|`)
+}

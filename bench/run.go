@@ -1,0 +1,873 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// errUsage marks a command-line error (exit status 2).
+var errUsage = errors.New("bench: usage")
+
+// options are the settings shared by the comparison and the sweep.
+type options struct {
+	Servers      []string `json:"servers"`
+	Workloads    []string `json:"workloads"`
+	Rounds       int      `json:"rounds"`
+	Seconds      int      `json:"seconds"`
+	Warmup       int      `json:"warmup_seconds"`
+	Connections  int      `json:"connections"`
+	Threads      int      `json:"threads"`
+	ServerCPUs   string   `json:"server_cpus"`
+	ClientCPUs   string   `json:"client_cpus"`
+	Workers      int      `json:"workers"`
+	UpstreamPool int      `json:"upstream_pool"`
+	Out          string   `json:"out"`
+	GaleBin      string   `json:"gale_bin,omitempty"`
+	WrkBin       string   `json:"wrk_bin,omitempty"`
+	Bins         map[string]string
+	PinHarness   bool `json:"pin_harness"`
+}
+
+// commonFlags registers the flags shared by both commands.
+func commonFlags(fs *flag.FlagSet, o *options) func() error {
+	fs.IntVar(&o.Rounds, "rounds", 3, "interleaved rounds; every server and workload is measured once per round, in rotating order")
+	fs.IntVar(&o.Seconds, "seconds", 5, "measured seconds per wrk run")
+	fs.IntVar(&o.Warmup, "warmup", 1, "seconds of unmeasured wrk load before each measurement (0 = none)")
+	fs.IntVar(&o.Connections, "connections", 64, "wrk connections (-c)")
+	fs.IntVar(&o.Threads, "threads", 0, "wrk threads (-t); 0 = one per client CPU")
+	fs.StringVar(&o.ServerCPUs, "server-cpus", "0", "CPU list the server is pinned to (taskset -c)")
+	fs.StringVar(&o.ClientCPUs, "client-cpus", "1", "CPU list wrk, the proxy upstream and the harness are pinned to")
+	fs.IntVar(&o.Workers, "workers", 0, "workers of every server (gale event_loops, nginx worker_processes, Caddy GOMAXPROCS); 0 = one per server CPU")
+	fs.IntVar(&o.UpstreamPool, "upstream-pool", 0, "idle upstream keep-alive connections the proxies may keep (nginx keepalive, Caddy max_idle_conns_per_host); 0 = max(128, connections)")
+	fs.StringVar(&o.Out, "out", "", "output directory (default bench/out/<timestamp> under the module root)")
+	fs.StringVar(&o.GaleBin, "gale-bin", "", "prebuilt gale binary (default: go build ./cmd/gale into the output directory)")
+	fs.StringVar(&o.WrkBin, "wrk-bin", "", "wrk binary (default: wrk on PATH)")
+	fs.BoolVar(&o.PinHarness, "pin-harness", true, "pin the harness process itself to the client CPUs")
+	o.Bins = map[string]string{}
+	bins := map[string]*string{}
+	for _, s := range knownServers[1:] {
+		bins[s] = fs.String(s+"-bin", "", s+" binary (default: "+s+" on PATH or in /usr/sbin)")
+	}
+	return func() error {
+		for s, p := range bins {
+			if *p != "" {
+				o.Bins[s] = *p
+			}
+		}
+		switch {
+		case o.Rounds < 1:
+			return fmt.Errorf("%w: -rounds must be at least 1", errUsage)
+		case o.Seconds < 1:
+			return fmt.Errorf("%w: -seconds must be at least 1", errUsage)
+		case o.Warmup < 0:
+			return fmt.Errorf("%w: -warmup must not be negative", errUsage)
+		case o.Connections < 1:
+			return fmt.Errorf("%w: -connections must be at least 1", errUsage)
+		}
+		return nil
+	}
+}
+
+// runner holds the state of one harness run.
+type runner struct {
+	opts       options
+	stdout     io.Writer
+	stderr     io.Writer
+	modRoot    string
+	out        string
+	serverCPUs []int
+	clientCPUs []int
+	clkTck     int
+	wrkBin     string
+	fixtures   *fixtureSet
+	specs      []*serverSpec
+	notes      []string // skipped servers and other remarks for the report
+	upstream   *proc
+	upAddr     string
+	upArgv     []string
+	ctx        context.Context
+}
+
+// newRunner checks the options, the tools and the CPUs, creates the output
+// directory and writes the fixtures.
+func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runner, error) {
+	r := &runner{opts: o, stdout: stdout, stderr: stderr, clkTck: clockTicks(), ctx: ctx}
+	var err error
+	if r.serverCPUs, err = parseCPUList(o.ServerCPUs); err != nil {
+		return nil, fmt.Errorf("%w: -server-cpus: %v", errUsage, err)
+	}
+	if r.clientCPUs, err = parseCPUList(o.ClientCPUs); err != nil {
+		return nil, fmt.Errorf("%w: -client-cpus: %v", errUsage, err)
+	}
+	online := onlineCPUs()
+	for _, c := range append(append([]int{}, r.serverCPUs...), r.clientCPUs...) {
+		if c >= online {
+			return nil, fmt.Errorf("%w: CPU %d does not exist (%d online)", errUsage, c, online)
+		}
+	}
+	for _, a := range r.serverCPUs {
+		for _, b := range r.clientCPUs {
+			if a == b {
+				r.notes = append(r.notes, fmt.Sprintf("server and client share CPU %d: the load generator competes with the server", a))
+			}
+		}
+	}
+	if r.opts.Workers == 0 {
+		r.opts.Workers = len(r.serverCPUs)
+	}
+	if r.opts.Threads == 0 {
+		r.opts.Threads = len(r.clientCPUs)
+	}
+	if r.opts.Threads > r.opts.Connections {
+		return nil, fmt.Errorf("%w: -threads (%d) must not exceed -connections (%d)", errUsage, r.opts.Threads, r.opts.Connections)
+	}
+	if r.opts.UpstreamPool == 0 {
+		r.opts.UpstreamPool = max(128, r.opts.Connections)
+	}
+	r.wrkBin = o.WrkBin
+	if r.wrkBin == "" {
+		r.wrkBin = findBinary("wrk")
+	}
+	if r.wrkBin == "" {
+		return nil, fmt.Errorf("bench: wrk not found; install it with: %s", installHint)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return nil, fmt.Errorf("bench: taskset not found; install it with: apt-get install util-linux")
+	}
+	r.modRoot = findModuleRoot()
+	r.out = o.Out
+	if r.out == "" {
+		base := filepath.Join(r.modRoot, "bench", "out")
+		if r.modRoot == "" {
+			base = filepath.Join(os.TempDir(), "gale-bench")
+		}
+		r.out = filepath.Join(base, time.Now().Format("20060102-150405"))
+	}
+	if r.out, err = filepath.Abs(r.out); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(r.out, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	r.opts.Out = r.out
+	if r.fixtures, err = writeFixtures(filepath.Join(r.out, "fixtures")); err != nil {
+		return nil, fmt.Errorf("bench: writing fixtures: %v", err)
+	}
+	raiseFileLimit()
+	if o.PinHarness {
+		// -a: every thread of this process; new threads inherit it.
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", o.ClientCPUs, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+			r.notes = append(r.notes, "could not pin the harness: "+strings.TrimSpace(string(out)))
+		}
+	}
+	return r, nil
+}
+
+// onlineCPUs returns the number of CPUs of the machine (not of this
+// process's affinity mask).
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err == nil {
+		if cpus, err := parseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
+			return cpus[len(cpus)-1] + 1
+		}
+	}
+	return runtime.NumCPU()
+}
+
+// raiseFileLimit lifts the soft descriptor limit to the hard limit; the
+// servers inherit it.
+func raiseFileLimit() {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+}
+
+// findModuleRoot walks up from the working directory to the go.mod of
+// module gale ("" if there is none).
+func findModuleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for i := 0; i < 64; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && regexp.MustCompile(`(?m)^module\s+gale\s*$`).Match(b) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return ""
+}
+
+// buildGale builds ./cmd/gale of the module into dir.
+func buildGale(modRoot, dir string) (string, error) {
+	if modRoot == "" {
+		return "", errors.New("module root of gale not found (run from inside the repository or pass -gale-bin)")
+	}
+	bin := filepath.Join(dir, "gale")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gale")
+	cmd.Dir = modRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/gale: %v: %s", err, firstLines(string(out), 4))
+	}
+	return bin, nil
+}
+
+// resolveServers finds (or builds) each requested server. Missing ones are
+// skipped with a note saying how to install them.
+func (r *runner) resolveServers(names []string) {
+	for _, name := range names {
+		spec := &serverSpec{Name: name}
+		switch name {
+		case "gale":
+			if r.opts.GaleBin != "" {
+				spec.Bin, _ = filepath.Abs(r.opts.GaleBin)
+				if _, err := os.Stat(spec.Bin); err != nil {
+					r.skip(fmt.Sprintf("gale: -gale-bin %s: %v; skipped", r.opts.GaleBin, err))
+					continue
+				}
+			} else {
+				fmt.Fprintln(r.stderr, "building gale (go build ./cmd/gale) ...")
+				bin, err := buildGale(r.modRoot, r.out)
+				if err != nil {
+					r.skip("gale: could not be built: " + err.Error() + "; skipped")
+					continue
+				}
+				spec.Bin = bin
+			}
+		default:
+			spec.Bin = r.opts.Bins[name]
+			if spec.Bin == "" {
+				spec.Bin = findBinary(name)
+			}
+			if spec.Bin == "" {
+				r.skip(fmt.Sprintf("%s: not installed; skipped (install with: %s)", name, installHint))
+				continue
+			}
+		}
+		spec.Version = serverVersion(name, spec.Bin)
+		spec.SHA256 = fileSHA256(spec.Bin)
+		r.specs = append(r.specs, spec)
+	}
+}
+
+func (r *runner) skip(note string) {
+	r.notes = append(r.notes, note)
+	fmt.Fprintln(r.stderr, "note:", note)
+}
+
+// parseServers checks a comma-separated server list.
+func parseServers(s string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(strings.ToLower(name))
+		if name == "" || seen[name] {
+			continue
+		}
+		known := false
+		for _, k := range knownServers {
+			known = known || k == name
+		}
+		if !known {
+			return nil, fmt.Errorf("%w: unknown server %q (known: %s)", errUsage, name, strings.Join(knownServers, ", "))
+		}
+		seen[name] = true
+		out = append(out, name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: -servers is empty", errUsage)
+	}
+	return out, nil
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady waits until addr accepts connections or p exits.
+func waitReady(addr string, p *proc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if p.exited() {
+			return fmt.Errorf("exited at start (%v): %s", p.err, p.logTail(400))
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not listening on %s after %v: %s", addr, timeout, p.logTail(400))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startUpstream starts the proxy upstream (this program's hidden
+// subcommand) pinned to the client CPUs.
+func (r *runner) startUpstream() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	r.upAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	r.upArgv = []string{exe, upstreamCmd, "-listen", r.upAddr, "-root", r.fixtures.Root}
+	p, err := startProc(r.upArgv, nil, r.opts.ClientCPUs, filepath.Join(r.out, "upstream.log"))
+	if err != nil {
+		return err
+	}
+	if err := waitReady(r.upAddr, p, 10*time.Second); err != nil {
+		p.stop(2 * time.Second)
+		return fmt.Errorf("upstream: %v", err)
+	}
+	r.upstream = p
+	return nil
+}
+
+// measurement is one server × workload × round.
+type measurement struct {
+	Round          int            `json:"round"`
+	Order          int            `json:"order"` // position within the round
+	Server         string         `json:"server"`
+	Label          string         `json:"label"` // series name: the server, or the sweep variant
+	Workload       string         `json:"workload"`
+	Settings       []setting      `json:"settings,omitempty"`
+	Status         string         `json:"status"` // ok | unsupported | failed
+	Reason         string         `json:"reason,omitempty"`
+	Start          time.Time      `json:"start"`
+	ServerCommand  []string       `json:"server_command"`
+	ServerEnv      []string       `json:"server_env,omitempty"`
+	Config         string         `json:"config"`
+	ServerPIDs     []int          `json:"server_pids,omitempty"`
+	WrkCommand     []string       `json:"wrk_command,omitempty"`
+	Warmup         *wrkResult     `json:"warmup,omitempty"`
+	Wrk            *wrkResult     `json:"wrk,omitempty"`
+	CPUSeconds     float64        `json:"server_cpu_s"` // utime+stime of the server's process tree during the measured run
+	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
+	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // VmHWM summed over the process tree, at the end
+	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
+	IdleOpened     int            `json:"idle_opened,omitempty"`
+	IdleFailed     int            `json:"idle_failed,omitempty"`
+	IdleAliveAfter int            `json:"idle_alive_after,omitempty"`
+	IdleError      string         `json:"idle_error,omitempty"`
+	Upstream       *upstreamStats `json:"upstream,omitempty"` // upstream counters during the measured run
+	CheckBefore    *checkResult   `json:"check_before,omitempty"`
+	CheckAfter     *checkResult   `json:"check_after,omitempty"`
+	CPUMHzBefore   []float64      `json:"cpu_mhz_before,omitempty"` // of the server CPUs
+	CPUMHzAfter    []float64      `json:"cpu_mhz_after,omitempty"`
+	LoadAvgBefore  string         `json:"loadavg_before"`
+	LoadAvgAfter   string         `json:"loadavg_after"`
+	// Busy shares (0..1) of the CPUs during the measured run, from
+	// /proc/stat; "others" excludes the server's own time on the server
+	// CPUs and wrk's own time on the client CPUs: it is foreign load.
+	ServerCPUsBusy   float64 `json:"server_cpus_busy"`
+	ServerCPUsOthers float64 `json:"server_cpus_others"`
+	ClientCPUsBusy   float64 `json:"client_cpus_busy"`
+	ClientCPUsOthers float64 `json:"client_cpus_others"`
+	WrkCPUSeconds    float64 `json:"wrk_cpu_s"`
+}
+
+// job is one measurement to make.
+type job struct {
+	round, order int
+	spec         *serverSpec
+	label        string
+	w            workload
+	settings     []setting
+}
+
+var reUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// measure makes one measurement. Only processes it started are stopped.
+func (r *runner) measure(j job) (m measurement) {
+	m = measurement{Round: j.round, Order: j.order, Server: j.spec.Name, Label: j.label, Workload: j.w.ID,
+		Settings: j.settings, Start: time.Now().UTC(), Status: "ok"}
+	fail := func(status, format string, args ...any) measurement {
+		m.Status = status
+		m.Reason = fmt.Sprintf(format, args...)
+		return m
+	}
+	dir := filepath.Join(r.out, "runs", reUnsafe.ReplaceAllString(fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label), "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("failed", "%v", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return fail("failed", "%v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
+		Pool: r.opts.UpstreamPool, Settings: j.settings}
+	if env.Upstream == "" {
+		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
+	}
+	l, err := j.spec.prepare(env, j.w)
+	if err != nil {
+		return fail("failed", "config: %v", err)
+	}
+	m.Config = l.Config
+	m.ServerEnv = l.Env
+	p, err := startProc(l.Argv, l.Env, r.opts.ServerCPUs, filepath.Join(dir, "server.log"))
+	if err != nil {
+		return fail("unsupported", "start: %v", err)
+	}
+	m.ServerCommand = p.argv
+	defer p.stop(5 * time.Second)
+	if err := waitReady(addr, p, 10*time.Second); err != nil {
+		return fail("unsupported", "server %v", err)
+	}
+	url := "http://" + addr + j.w.Path
+	want := r.fixtures.Files[j.w.Fixture]
+	pre := checkResponse(url, j.w, want)
+	m.CheckBefore = &pre
+	if !pre.OK {
+		return fail("unsupported", "response check before load: %s", pre.Error)
+	}
+	if j.w.Idle > 0 {
+		ic := openIdle(addr, j.w.Path, j.w.Idle)
+		defer ic.close()
+		m.IdleOpened, m.IdleFailed, m.IdleError = len(ic.conns), ic.failed, ic.err
+		defer func() { m.IdleAliveAfter = ic.alive() }()
+		if m.IdleFailed > 0 {
+			defer func() {
+				if m.Status == "ok" {
+					m.Reason = fmt.Sprintf("%d of %d idle connections failed to open: %s", m.IdleFailed, j.w.Idle, m.IdleError)
+				}
+			}()
+		}
+	}
+	if r.opts.Warmup > 0 {
+		argv := wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, r.opts.Warmup, j.w, url)
+		res, _, _, err := r.runWrk(argv, r.opts.Warmup)
+		if err != nil {
+			return fail("failed", "warm-up wrk: %v", err)
+		}
+		m.Warmup = &res
+	}
+	var upBefore upstreamStats
+	if j.w.Proxy {
+		if upBefore, err = fetchUpstreamStats(r.upAddr); err != nil {
+			return fail("failed", "upstream stats: %v", err)
+		}
+	}
+	m.LoadAvgBefore = loadAvg()
+	m.CPUMHzBefore = cpuMHz(r.serverCPUs)
+	s0, err := sampleTree(p.pid())
+	if err != nil {
+		return fail("failed", "reading /proc before: %v", err)
+	}
+	srv0, cli0 := readCPUTimes(r.serverCPUs), readCPUTimes(r.clientCPUs)
+	stopSampler := make(chan struct{})
+	sampled := make(chan int64, 1)
+	go func() {
+		var peak int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if s, err := sampleTree(p.pid()); err == nil && s.RSSKiB > peak {
+				peak = s.RSSKiB
+			}
+			select {
+			case <-t.C:
+			case <-stopSampler:
+				sampled <- peak
+				return
+			}
+		}
+	}()
+	argv := wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, r.opts.Seconds, j.w, url)
+	res, full, wrkCPU, werr := r.runWrk(argv, r.opts.Seconds)
+	s1, serr := sampleTree(p.pid())
+	srv1, cli1 := readCPUTimes(r.serverCPUs), readCPUTimes(r.clientCPUs)
+	close(stopSampler)
+	m.SampledRSSKiB = <-sampled
+	m.CPUMHzAfter = cpuMHz(r.serverCPUs)
+	m.LoadAvgAfter = loadAvg()
+	m.WrkCommand = full
+	if werr != nil {
+		return fail("failed", "wrk: %v", werr)
+	}
+	m.Wrk = &res
+	if serr != nil {
+		return fail("failed", "server gone after the run: %v (%s)", serr, p.logTail(300))
+	}
+	m.ServerPIDs = s1.PIDs
+	m.WrkCPUSeconds = wrkCPU
+	m.ServerCPUsBusy, m.ServerCPUsOthers = busyShare(srv0, srv1, s1.CPUTicks-s0.CPUTicks)
+	m.ClientCPUsBusy, m.ClientCPUsOthers = busyShare(cli0, cli1, uint64(wrkCPU*float64(r.clkTck)))
+	m.CPUSeconds = float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
+	if res.Requests > 0 {
+		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
+	}
+	m.PeakRSSKiB = s1.HWMKiB
+	if j.w.Proxy {
+		upAfter, err := fetchUpstreamStats(r.upAddr)
+		if err == nil {
+			m.Upstream = &upstreamStats{Conns: upAfter.Conns - upBefore.Conns, Requests: upAfter.Requests - upBefore.Requests,
+				CloseRequests: upAfter.CloseRequests - upBefore.CloseRequests}
+		}
+	}
+	post := checkResponse(url, j.w, want)
+	m.CheckAfter = &post
+	switch {
+	case res.Requests == 0:
+		return fail("failed", "wrk completed no requests")
+	case !post.OK:
+		return fail("failed", "response check after load: %s", post.Error)
+	case p.exited():
+		return fail("failed", "server exited during the run: %s", p.logTail(300))
+	}
+	return m
+}
+
+// runWrk runs wrk pinned to the client CPUs and parses its output. It
+// returns the full command line and wrk's CPU seconds.
+func (r *runner) runWrk(argv []string, seconds int) (wrkResult, []string, float64, error) {
+	full := append([]string{"taskset", "-c", r.opts.ClientCPUs}, argv...)
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(seconds+30)*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	if err != nil {
+		return wrkResult{}, full, 0, fmt.Errorf("%v: %s", err, firstLines(out.String(), 3))
+	}
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	res, err := parseWrk(out.String())
+	return res, full, cpu, err
+}
+
+// machineInfo describes the host of a run.
+type machineInfo struct {
+	CPUModel   string `json:"cpu_model"`
+	OnlineCPUs int    `json:"online_cpus"`
+	Kernel     string `json:"kernel"`
+	GoVersion  string `json:"go_version"`
+	ClkTck     int    `json:"clk_tck"`
+	Governor   string `json:"cpufreq_governor,omitempty"`
+	LoadAvg    string `json:"loadavg_at_start"`
+}
+
+func describeMachine(clk int) machineInfo {
+	mi := machineInfo{OnlineCPUs: onlineCPUs(), GoVersion: runtime.Version(), ClkTck: clk, LoadAvg: loadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				mi.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		mi.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
+		mi.Governor = strings.TrimSpace(string(b))
+	}
+	return mi
+}
+
+// results is everything a run produced; written as results.json.
+type results struct {
+	Kind         string              `json:"kind"` // compare | sweep
+	Started      time.Time           `json:"started"`
+	Finished     time.Time           `json:"finished"`
+	Args         []string            `json:"args"`
+	Options      options             `json:"options"`
+	Machine      machineInfo         `json:"machine"`
+	Servers      []*serverSpec       `json:"servers"`
+	WrkBin       string              `json:"wrk_bin"`
+	WrkVersion   string              `json:"wrk_version"`
+	GitCommit    string              `json:"git_commit,omitempty"`
+	Notes        []string            `json:"notes,omitempty"`
+	Fairness     map[string][]string `json:"fairness"`
+	Fixtures     *fixtureSet         `json:"fixtures"`
+	Workloads    []string            `json:"workloads"`
+	Upstream     []string            `json:"upstream_command,omitempty"`
+	Sweep        *sweepInfo          `json:"sweep,omitempty"`
+	Measurements []measurement       `json:"measurements"`
+}
+
+// gitCommit describes the module's checkout ("" outside git).
+func gitCommit(modRoot string) string {
+	if modRoot == "" {
+		return ""
+	}
+	out, err := exec.Command("git", "-C", modRoot, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", modRoot, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		s += " (modified)"
+	}
+	return s
+}
+
+// rotate returns xs rotated left by k.
+func rotate[T any](xs []T, k int) []T {
+	n := len(xs)
+	if n == 0 {
+		return nil
+	}
+	k %= n
+	return append(append([]T{}, xs[k:]...), xs[:k]...)
+}
+
+// procRegistry tracks started processes so an interrupt stops them.
+var procRegistry = struct {
+	sync.Mutex
+	m map[*proc]bool
+}{m: map[*proc]bool{}}
+
+func registerProc(p *proc) {
+	procRegistry.Lock()
+	procRegistry.m[p] = true
+	procRegistry.Unlock()
+}
+
+func unregisterProc(p *proc) {
+	procRegistry.Lock()
+	delete(procRegistry.m, p)
+	procRegistry.Unlock()
+}
+
+// stopAllProcs stops every process the harness started and still runs.
+func stopAllProcs() {
+	procRegistry.Lock()
+	ps := make([]*proc, 0, len(procRegistry.m))
+	for p := range procRegistry.m {
+		ps = append(ps, p)
+	}
+	procRegistry.Unlock()
+	for _, p := range ps {
+		p.stop(2 * time.Second)
+	}
+}
+
+// withInterrupt returns a context cancelled on SIGINT/SIGTERM; on the
+// signal every started process is stopped.
+func withInterrupt() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+			stopAllProcs()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel()
+	}
+}
+
+// writeOutputs writes results.json, results.md and chart.svg into the
+// output directory and prints the Markdown to stdout.
+func (r *runner) writeOutputs(res *results) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.out, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	md := renderMarkdown(res)
+	if err := os.WriteFile(filepath.Join(r.out, "results.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.out, "chart.svg"), []byte(renderSVG(res)), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(r.stdout, md)
+	fmt.Fprintf(r.stdout, "\nwrote %s/{results.json,results.md,chart.svg}\n", r.out)
+	return nil
+}
+
+// progress prints one line about a finished measurement.
+func (r *runner) progress(m measurement, total, done int) {
+	if m.Status != "ok" {
+		fmt.Fprintf(r.stderr, "[%d/%d] round %d %s %s: %s: %s\n", done, total, m.Round, m.Workload, m.Label, m.Status, m.Reason)
+		return
+	}
+	fmt.Fprintf(r.stderr, "[%d/%d] round %d %s %s: %.0f req/s, %.1f µs CPU/req, p99 %s, RSS %.1f MiB\n", done, total,
+		m.Round, m.Workload, m.Label, m.Wrk.ReqPerSec, m.CPUUsPerReq, fmtMs(m.Wrk.LatencyUs["99"]), float64(m.PeakRSSKiB)/1024)
+}
+
+// start prepares a results value with everything known before measuring.
+func (r *runner) start(kind string, args []string, ws []workload) *results {
+	res := &results{Kind: kind, Started: time.Now().UTC(), Args: args, Options: r.opts, Machine: describeMachine(r.clkTck),
+		Servers: r.specs, WrkBin: r.wrkBin, WrkVersion: commandOutput(r.wrkBin, "-v"), GitCommit: gitCommit(r.modRoot),
+		Fairness: map[string][]string{}, Fixtures: r.fixtures}
+	for _, s := range r.specs {
+		res.Fairness[s.Name] = fairnessNotes(s.Name, r.opts.Workers, r.opts.UpstreamPool)
+	}
+	for _, w := range ws {
+		res.Workloads = append(res.Workloads, w.ID)
+	}
+	return res
+}
+
+// needsUpstream reports whether any workload is proxied.
+func needsUpstream(ws []workload) bool {
+	for _, w := range ws {
+		if w.Proxy {
+			return true
+		}
+	}
+	return false
+}
+
+// runCompare is the default command: every server × workload × round.
+func runCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	servers := fs.String("servers", strings.Join(knownServers, ","), "comma-separated servers to compare: "+strings.Join(knownServers, ","))
+	wls := fs.String("workloads", "all", "comma-separated workload IDs, or all: "+workloadIDs())
+	check := commonFlags(fs, &o)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `usage: go run ./bench [flags]
+       go run ./bench sweep [flags]   (gale reactor-tuning lab; see sweep -h)
+
+Compares gale with nginx, Caddy and lighttpd on the same machine: each server
+pinned to -server-cpus with -workers workers, wrk pinned to -client-cpus.
+Rounds are interleaved and the order rotates; results are medians (min-max).
+Writes results.json, results.md and chart.svg to -out. See bench/README.md.
+
+Workloads:
+%s
+Flags:
+`, workloadTable())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := check(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	names, err := parseServers(*servers)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ws, err := parseWorkloads(*wls)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	o.Servers = names
+	ctx, stop := withInterrupt()
+	defer stop()
+	r, err := newRunner(ctx, o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	defer stopAllProcs()
+	r.resolveServers(names)
+	if len(r.specs) == 0 {
+		fmt.Fprintln(stderr, "bench: no server to measure")
+		return 1
+	}
+	res := r.start("compare", args, ws)
+	res.Notes = r.notes
+	if needsUpstream(ws) {
+		if err := r.startUpstream(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.Upstream = r.upArgv
+		defer r.upstream.stop(2 * time.Second)
+	}
+	total := r.opts.Rounds * len(ws) * len(r.specs)
+	done := 0
+	for round := 1; round <= r.opts.Rounds; round++ {
+		order := 0
+		for _, w := range rotate(ws, round-1) {
+			for _, spec := range rotate(r.specs, round-1) {
+				if ctx.Err() != nil {
+					fmt.Fprintln(stderr, "bench: interrupted")
+					return 130
+				}
+				order++
+				m := r.measure(job{round: round, order: order, spec: spec, label: spec.Name, w: w})
+				done++
+				r.progress(m, total, done)
+				res.Measurements = append(res.Measurements, m)
+			}
+		}
+	}
+	res.Notes = r.notes
+	res.Finished = time.Now().UTC()
+	if err := r.writeOutputs(res); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func workloadIDs() string {
+	var ids []string
+	for _, w := range allWorkloads {
+		ids = append(ids, w.ID)
+	}
+	return strings.Join(ids, ",")
+}
+
+func workloadTable() string {
+	var b strings.Builder
+	for _, w := range allWorkloads {
+		fmt.Fprintf(&b, "  %-13s %s (GET %s)\n", w.ID, w.Desc, w.Path)
+	}
+	return b.String()
+}

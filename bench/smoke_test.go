@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary act as the proxy upstream when the harness
+// starts it with the hidden subcommand (os.Executable is the test binary).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
+		os.Exit(upstreamMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// runHarness runs the harness in-process and decodes its results.json.
+func runHarness(t *testing.T, args ...string) (string, *results) {
+	t.Helper()
+	out := t.TempDir()
+	args = append(args, "-out", out, "-pin-harness=false")
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"results.md", "chart.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stdout.String(), &res
+}
+
+func needWrk(t *testing.T) {
+	t.Helper()
+	if findBinary("wrk") == "" {
+		t.Skipf("wrk not installed: %s", installHint)
+	}
+	if findBinary("taskset") == "" {
+		t.Skip("taskset not installed (util-linux)")
+	}
+	if onlineCPUs() < 2 {
+		t.Skip("needs two CPUs (server on 0, client on 1)")
+	}
+}
+
+// TestSmokeGale runs the harness end to end against gale alone.
+func TestSmokeGale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	needWrk(t)
+	modRoot := findModuleRoot()
+	bin, err := buildGale(modRoot, t.TempDir())
+	if err != nil {
+		t.Skipf("gale cannot be built yet: %v", err)
+	}
+	md, res := runHarness(t, "-servers", "gale", "-workloads", "respond,static-128", "-rounds", "1", "-seconds", "1", "-warmup", "0", "-gale-bin", bin)
+	if len(res.Measurements) != 2 {
+		t.Fatalf("%d measurements, want 2", len(res.Measurements))
+	}
+	ok := 0
+	var reasons []string
+	for _, m := range res.Measurements {
+		if m.Status == "ok" {
+			ok++
+			if m.Wrk.Requests == 0 || m.CPUSeconds <= 0 || m.PeakRSSKiB == 0 || !m.CheckBefore.OK || !m.CheckAfter.OK {
+				t.Errorf("implausible measurement %+v", m)
+			}
+		} else {
+			reasons = append(reasons, m.Workload+": "+m.Reason)
+		}
+	}
+	for _, want := range []string{"## respond", "## static-128", "| gale |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	if ok == 0 {
+		t.Skipf("gale cannot serve yet (the harness reported it): %s", strings.Join(reasons, "; "))
+	}
+}
+
+// TestSmokeNginx runs the harness against nginx, with a proxy workload so
+// the upstream subprocess is exercised too.
+func TestSmokeNginx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	needWrk(t)
+	if findBinary("nginx") == "" {
+		t.Skipf("nginx not installed: %s", installHint)
+	}
+	md, res := runHarness(t, "-servers", "nginx", "-workloads", "gzip-js,proxy-128", "-rounds", "1", "-seconds", "1", "-warmup", "0")
+	for _, m := range res.Measurements {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.Workload, m.Status, m.Reason)
+			continue
+		}
+		if m.Workload == "proxy-128" && (m.Upstream == nil || m.Upstream.Requests == 0) {
+			t.Errorf("proxy-128: upstream saw no requests: %+v", m.Upstream)
+		}
+		if m.Workload == "gzip-js" && m.CheckAfter.ContentEncoding != "gzip" {
+			t.Errorf("gzip-js: %+v", m.CheckAfter)
+		}
+	}
+	if !strings.Contains(md, "| nginx | ") || res.Servers[0].Version == "" || len(res.Upstream) == 0 {
+		t.Errorf("report:\n%s", md)
+	}
+}

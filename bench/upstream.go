@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// upstreamCmd is the hidden subcommand that runs the proxy upstream.
+const upstreamCmd = "_upstream"
+
+// upstreamStatsPath answers with the upstream's counters as JSON.
+const upstreamStatsPath = "/__stats"
+
+// upstreamStats are the upstream's counters. Connections that only asked
+// for the stats are not counted.
+type upstreamStats struct {
+	Conns         int64 `json:"conns"`          // connections that carried at least one request
+	Requests      int64 `json:"requests"`       // requests answered (stats excluded)
+	CloseRequests int64 `json:"close_requests"` // requests that asked to close (Connection: close, or HTTP/1.0 without keep-alive)
+}
+
+// upstream is the fixed, fast origin server behind every proxy: a minimal
+// HTTP/1.1 server that answers each GET of /NAME with the fixture NAME from
+// memory. Keep-alive and pipelining are supported; request bodies are
+// skipped by Content-Length. It is safe for concurrent use.
+type upstream struct {
+	heads map[string][]byte // path -> status line and headers, without the blank line
+	files map[string][]byte // path -> body
+	date  atomic.Pointer[[]byte]
+	conns atomic.Int64
+	reqs  atomic.Int64
+	close atomic.Int64
+}
+
+// newUpstream builds an upstream serving files (name -> content) at /name.
+func newUpstream(files map[string][]byte) *upstream {
+	u := &upstream{heads: map[string][]byte{}, files: map[string][]byte{}}
+	for name, body := range files {
+		p := "/" + name
+		u.files[p] = body
+		u.heads[p] = fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nServer: bench-upstream\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n", len(body))
+	}
+	u.refreshDate()
+	return u
+}
+
+func (u *upstream) refreshDate() {
+	d := []byte("Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n")
+	u.date.Store(&d)
+}
+
+// stats returns a snapshot of the counters.
+func (u *upstream) stats() upstreamStats {
+	return upstreamStats{Conns: u.conns.Load(), Requests: u.reqs.Load(), CloseRequests: u.close.Load()}
+}
+
+// serve accepts connections until ln is closed.
+func (u *upstream) serve(ln net.Listener) error {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				u.refreshDate()
+			case <-done:
+				return
+			}
+		}
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go u.handle(c)
+	}
+}
+
+var (
+	resp404 = []byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	resp400 = []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	resp501 = []byte("HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+)
+
+// handle serves one connection.
+func (u *upstream) handle(c net.Conn) {
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	br := bufio.NewReaderSize(c, 16<<10)
+	bw := bufio.NewWriterSize(c, 64<<10)
+	defer bw.Flush()
+	counted := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		method, rest, ok1 := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(" "))
+		target, version, ok2 := bytes.Cut(rest, []byte(" "))
+		if !ok1 || !ok2 || !bytes.HasPrefix(version, []byte("HTTP/1.")) {
+			bw.Write(resp400)
+			return
+		}
+		http10 := string(version) == "HTTP/1.0"
+		var contentLength int64
+		connClose, keepAlive, chunked := false, false, false
+		for {
+			h, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			h = bytes.TrimRight(h, "\r\n")
+			if len(h) == 0 {
+				break
+			}
+			k, v, ok := bytes.Cut(h, []byte(":"))
+			if !ok {
+				bw.Write(resp400)
+				return
+			}
+			v = bytes.TrimSpace(v)
+			switch {
+			case bytes.EqualFold(k, []byte("Content-Length")):
+				if contentLength, err = strconv.ParseInt(string(v), 10, 64); err != nil || contentLength < 0 {
+					bw.Write(resp400)
+					return
+				}
+			case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+				chunked = true
+			case bytes.EqualFold(k, []byte("Connection")):
+				for _, tok := range bytes.Split(v, []byte(",")) {
+					tok = bytes.TrimSpace(tok)
+					connClose = connClose || bytes.EqualFold(tok, []byte("close"))
+					keepAlive = keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+				}
+			}
+		}
+		if chunked {
+			bw.Write(resp501)
+			return
+		}
+		if contentLength > 0 {
+			if _, err := br.Discard(int(contentLength)); err != nil {
+				return
+			}
+		}
+		path := string(target)
+		if i := bytes.IndexByte(target, '?'); i >= 0 {
+			path = string(target[:i])
+		}
+		closing := connClose || (http10 && !keepAlive)
+		if path == upstreamStatsPath {
+			b, _ := json.Marshal(u.stats())
+			fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(b), b)
+			return
+		}
+		if !counted {
+			counted = true
+			u.conns.Add(1)
+		}
+		u.reqs.Add(1)
+		if closing {
+			u.close.Add(1)
+		}
+		head, ok := u.heads[path]
+		if !ok {
+			bw.Write(resp404)
+			return
+		}
+		bw.Write(head)
+		bw.Write(*u.date.Load())
+		switch {
+		case closing:
+			bw.WriteString("Connection: close\r\n")
+		case http10:
+			bw.WriteString("Connection: keep-alive\r\n")
+		}
+		bw.WriteString("\r\n")
+		if string(method) != http.MethodHead {
+			bw.Write(u.files[path])
+		}
+		if closing {
+			return
+		}
+		if br.Buffered() == 0 {
+			if bw.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// upstreamMain runs the upstream as a process: `bench _upstream -listen
+// ADDR -root DIR` serves every regular file of DIR.
+func upstreamMain(args []string) int {
+	fs := flag.NewFlagSet(upstreamCmd, flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	root := fs.String("root", "", "directory whose regular files are served")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	files, err := readDirFiles(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stdout, "upstream listening on", ln.Addr())
+	err = newUpstream(files).serve(ln)
+	fmt.Fprintln(os.Stderr, "upstream:", err)
+	return 1
+}
+
+// readDirFiles reads every regular file directly under dir.
+func readDirFiles(dir string) (map[string][]byte, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
+}
+
+// fetchUpstreamStats asks the upstream at addr for its counters.
+func fetchUpstreamStats(addr string) (upstreamStats, error) {
+	var s upstreamStats
+	resp, err := checkClient.Get("http://" + addr + upstreamStatsPath)
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func startTestUpstream(t *testing.T) (string, *upstream) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUpstream(map[string][]byte{"a.bin": []byte("hello"), "b.bin": []byte(strings.Repeat("x", 20000))})
+	go u.serve(ln)
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String(), u
+}
+
+func TestUpstreamKeepAliveAndPipelining(t *testing.T) {
+	addr, u := startTestUpstream(t)
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	// Three pipelined requests, the second with a body to skip.
+	fmt.Fprintf(c, "GET /a.bin HTTP/1.1\r\nHost: x\r\n\r\nPOST /b.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /a.bin?q=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	for i, want := range []string{"hello", strings.Repeat("x", 20000), "hello"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != want || resp.Close || resp.Header.Get("Date") == "" {
+			t.Fatalf("response %d: status %d close %v body %d bytes", i, resp.StatusCode, resp.Close, len(body))
+		}
+	}
+	if s := u.stats(); s.Conns != 1 || s.Requests != 3 || s.CloseRequests != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestUpstreamClose(t *testing.T) {
+	tests := []struct {
+		name, req  string
+		wantStatus int
+		wantConn   string
+	}{
+		{"connection close", "GET /a.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200, "close"},
+		{"http/1.0", "GET /a.bin HTTP/1.0\r\n\r\n", 200, "close"},
+		{"http/1.0 keep-alive then EOF", "GET /a.bin HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, "keep-alive"},
+		{"not found", "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", 404, "close"},
+		{"chunked", "POST /a.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 501, "close"},
+		{"garbage", "HELLO\r\n\r\n", 400, "close"},
+		{"bad length", "GET /a.bin HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "close"},
+	}
+	addr, _ := startTestUpstream(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, tt.req)
+			if tt.wantConn == "keep-alive" {
+				c.(*net.TCPConn).CloseWrite()
+			}
+			raw, err := io.ReadAll(c) // the server must close in every case
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(raw))), nil)
+			if err != nil {
+				t.Fatalf("%v: %q", err, raw)
+			}
+			gotConn := resp.Header.Get("Connection")
+			if resp.Close {
+				gotConn = "close" // net/http moves "Connection: close" into Close
+			}
+			if resp.StatusCode != tt.wantStatus || !strings.EqualFold(gotConn, tt.wantConn) {
+				t.Fatalf("status %d Connection %q, want %d %q", resp.StatusCode, gotConn, tt.wantStatus, tt.wantConn)
+			}
+		})
+	}
+}
+
+func TestUpstreamStatsEndpoint(t *testing.T) {
+	addr, _ := startTestUpstream(t)
+	for i := 0; i < 3; i++ {
+		resp, err := checkClient.Get("http://" + addr + "/a.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	s, err := fetchUpstreamStats(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// checkClient opens a connection per request; stats requests are not counted.
+	if s.Conns != 3 || s.Requests != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+}
