@@ -179,6 +179,8 @@ var (
 // fuzz test keeps the same list, stricterThanNetHTTP, with a test each):
 //
 //  1. bare LF line endings (RFC 9112 section 2.2);
+//  2. an empty request-target, which net/http takes for an empty
+//     authority with CONNECT (section 3);
 //  2. "#" and bytes >= 0x80 in the request-target (section 3.2);
 //  3. malformed pct-encoding in the query (RFC 3986 section 2.1);
 //  4. "*" with a method other than OPTIONS, CONNECT with anything but
@@ -300,7 +302,7 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 	for i < len(b) && charClass[b[i]]&cToken != 0 {
 		i++
 	}
-	if i >= len(b) || b[i] != ' ' {
+	if i == 0 || i >= len(b) || b[i] != ' ' {
 		if i == 0 || i < len(b) && b[i] == '\r' {
 			return errRequestLine
 		}

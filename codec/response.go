@@ -314,12 +314,13 @@ func AppendErrorResponse(dst []byte, status int, asJSON, closeConn bool, server 
 	}
 	h := ResponseHead{
 		Status:        status,
-		ContentLength: int64(len(body)),
+		ContentLength: -1,
 		Close:         closeConn,
 		Server:        server,
 	}
 	if body != nil {
 		h.Headers = fields[:]
+		h.ContentLength = int64(len(body))
 	}
 	dst = AppendResponseHead(dst, &h)
 	return append(dst, body...)
