@@ -1,0 +1,210 @@
+package cache
+
+import (
+	"bytes"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compression levels: files are compressed once per version and served
+// many times, so the levels favour size over speed, short of the slowest
+// settings (brotli 10-11 take seconds per MiB).
+const (
+	gzipLevel   = gzip.BestCompression
+	brotliLevel = 9
+	zstdLevel   = zstd.SpeedBestCompression
+)
+
+// keepRatio: a coded representation is kept only when it is at most
+// keepRatio/10 of the identity size; otherwise the saving does not pay for
+// the memory and the negotiation.
+const keepRatio = 9
+
+// worker holds one worker goroutine's reusable compressors.
+type worker struct {
+	buf bytes.Buffer
+	gz  *gzip.Writer
+	br  *brotli.Writer
+	zs  *zstd.Encoder
+	zb  []byte // zstd output scratch
+}
+
+// work runs jobs until Close: loads first (a connection waits for them),
+// then compression.
+func (c *Cache) work() {
+	defer c.wg.Done()
+	w := &worker{}
+	for {
+		select {
+		case j := <-c.loadq:
+			c.runLoad(j)
+			c.pending.Add(-1)
+			continue
+		default:
+		}
+		select {
+		case <-c.quit:
+			return
+		case j := <-c.loadq:
+			c.runLoad(j)
+			c.pending.Add(-1)
+		case e := <-c.varq:
+			c.runVariants(w, e)
+			c.pending.Add(-1)
+		}
+	}
+}
+
+// requestVariants queues e for a worker to produce its coded
+// representations, once. When the queue is full it leaves e idle and a
+// later hit tries again.
+func (c *Cache) requestVariants(e *Entry) {
+	if !e.varWork.CompareAndSwap(varIdle, varQueued) {
+		return
+	}
+	c.pending.Add(1)
+	select {
+	case c.varq <- e:
+	default:
+		c.pending.Add(-1)
+		e.varWork.Store(varIdle)
+	}
+}
+
+// runVariants produces e's coded representations: for each encoding of the
+// profile, a precompressed sidecar (path + ".br", ".zst", ".gz") when it is
+// a regular file, no older than e, at most MaxFileBytes, and small enough;
+// otherwise, for a compressible body of at least MinCompress bytes held in
+// memory, the body compressed here. They are published together, once,
+// if e is still current.
+func (c *Cache) runVariants(w *worker, e *Entry) {
+	defer e.varWork.Store(varDone)
+	if e.node == nil || e.node.cur.Load() != e {
+		return // superseded or evicted while queued
+	}
+	compress := e.Kind == KindFile && e.Size > 0 && e.Size >= e.prof.MinCompress && Compressible(e.ContentType)
+	var vs variants
+	var extra int64
+	var tried EncodingSet
+	for _, enc := range e.prof.Encodings {
+		if enc == Identity || enc >= numEncodings || tried.Has(enc) {
+			continue
+		}
+		tried = tried.With(enc)
+		r, found := c.sidecar(e, enc)
+		if r == nil && !found && compress {
+			r = c.compress(w, e, enc)
+		}
+		if r != nil {
+			vs.reps[enc] = r
+			vs.avail = vs.avail.With(enc)
+			extra += buildRep(e, r)
+		}
+	}
+	if vs.avail != 0 {
+		c.publish(e, &vs, extra)
+	}
+}
+
+// smallEnough reports whether a coded body of n bytes is worth keeping
+// next to an identity body of size bytes.
+func smallEnough(n, size int64) bool { return n*10 <= size*keepRatio }
+
+// sidecar reads e's precompressed file for enc. found reports that a
+// usable sidecar exists even when it is not kept (too large a ratio), so
+// the body is not compressed again for nothing.
+func (c *Cache) sidecar(e *Entry, enc Encoding) (r *Rep, found bool) {
+	f, fi, err := openFile(e.Path + enc.Suffix())
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() || fi.ModTime().UnixNano() < e.ModTime {
+		return nil, false // absent in effect, or stale: compress instead
+	}
+	size := fi.Size()
+	if size > c.maxFile || !smallEnough(size, e.Size) {
+		return nil, true
+	}
+	body := make([]byte, size)
+	if n, err := f.ReadAt(body, 0); int64(n) != size && err != nil {
+		return nil, false
+	}
+	c.sidecars.Add(1)
+	return &Rep{Encoding: enc, Size: size, Body: body, ETag: codedETag(e.ETag, enc)}, true
+}
+
+// compress codes e's body in enc; nil when the result is not small enough.
+func (c *Cache) compress(w *worker, e *Entry, enc Encoding) *Rep {
+	c.compressions[enc].Add(1)
+	out := w.compress(enc, e.Body)
+	if out == nil || !smallEnough(int64(len(out)), e.Size) {
+		return nil
+	}
+	return &Rep{Encoding: enc, Size: int64(len(out)), Body: out, ETag: codedETag(e.ETag, enc)}
+}
+
+// compress returns src coded in enc, in a new slice of exactly its length.
+func (w *worker) compress(enc Encoding, src []byte) []byte {
+	w.buf.Reset()
+	switch enc {
+	case Gzip:
+		if w.gz == nil {
+			w.gz, _ = gzip.NewWriterLevel(&w.buf, gzipLevel)
+		} else {
+			w.gz.Reset(&w.buf)
+		}
+		if _, err := w.gz.Write(src); err != nil {
+			return nil
+		}
+		if err := w.gz.Close(); err != nil {
+			return nil
+		}
+	case Brotli:
+		if w.br == nil {
+			w.br = brotli.NewWriterLevel(&w.buf, brotliLevel)
+		} else {
+			w.br.Reset(&w.buf)
+		}
+		if _, err := w.br.Write(src); err != nil {
+			return nil
+		}
+		if err := w.br.Close(); err != nil {
+			return nil
+		}
+	case Zstd:
+		if w.zs == nil {
+			zs, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				return nil
+			}
+			w.zs = zs
+		}
+		w.zb = w.zs.EncodeAll(src, w.zb[:0])
+		return bytes.Clone(w.zb)
+	default:
+		return nil
+	}
+	return bytes.Clone(w.buf.Bytes())
+}
+
+// publish attaches vs to e if e is still current, charging extra bytes to
+// the budget; when the budget cannot hold them, they are dropped again.
+func (c *Cache) publish(e *Entry, vs *variants, extra int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := e.node
+	if n == nil || n.cur.Load() != e {
+		return
+	}
+	e.charge.Add(extra)
+	c.used.Add(extra)
+	e.vars.Store(vs)
+	if !c.evictNolock(n) {
+		e.vars.Store(nil)
+		e.charge.Add(-extra)
+		c.used.Add(-extra)
+	}
+}
