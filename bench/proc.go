@@ -140,9 +140,42 @@ func descendants(root int) []int {
 // treeSample is one reading of a process tree.
 type treeSample struct {
 	PIDs     []int
-	CPUTicks uint64 // utime+stime summed over the tree
+	Threads  int    // tasks whose schedstat was read
+	CPUTicks uint64 // utime+stime summed over the tree, in clock ticks
+	CPUNanos uint64 // on-CPU time of every live thread (schedstat), ns; 0 if unavailable
 	HWMKiB   int64  // VmHWM summed over the tree
 	RSSKiB   int64  // VmRSS summed over the tree
+}
+
+// parseSchedstat returns the first field of /proc/PID/task/TID/schedstat:
+// the nanoseconds the task has run on a CPU (the kernel's
+// sum_exec_runtime, from which utime+stime are derived).
+func parseSchedstat(b []byte) (uint64, error) {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("bench: malformed schedstat %q", b)
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}
+
+// threadNanos sums the schedstat run time of every thread of pid.
+func threadNanos(pid int) (ns uint64, threads int) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		if v, err := parseSchedstat(b); err == nil {
+			ns += v
+			threads++
+		}
+	}
+	return ns, threads
 }
 
 // sampleTree reads the stat and status files of root's process tree.
@@ -171,6 +204,9 @@ func sampleTree(root int) (treeSample, error) {
 		}
 		t.PIDs = append(t.PIDs, pid)
 		t.CPUTicks += st.Utime + st.Stime
+		ns, n := threadNanos(pid)
+		t.CPUNanos += ns
+		t.Threads += n
 		t.HWMKiB += m.VmHWM
 		t.RSSKiB += m.VmRSS
 	}

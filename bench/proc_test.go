@@ -156,6 +156,11 @@ func fakeProc(t *testing.T, procs map[int][3]int) string {
 		status := "Name:\tp\nVmHWM:\t" + strconv.Itoa(p[1]*10) + " kB\nVmRSS:\t" + strconv.Itoa(p[2]*10) + " kB\n"
 		os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644)
 		os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644)
+		for tid := pid * 100; tid < pid*100+2; tid++ { // two threads each
+			td := filepath.Join(dir, "task", strconv.Itoa(tid))
+			os.MkdirAll(td, 0o755)
+			os.WriteFile(filepath.Join(td, "schedstat"), []byte(strconv.Itoa(p[1]*1000000)+" 55 7\n"), 0o644)
+		}
 	}
 	os.WriteFile(filepath.Join(root, "loadavg"), []byte("0.50 0.25 0.10 1/99 1234\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "cpuinfo"), []byte("processor\t: 0\ncpu MHz\t\t: 2299.998\n\nprocessor\t: 1\ncpu MHz\t\t: 1200.5\n"), 0o644)
@@ -178,7 +183,8 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.CPUTicks != 6+120+230+2 || s.HWMKiB != 3060 || s.RSSKiB != 520 || len(s.PIDs) != 4 {
+	if s.CPUTicks != 6+120+230+2 || s.HWMKiB != 3060 || s.RSSKiB != 520 || len(s.PIDs) != 4 ||
+		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 {
 		t.Fatalf("sample = %+v", s)
 	}
 	if _, err := sampleTree(99); err == nil {
@@ -192,12 +198,23 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 	}
 }
 
+func TestParseSchedstat(t *testing.T) {
+	if v, err := parseSchedstat([]byte("1344061 361130 10\n")); err != nil || v != 1344061 {
+		t.Fatalf("got %d, %v", v, err)
+	}
+	for _, bad := range []string{"", "1 2", "x 2 3", "1 2 3 4"} {
+		if _, err := parseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstat(%q) accepted", bad)
+		}
+	}
+}
+
 func TestSampleTreeSelf(t *testing.T) {
 	s, err := sampleTree(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.HWMKiB <= 0 || s.RSSKiB <= 0 || len(s.PIDs) == 0 || s.PIDs[0] != os.Getpid() {
+	if s.HWMKiB <= 0 || s.RSSKiB <= 0 || len(s.PIDs) == 0 || s.PIDs[0] != os.Getpid() || s.Threads == 0 || s.CPUNanos == 0 {
 		t.Fatalf("sample of self = %+v", s)
 	}
 }

@@ -203,10 +203,15 @@ func renderMarkdown(res *results) string {
 		res.Machine.Kernel, res.Machine.GoVersion, res.Machine.LoadAvg)
 	fmt.Fprintf(&b, "Server pinned to CPUs %s with %d worker(s); wrk (%s) pinned to CPUs %s: -t%d -c%d, %d s measured after %d s warm-up, %d round(s), interleaved, order rotated each round.\n",
 		o.ServerCPUs, o.Workers, res.WrkVersion, o.ClientCPUs, o.Threads, o.Connections, o.Seconds, o.Warmup, o.Rounds)
-	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (all its processes) over the measured run divided by completed requests: " +
+	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (every process and thread, read at ns resolution from schedstat) over the measured run divided by completed requests: " +
 		"with a closed-loop load generator on a shared machine, req/s is capped by the client, so CPU per request is the figure that separates servers. " +
 		"p50/p99 are medians of each run's wrk percentiles. Peak RSS is VmHWM summed over the server's processes. Errors are wrk socket errors / non-2xx-or-3xx responses. " +
 		"\"Others on server CPUs\" is the median share of the server CPUs' time spent by other processes during the run (/proc/stat): high values mean the run competed with foreign load.\n\n")
+	if worst, n := foreignLoad(res.Measurements); n > 0 {
+		fmt.Fprintf(&b, "**Warning: in %d run(s) other processes used more than %.0f%% of the server CPUs (up to %.0f%%). "+
+			"Those runs measured the machine's load more than the servers: req/s is not comparable, and CPU per request is inflated by cold caches. Rerun on a quiet machine.**\n\n",
+			n, 100*foreignLoadLimit, 100*worst)
+	}
 	labs := labels(res)
 	if res.Kind == "sweep" {
 		renderSweepTables(&b, res, labs)
@@ -411,4 +416,23 @@ func shorten(s string, n int) string {
 
 func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// foreignLoadLimit is the share of the server CPUs taken by other
+// processes above which a run is flagged in the report.
+const foreignLoadLimit = 0.25
+
+// foreignLoad returns the highest foreign share of the server CPUs over
+// successful runs and how many runs exceeded foreignLoadLimit.
+func foreignLoad(ms []measurement) (worst float64, over int) {
+	for _, m := range ms {
+		if m.Status != "ok" {
+			continue
+		}
+		worst = max(worst, m.ServerCPUsOthers)
+		if m.ServerCPUsOthers > foreignLoadLimit {
+			over++
+		}
+	}
+	return worst, over
 }

@@ -378,7 +378,9 @@ type measurement struct {
 	WrkCommand     []string       `json:"wrk_command,omitempty"`
 	Warmup         *wrkResult     `json:"warmup,omitempty"`
 	Wrk            *wrkResult     `json:"wrk,omitempty"`
-	CPUSeconds     float64        `json:"server_cpu_s"` // utime+stime of the server's process tree during the measured run
+	CPUSeconds     float64        `json:"server_cpu_s"`      // on-CPU time of the server's process tree during the measured run (see CPUSource)
+	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
+	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
 	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
 	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // VmHWM summed over the process tree, at the end
 	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
@@ -531,7 +533,18 @@ func (r *runner) measure(j job) (m measurement) {
 	m.WrkCPUSeconds = wrkCPU
 	m.ServerCPUsBusy, m.ServerCPUsOthers = busyShare(srv0, srv1, s1.CPUTicks-s0.CPUTicks)
 	m.ClientCPUsBusy, m.ClientCPUsOthers = busyShare(cli0, cli1, uint64(wrkCPU*float64(r.clkTck)))
-	m.CPUSeconds = float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
+	m.CPUSecondsStat = float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
+	m.CPUSeconds, m.CPUSource = m.CPUSecondsStat, "stat"
+	if s0.CPUNanos > 0 && s1.CPUNanos >= s0.CPUNanos {
+		// The same quantity at ns instead of 10 ms resolution. A thread
+		// that exited during the run takes its time out of the sum: when
+		// the sum falls short of utime+stime by more than two ticks, the
+		// tick count is used.
+		sched := float64(s1.CPUNanos-s0.CPUNanos) / 1e9
+		if sched >= m.CPUSecondsStat-2/float64(r.clkTck) {
+			m.CPUSeconds, m.CPUSource = sched, "schedstat"
+		}
+	}
 	if res.Requests > 0 {
 		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
 	}

@@ -136,9 +136,9 @@ func galeConfig(e serverEnv, w workload) string {
 	}
 	b.WriteString("routes:\n")
 	fmt.Fprintf(&b, "  - path: /\n    static:\n      root: %q\n", e.Fixtures.Root)
-	if w.Gzip {
-		b.WriteString("      compress: {encodings: [gzip]}\n")
-	}
+	// gzip-js needs no key: app.js.gz sits next to app.js, and gale serves
+	// precompressed sidecars by default (compress.encodings defaults to
+	// zstd, br, gzip).
 	if w.Respond {
 		fmt.Fprintf(&b, "  - path: /respond\n    respond: {status: 200, body: %q}\n", respondBody)
 	}
@@ -348,7 +348,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"access log off (gale's default: access_log.path \"\")",
 			"keep-alive: no per-connection request limit",
 			"static: file cache with defaults (files up to 1 MiB in memory, revalidated every 1s)",
-			"gzip-js: precompressed sidecar app.js.gz (compress: {encodings: [gzip]})",
+			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			"respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool",
 		}
 	case "nginx":
