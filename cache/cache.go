@@ -52,7 +52,7 @@ func FromConfig(c config.Cache) Options {
 // Stats are counters of a Cache, summed when read.
 type Stats struct {
 	Entries       int                  // live slots (files, directories, negative results)
-	Bytes         int64                // bytes charged to the budget, including retired versions still pinned
+	Bytes         int64                // bytes charged to the budget, including retired versions still pinned; may pass MaxBytes for the moment an insertion takes to evict
 	PinnedRetired int64                // of Bytes, those of retired versions still pinned
 	MaxBytes      int64                // the budget
 	Loads         uint64               // files read from disk (and directory or negative results recorded)
@@ -193,6 +193,20 @@ func (c *Cache) Close() {
 			return
 		}
 	}
+}
+
+// Purge removes every slot, as if all were evicted: entries already handed
+// out stay valid (and pinned ones stay counted until released). Call it
+// when the profiles entries were rendered with change (a config reload),
+// since a slot keeps the profile it was loaded with. Safe for concurrent
+// use; views notice on their next lookup of each key.
+func (c *Cache) Purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.tail != nil {
+		c.removeNolock(c.tail)
+	}
+	c.hand = nil
 }
 
 // Stats returns the cache's counters. Safe for concurrent use.

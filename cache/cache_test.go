@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -722,6 +723,84 @@ func TestSidecars(t *testing.T) {
 	}
 	if e, _ := v2.Lookup([]byte(font)); e.Kind != KindLarge || e.Identity().Body != nil {
 		t.Fatal("large entry holds its body")
+	}
+}
+
+func TestPurge(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	v := c.NewView()
+	dir := t.TempDir()
+	a := load(t, v, writeFile(t, dir, "a", []byte("a"), mtime0), "", nil)
+	a.Pin()
+	load(t, v, writeFile(t, dir, "b", []byte("b"), mtime0), "", nil)
+	c.Purge()
+	if _, ok := v.Lookup([]byte(a.Path)); ok {
+		t.Fatal("hit after Purge")
+	}
+	if s := c.Stats(); s.Entries != 0 || s.Bytes != a.charge.Load() || s.PinnedRetired != s.Bytes {
+		t.Fatalf("stats %+v", s)
+	}
+	a.Release()
+	if s := c.Stats(); s.Bytes != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if e := load(t, v, a.Path, "", nil); string(e.Body) != "a" {
+		t.Fatal("reload after Purge")
+	}
+}
+
+func TestProfileOpen(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	opens := 0
+	prof := &Profile{Encodings: []Encoding{Brotli, Gzip}, Open: func(p string) (*os.File, error) {
+		opens++
+		rel, ok := strings.CutPrefix(p, dir+"/")
+		if !ok {
+			return nil, fmt.Errorf("%w: outside the root", fs.ErrNotExist)
+		}
+		f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("%w: %v", fs.ErrNotExist, err)
+		}
+		return f, err
+	}}
+	secret := writeFile(t, outside, "secret", []byte("secret"), mtime0)
+	writeFile(t, outside, "secret.br", []byte("s"), mtime0)
+	if err := os.Symlink(secret, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.br"), filepath.Join(dir, "page.txt.br")); err != nil {
+		t.Fatal(err)
+	}
+	page := writeFile(t, dir, "page.txt", textBody(4000), mtime0)
+	writeFile(t, dir, "page.txt.gz", []byte("gz"), mtime0)
+
+	c, _ := newTestCache(t, Options{})
+	v := c.NewView()
+	if e := load(t, v, filepath.Join(dir, "link"), "", prof); e.Kind != KindNotFound {
+		t.Fatalf("link out of the root: %v", e.Kind)
+	}
+	if e := load(t, v, secret, "", prof); e.Kind != KindNotFound {
+		t.Fatalf("path outside the root: %v", e.Kind)
+	}
+	e := load(t, v, page, "text/plain", prof)
+	waitIdle(t, c)
+	if e.Kind != KindFile || opens < 5 {
+		t.Fatalf("page: %v after %d opens", e.Kind, opens)
+	}
+	// The .gz sidecar is read through the root; the .br link that leaves
+	// it is not, so brotli is compressed from the file instead.
+	if r := e.Rep(Gzip); r == nil || string(r.Body) != "gz" {
+		t.Fatalf("gzip rep %+v", r)
+	}
+	if r := e.Rep(Brotli); r == nil || !bytes.Equal(decode(t, Brotli, r.Body), textBody(4000)) {
+		t.Fatal("brotli rep not compressed from the file")
 	}
 }
 

@@ -71,19 +71,23 @@
 //
 // # Loading and compression
 //
-// Load opens and fstats on the caller's goroutine and reads files up to
-// Request.SyncMax there; a larger file (up to MaxFileBytes) goes to a
-// bounded pool of workers and Load returns ErrPending; the worker installs
-// the entry and calls Request.Done, which the server uses to Wake the
-// connection. A second load of a key in flight joins the first instead of
-// reading again. A full queue returns ErrBusy rather than blocking.
+// Load opens the path (through the route's Profile.Open, which applies its
+// root and symbolic-link policy) and fstats it on the caller's goroutine,
+// and reads files up to Request.SyncMax there; a larger file (up to
+// MaxFileBytes) goes to a bounded pool of workers and Load returns
+// ErrPending; the worker installs the entry and calls Request.Done, which
+// the server uses to Wake the connection. A second load of a key in flight
+// joins the first instead of reading again. A full queue returns ErrBusy
+// rather than blocking.
 //
 // After a file version is installed, a worker looks for precompressed
-// sidecars (path.br, path.zst, path.gz) no older than the file and, for
-// compressible media types (see Compressible) without one, compresses the
-// body once per version with brotli, zstd and gzip as the route's Profile
-// asks. A coded body is kept only if it is at most 90% of the identity
-// size. Until the variants are published, Select returns identity.
+// sidecars (path.br, path.zst, path.gz) no older than the file, once per
+// version (a sidecar replaced on its own is seen when the file changes or
+// its slot is reloaded), and for compressible media types (see
+// Compressible) without one, compresses the body once per version with
+// brotli, zstd and gzip as the route's Profile asks. A coded body is kept
+// only if it is at most 90% of the identity size. Until the variants are
+// published, Select returns identity.
 //
 // # Serving a hit
 //

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"io/fs"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,18 @@ type Profile struct {
 	// MinCompress is the smallest body compressed on the fly; smaller
 	// bodies are served as identity unless a sidecar exists.
 	MinCompress int64
+
+	// Open, if not nil, opens a path given to Load (and its sidecars, the
+	// path plus ".br", ".zst" or ".gz") for reading, applying the route's
+	// root and symbolic-link policy. It must not block (open with
+	// O_NONBLOCK, so a FIFO cannot stall it), must be safe for concurrent
+	// use, and should report refusals as errors matching fs.ErrNotExist or
+	// fs.ErrPermission so they are cached as KindNotFound or KindDenied.
+	// The cache checks the file type itself after fstat. nil: the path is
+	// opened as is, following symbolic links. Revalidation stats the path
+	// directly (following links) only to detect a change; bytes are always
+	// read through Open.
+	Open func(path string) (*os.File, error)
 
 	// Render, if not nil, renders the HTTP/1.1 header block kept in
 	// Rep.Head. It appends to dst and returns the result; it may include

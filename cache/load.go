@@ -63,10 +63,11 @@ type loadJob struct {
 //   - nil and another error (an I/O error, not cached).
 //
 // If key already has an entry whose revalidation is not due, Load returns
-// it without any system call. The file is opened without following
-// anything the caller has not checked: path safety (root, symlinks,
-// hidden files) is the caller's. Load is safe for concurrent use; use
-// View.Load from an event loop so the view learns the slot.
+// it without any system call. The file is opened with the profile's Open
+// (which applies the route's root and link policy) or, without one, as
+// is; deciding which paths may be asked for (dot-dot, hidden files) is
+// the caller's. Load is safe for concurrent use; use View.Load from an
+// event loop so the view learns the slot.
 func (c *Cache) Load(r *Request) (*Entry, error) {
 	e, _, err := c.load(r)
 	return e, err
@@ -104,7 +105,7 @@ func (c *Cache) load(r *Request) (*Entry, *node, error) {
 	if r.SyncMax < 0 {
 		return nil, nil, c.submit(j, r.Done)
 	}
-	f, fi, err := openFile(path)
+	f, fi, err := openFile(r.Profile, path)
 	if err == nil && fi.Mode().IsRegular() && fi.Size() > r.SyncMax && !c.large(fi.Size()) {
 		j.f, j.fi = f, fi
 		return nil, nil, c.submit(j, r.Done)
@@ -194,18 +195,24 @@ func (c *Cache) runLoad(j *loadJob) {
 	f, fi := j.f, j.fi
 	var err error
 	if f == nil {
-		f, fi, err = openFile(j.path)
+		f, fi, err = openFile(j.prof, j.path)
 	}
 	e, keep, err := c.build(j, f, fi, err)
 	c.keep(j.key, e, keep)
 	c.finish(j.key, e, err, -1)
 }
 
-// openFile opens path for reading without blocking on special files (a
-// FIFO would block open without O_NONBLOCK; regular files ignore it) and
-// fstats it.
-func openFile(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// openFile opens path for reading through prof's opener, or directly
+// without blocking on special files (a FIFO would block open without
+// O_NONBLOCK; regular files ignore it), and fstats it.
+func openFile(prof *Profile, path string) (*os.File, fs.FileInfo, error) {
+	var f *os.File
+	var err error
+	if prof != nil && prof.Open != nil {
+		f, err = prof.Open(path)
+	} else {
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -116,7 +116,7 @@ func smallEnough(n, size int64) bool { return n*10 <= size*keepRatio }
 // usable sidecar exists even when it is not kept (too large a ratio), so
 // the body is not compressed again for nothing.
 func (c *Cache) sidecar(e *Entry, enc Encoding) (r *Rep, found bool) {
-	f, fi, err := openFile(e.Path + enc.Suffix())
+	f, fi, err := openFile(e.prof, e.Path+enc.Suffix())
 	if err != nil {
 		return nil, false
 	}
