@@ -1,0 +1,378 @@
+package codec
+
+import "bytes"
+
+// Response is one parsed response head, as received from an upstream
+// server. Every []byte field and every Header aliases the buffer given to
+// ParseResponse: it is valid only until that buffer is discarded or
+// overwritten. Copy what you keep. A Response is reused from response to
+// response; it is not safe for concurrent use.
+//
+// Headers is the only source of truth: ContentLength, Chunked, KeepAlive
+// and ConnUpgrade are derived from it (and from the status line) in the
+// same pass.
+type Response struct {
+	Version Version  // HTTP10 or HTTP11
+	Status  int      // 100..599
+	Reason  []byte   // the reason phrase as sent (possibly empty); never trusted for anything
+	Headers []Header // every field in arrival order; storage reused between responses
+
+	ContentLength int64 // -1 when the response has no Content-Length
+	Chunked       bool  // Transfer-Encoding: chunked
+	KeepAlive     bool  // the connection may carry another exchange (version default, Connection header)
+	ConnUpgrade   bool  // Connection lists "upgrade" (a 101 must, RFC 9110 section 7.8)
+
+	HeadLen int // bytes from the start of the status line through the empty line
+
+	// Where framing an incomplete head stopped (see ParseResponse).
+	scanOff   int
+	scanLines int
+}
+
+// Reset clears r for reuse, keeping its header storage. Call it before
+// giving ParseResponse bytes unrelated to those of an earlier call that
+// returned ErrNeedMore.
+func (r *Response) Reset() {
+	h := r.Headers[:0]
+	*r = Response{Headers: h, ContentLength: -1}
+}
+
+// Header returns the value of the first field named name (ASCII
+// case-insensitive), or nil. The result aliases the parse buffer.
+func (r *Response) Header(name string) []byte {
+	for i := range r.Headers {
+		if equalFold(r.Headers[i].Name, name) {
+			return r.Headers[i].Value
+		}
+	}
+	return nil
+}
+
+// BodyKind says how a response body is delimited (RFC 9112 section 6.3).
+type BodyKind uint8
+
+const (
+	BodyNone       BodyKind = iota // no body: 1xx, 204, 304, or a response to HEAD
+	BodyLength                     // Content-Length bytes
+	BodyChunked                    // chunked transfer coding
+	BodyUntilClose                 // everything until the server closes the connection
+)
+
+// Framing returns how the body of r is delimited, given whether the
+// request was HEAD (RFC 9112 section 6.3, rules 1, 4 to 8): responses to
+// HEAD and 1xx, 204 and 304 responses have none whatever their fields say;
+// then chunked, then Content-Length; otherwise the body runs until the
+// connection closes.
+func (r *Response) Framing(head bool) BodyKind {
+	switch {
+	case head || r.Status < 200 || r.Status == 204 || r.Status == 304:
+		return BodyNone
+	case r.Chunked:
+		return BodyChunked
+	case r.ContentLength >= 0:
+		return BodyLength
+	}
+	return BodyUntilClose
+}
+
+// InitResponse prepares b for the body of r (see Framing) and returns its
+// kind. A body of BodyNone or BodyUntilClose leaves b finished at once:
+// the caller delimits an until-close body itself. Response bodies have no
+// size limit.
+func (b *BodyReader) InitResponse(r *Response, head bool) BodyKind {
+	k := r.Framing(head)
+	*b = BodyReader{max: 1<<63 - 1}
+	switch {
+	case k == BodyChunked:
+		b.state = stSizeFirst
+	case k == BodyLength && r.ContentLength > 0:
+		b.state = stLength
+		b.remaining = uint64(r.ContentLength)
+	default:
+		b.state = stDone
+	}
+	return k
+}
+
+// Response limits: the defaults of ParseResponse's Limits are those of
+// requests but for the header block, which upstreams fill with cookies
+// and the like more than clients do.
+const (
+	DefaultResponseHeaderBytes = 64 << 10 // 64 KiB
+)
+
+// The errors of ParseResponse. They carry status 502: a proxy answers a
+// response it cannot parse with Bad Gateway (RFC 9110 section 15.6.3).
+var (
+	errRespBareLF     = &Error{502, "response line ending is a bare LF"}
+	errRespEmptyLine  = &Error{502, "empty line before the status line"}
+	errStatusLine     = &Error{502, "malformed status line"}
+	errRespVersion    = &Error{502, "unsupported HTTP version in response"}
+	errStatusCode     = &Error{502, "invalid status code"}
+	errReason         = &Error{502, "invalid byte in reason phrase"}
+	errRespObsFold    = &Error{502, "obsolete line folding in response"}
+	errRespFieldName  = &Error{502, "invalid field name in response"}
+	errRespSpaceColon = &Error{502, "whitespace between field name and colon in response"}
+	errRespFieldValue = &Error{502, "invalid field value in response"}
+	errRespLength     = &Error{502, "invalid Content-Length in response"}
+	errRespDupLength  = &Error{502, "duplicate Content-Length in response"}
+	errRespTEAndLen   = &Error{502, "Transfer-Encoding with Content-Length in response"}
+	errRespCoding     = &Error{502, "unsupported Transfer-Encoding in response"}
+	errRespTE10       = &Error{502, "Transfer-Encoding in an HTTP/1.0 response"}
+	errRespHeadSize   = &Error{502, "response header block too large"}
+	errRespFields     = &Error{502, "too many header fields in response"}
+)
+
+// ParseResponse parses one response head from the start of buf into r. It
+// returns the number of bytes the head occupies, ErrNeedMore when buf holds
+// no complete head yet (nothing is consumed; call again with more bytes),
+// or an *Error with status 502. The body is not consumed: frame it with a
+// BodyReader initialised by InitResponse. lim may be nil; its HeaderBytes
+// (0: DefaultResponseHeaderBytes) bounds the whole head and its MaxHeaders
+// (0: DefaultMaxHeaders) the fields; RequestLine and BodyBytes are not
+// used.
+//
+// Every field of r aliases buf (see Response). After ErrNeedMore r
+// remembers how far it looked: call again with the same bytes at the
+// start of buf (more may follow), or Reset r first. ParseResponse does not
+// allocate once r.Headers has grown to the number of fields a server
+// sends.
+//
+// The grammar is RFC 9112 sections 4 and 5, as strict as Parse is with
+// requests, since a proxy must not relay a response whose framing it may
+// misread (response splitting, RFC 9112 section 11.2):
+//
+//   - Lines end in CRLF; a bare LF or CR is an error, as is an empty line
+//     before the status line.
+//   - status-line = HTTP-version SP status-code SP [ reason-phrase ]: the
+//     version is HTTP/1.0 or HTTP/1.1, the code three digits from 100 to
+//     599, the reason HTAB, SP, VCHAR and obs-text. A missing SP after the
+//     code (no reason at all) is accepted, as most clients do.
+//   - Field lines as in requests: a token name, no whitespace before the
+//     colon, no obs-fold, values of VCHAR, obs-text, SP and HTAB.
+//   - At most one Content-Length, 1*DIGIT; Transfer-Encoding only in
+//     HTTP/1.1, never with Content-Length (section 6.3 says to treat such a
+//     message as an error), and only exactly "chunked": other codings would
+//     have to be relayed as they are, which a proxy that re-frames bodies
+//     cannot do.
+//   - Connection tokens set KeepAlive (HTTP/1.1 unless "close"; HTTP/1.0
+//     only with "keep-alive") and ConnUpgrade.
+func ParseResponse(buf []byte, r *Response, lim *Limits) (int, error) {
+	maxHead, maxFields := DefaultResponseHeaderBytes, DefaultMaxHeaders
+	if lim != nil {
+		if lim.HeaderBytes > 0 {
+			maxHead = lim.HeaderBytes
+		}
+		if lim.MaxHeaders > 0 {
+			maxFields = lim.MaxHeaders
+		}
+	}
+	end, err := r.frame(buf, maxHead, maxFields)
+	if err != nil {
+		if err != ErrNeedMore {
+			r.scanOff, r.scanLines = 0, 0
+		}
+		return 0, err
+	}
+	h := r.Headers[:0]
+	if cap(h) == 0 {
+		h = make([]Header, 0, 16)
+	}
+	*r = Response{Headers: h, ContentLength: -1}
+	if err := parseResponseHead(buf[:end], r, maxFields); err != nil {
+		return 0, err
+	}
+	return r.HeadLen, nil
+}
+
+// frame finds the end of the head in buf (the index after its empty line),
+// resuming where an earlier call on the same bytes stopped, and enforces
+// the size limits as bytes accumulate.
+func (r *Response) frame(buf []byte, maxHead, maxFields int) (int, error) {
+	off, lines := r.scanOff, r.scanLines
+	if off > len(buf) {
+		off, lines = 0, 0
+	}
+	for {
+		i := bytes.IndexByte(buf[off:], '\n')
+		if i < 0 {
+			break
+		}
+		nl := off + i
+		if nl+1 > maxHead {
+			return 0, errRespHeadSize
+		}
+		if nl == 0 || buf[nl-1] != '\r' {
+			return 0, errRespBareLF
+		}
+		if nl-1 == off { // the empty line
+			if lines == 0 {
+				return 0, errRespEmptyLine
+			}
+			r.scanOff, r.scanLines = 0, 0
+			return nl + 1, nil
+		}
+		lines++
+		if lines-1 > maxFields {
+			return 0, errRespFields
+		}
+		off = nl + 1
+	}
+	if len(buf) > maxHead {
+		return 0, errRespHeadSize
+	}
+	r.scanOff, r.scanLines = off, lines
+	return 0, ErrNeedMore
+}
+
+// parseResponseHead parses b, a complete head whose line endings frame
+// has checked, into r (reset by the caller).
+func parseResponseHead(b []byte, r *Response, maxFields int) error {
+	// Status line: HTTP-version SP 3DIGIT [ SP reason-phrase ] CRLF.
+	if len(b) < 14 || string(b[:5]) != "HTTP/" || b[6] != '.' || b[8] != ' ' {
+		return errStatusLine
+	}
+	switch {
+	case b[5] == '1' && b[7] == '1':
+		r.Version = HTTP11
+	case b[5] == '1' && b[7] == '0':
+		r.Version = HTTP10
+	default:
+		if charClass[b[5]]&cDigit != 0 && charClass[b[7]]&cDigit != 0 {
+			return errRespVersion
+		}
+		return errStatusLine
+	}
+	d0, d1, d2 := b[9], b[10], b[11]
+	if charClass[d0]&cDigit == 0 || charClass[d1]&cDigit == 0 || charClass[d2]&cDigit == 0 {
+		return errStatusCode
+	}
+	r.Status = int(d0-'0')*100 + int(d1-'0')*10 + int(d2-'0')
+	if r.Status < 100 || r.Status > 599 {
+		return errStatusCode
+	}
+	p := 12
+	switch b[p] {
+	case '\r':
+		r.Reason = b[p:p:p]
+	case ' ':
+		p++
+		r0 := p
+		for charClass[b[p]]&cValue != 0 {
+			p++
+		}
+		r.Reason = b[r0:p:p]
+	default:
+		return errStatusCode
+	}
+	if b[p] != '\r' || b[p+1] != '\n' { // a bare CR or a control byte
+		return errReason
+	}
+	p += 2
+
+	var lengths, codings int
+	var coding []byte
+	var connClose, connKeep bool
+	for {
+		if p >= len(b) {
+			return errRespFieldValue // unreachable: frame found the empty line
+		}
+		switch b[p] {
+		case '\r':
+			if p+1 >= len(b) || b[p+1] != '\n' {
+				return errRespFieldName
+			}
+			r.HeadLen = p + 2
+			goto done
+		case ' ', '\t':
+			return errRespObsFold
+		}
+		n0 := p
+		for p < len(b) && charClass[b[p]]&cToken != 0 {
+			p++
+		}
+		if p == n0 || p >= len(b) || b[p] != ':' {
+			if p > n0 && p < len(b) && (b[p] == ' ' || b[p] == '\t') {
+				q := p
+				for q < len(b) && (b[q] == ' ' || b[q] == '\t') {
+					q++
+				}
+				if q < len(b) && b[q] == ':' {
+					return errRespSpaceColon
+				}
+			}
+			return errRespFieldName
+		}
+		name := b[n0:p:p]
+		p++
+		for p < len(b) && (b[p] == ' ' || b[p] == '\t') {
+			p++
+		}
+		v0 := p
+		for p < len(b) && charClass[b[p]]&cValue != 0 {
+			p++
+		}
+		if p+1 >= len(b) || b[p] != '\r' || b[p+1] != '\n' {
+			return errRespFieldValue
+		}
+		v1 := p
+		for v1 > v0 && (b[v1-1] == ' ' || b[v1-1] == '\t') {
+			v1--
+		}
+		p += 2
+		if len(r.Headers) >= maxFields {
+			return errRespFields
+		}
+		value := b[v0:v1:v1]
+		r.Headers = append(r.Headers, Header{Name: name, Value: value})
+
+		switch len(name) {
+		case 10:
+			if equalFold(name, "connection") {
+				for rest := value; len(rest) > 0; {
+					var tok []byte
+					tok, rest = nextElement(rest)
+					switch {
+					case equalFold(tok, "close"):
+						connClose = true
+					case equalFold(tok, "keep-alive"):
+						connKeep = true
+					case equalFold(tok, "upgrade"):
+						r.ConnUpgrade = true
+					}
+				}
+			}
+		case 14:
+			if equalFold(name, "content-length") {
+				lengths++
+				if lengths > 1 {
+					return errRespDupLength
+				}
+				n, ok := parseLength(value)
+				if !ok {
+					return errRespLength
+				}
+				r.ContentLength = n
+			}
+		case 17:
+			if equalFold(name, "transfer-encoding") {
+				codings++
+				coding = value
+			}
+		}
+	}
+done:
+	if codings > 0 {
+		switch {
+		case r.Version == HTTP10:
+			return errRespTE10
+		case lengths > 0:
+			return errRespTEAndLen
+		case codings > 1 || !equalFold(coding, "chunked"):
+			return errRespCoding
+		}
+		r.Chunked = true
+	}
+	r.KeepAlive = !connClose && (r.Version == HTTP11 || connKeep)
+	return nil
+}
