@@ -27,22 +27,22 @@ var errUsage = errors.New("bench: usage")
 
 // options are the settings shared by the comparison and the sweep.
 type options struct {
-	Servers      []string `json:"servers"`
-	Workloads    []string `json:"workloads"`
-	Rounds       int      `json:"rounds"`
-	Seconds      int      `json:"seconds"`
-	Warmup       int      `json:"warmup_seconds"`
-	Connections  int      `json:"connections"`
-	Threads      int      `json:"threads"`
-	ServerCPUs   string   `json:"server_cpus"`
-	ClientCPUs   string   `json:"client_cpus"`
-	Workers      int      `json:"workers"`
-	UpstreamPool int      `json:"upstream_pool"`
-	Out          string   `json:"out"`
-	GaleBin      string   `json:"gale_bin,omitempty"`
-	WrkBin       string   `json:"wrk_bin,omitempty"`
-	Bins         map[string]string
-	PinHarness   bool `json:"pin_harness"`
+	Servers      []string          `json:"servers"`
+	Workloads    []string          `json:"workloads"`
+	Rounds       int               `json:"rounds"`
+	Seconds      int               `json:"seconds"`
+	Warmup       int               `json:"warmup_seconds"`
+	Connections  int               `json:"connections"`
+	Threads      int               `json:"threads"`
+	ServerCPUs   string            `json:"server_cpus"`
+	ClientCPUs   string            `json:"client_cpus"`
+	Workers      int               `json:"workers"`
+	UpstreamPool int               `json:"upstream_pool"`
+	Out          string            `json:"out"`
+	GaleBin      string            `json:"gale_bin,omitempty"`
+	WrkBin       string            `json:"wrk_bin,omitempty"`
+	Bins         map[string]string `json:"bins,omitempty"` // server -> binary given by -NAME-bin
+	PinHarness   bool              `json:"pin_harness"`
 }
 
 // commonFlags registers the flags shared by both commands.
@@ -141,9 +141,9 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 	if r.opts.UpstreamPool == 0 {
 		r.opts.UpstreamPool = max(128, r.opts.Connections)
 	}
-	r.wrkBin = o.WrkBin
-	if r.wrkBin == "" {
-		r.wrkBin = findBinary("wrk")
+	r.wrkBin = findBinary("wrk")
+	if o.WrkBin != "" {
+		r.wrkBin, _ = exec.LookPath(o.WrkBin)
 	}
 	if r.wrkBin == "" {
 		return nil, fmt.Errorf("bench: wrk not found; install it with: %s", installHint)
@@ -261,9 +261,13 @@ func (r *runner) resolveServers(names []string) {
 				spec.Bin = bin
 			}
 		default:
-			spec.Bin = r.opts.Bins[name]
-			if spec.Bin == "" {
-				spec.Bin = findBinary(name)
+			spec.Bin = findBinary(name)
+			if p := r.opts.Bins[name]; p != "" {
+				spec.Bin, _ = exec.LookPath(p)
+			}
+			if spec.Bin == "" && r.opts.Bins[name] != "" {
+				r.skip(fmt.Sprintf("%s: -%s-bin %s not found; skipped", name, name, r.opts.Bins[name]))
+				continue
 			}
 			if spec.Bin == "" {
 				r.skip(fmt.Sprintf("%s: not installed; skipped (install with: %s)", name, installHint))
@@ -738,6 +742,26 @@ func (r *runner) writeOutputs(res *results) error {
 	return nil
 }
 
+// finish writes the outputs and returns the exit code. An interrupted run
+// writes what it measured, says so, and exits 130.
+func (r *runner) finish(res *results, total, done int) int {
+	interrupted := r.ctx.Err() != nil
+	if interrupted {
+		r.notes = append(r.notes, fmt.Sprintf("interrupted: %d of %d measurements made", done, total))
+	}
+	res.Notes = r.notes
+	res.Finished = time.Now().UTC()
+	if err := r.writeOutputs(res); err != nil {
+		fmt.Fprintln(r.stderr, "bench:", err)
+		return 1
+	}
+	if interrupted {
+		fmt.Fprintln(r.stderr, "bench: interrupted")
+		return 130
+	}
+	return 0
+}
+
 // progress prints one line about a finished measurement.
 func (r *runner) progress(m measurement, total, done int) {
 	if m.Status != "ok" {
@@ -751,7 +775,7 @@ func (r *runner) progress(m measurement, total, done int) {
 // start prepares a results value with everything known before measuring.
 func (r *runner) start(kind string, args []string, ws []workload) *results {
 	res := &results{Kind: kind, Started: time.Now().UTC(), Args: args, Options: r.opts, Machine: describeMachine(r.clkTck),
-		Servers: r.specs, WrkBin: r.wrkBin, WrkVersion: commandOutput(r.wrkBin, "-v"), GitCommit: gitCommit(r.modRoot),
+		Servers: r.specs, WrkBin: r.wrkBin, WrkVersion: wrkVersion(r.wrkBin), GitCommit: gitCommit(r.modRoot),
 		Fairness: map[string][]string{}, Fixtures: r.fixtures}
 	for _, s := range r.specs {
 		res.Fairness[s.Name] = fairnessNotes(s.Name, r.opts.Workers, r.opts.UpstreamPool)
@@ -849,24 +873,20 @@ Flags:
 		for _, w := range rotate(ws, round-1) {
 			for _, spec := range rotate(r.specs, round-1) {
 				if ctx.Err() != nil {
-					fmt.Fprintln(stderr, "bench: interrupted")
-					return 130
+					break
 				}
 				order++
 				m := r.measure(job{round: round, order: order, spec: spec, label: spec.Name, w: w})
+				if ctx.Err() != nil {
+					break // cut short by the interrupt: not a result
+				}
 				done++
 				r.progress(m, total, done)
 				res.Measurements = append(res.Measurements, m)
 			}
 		}
 	}
-	res.Notes = r.notes
-	res.Finished = time.Now().UTC()
-	if err := r.writeOutputs(res); err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	return 0
+	return r.finish(res, total, done)
 }
 
 func workloadIDs() string {
@@ -883,4 +903,13 @@ func workloadTable() string {
 		fmt.Fprintf(&b, "  %-13s %s (GET %s)\n", w.ID, w.Desc, w.Path)
 	}
 	return b.String()
+}
+
+// wrkVersion returns wrk's version line without its copyright notice.
+func wrkVersion(bin string) string {
+	v := commandOutput(bin, "-v")
+	if i := strings.Index(v, " Copyright"); i > 0 {
+		v = v[:i]
+	}
+	return v
 }

@@ -227,20 +227,16 @@ Flags:
 	for round := 1; round <= r.opts.Rounds; round++ {
 		for i, v := range rotate(variants, round-1) {
 			if ctx.Err() != nil {
-				fmt.Fprintln(stderr, "bench: interrupted")
-				return 130
+				break
 			}
 			m := r.measure(job{round: round, order: i + 1, spec: spec, label: v.Label, w: w, settings: v.Settings})
+			if ctx.Err() != nil {
+				break // cut short by the interrupt: not a result
+			}
 			done++
 			r.progress(m, total, done)
 			res.Measurements = append(res.Measurements, m)
 		}
 	}
-	res.Notes = r.notes
-	res.Finished = time.Now().UTC()
-	if err := r.writeOutputs(res); err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	return 0
+	return r.finish(res, total, done)
 }
