@@ -122,7 +122,8 @@ var (
 // even before its end arrives. The body, if any, is not consumed: frame it
 // with a BodyReader initialised from r. lim may be nil (all defaults).
 //
-// Every field of r aliases buf (see Request). After ErrNeedMore, r
+// Every field of r aliases buf (see Request); after an error its fields
+// are unspecified. After ErrNeedMore, r
 // remembers how far it has looked, so that a head arriving a byte at a time
 // costs linear time: call again with the same bytes at the start of buf
 // (more may follow), or Reset r first. Whether buf arrives whole or in
@@ -181,28 +182,28 @@ var (
 //  1. bare LF line endings (RFC 9112 section 2.2);
 //  2. an empty request-target, which net/http takes for an empty
 //     authority with CONNECT (section 3);
-//  2. "#" and bytes >= 0x80 in the request-target (section 3.2);
-//  3. malformed pct-encoding in the query (RFC 3986 section 2.1);
-//  4. "*" with a method other than OPTIONS, CONNECT with anything but
+//  3. "#" and bytes >= 0x80 in the request-target (section 3.2);
+//  4. malformed pct-encoding in the query (RFC 3986 section 2.1);
+//  5. "*" with a method other than OPTIONS, CONNECT with anything but
 //     authority-form, absolute-form other than http(s)://authority
 //     (sections 3.2.2 to 3.2.4);
-//  5. userinfo, pct-encoding, an empty host, or bytes outside RFC 3986
+//  6. userinfo, pct-encoding, an empty host, or bytes outside RFC 3986
 //     in an authority; CONNECT without a port (section 3.2.3, RFC 9110
 //     section 4.2.4);
-//  6. whitespace, or other bytes outside tchar, in a field name (section
+//  7. whitespace, or other bytes outside tchar, in a field name (section
 //     5.1);
-//  7. obs-fold (section 5.2);
-//  8. a missing Host in HTTP/1.1, or a Host value that is not
+//  8. obs-fold (section 5.2);
+//  9. a missing Host in HTTP/1.1, or a Host value that is not
 //     uri-host [":" port] (section 3.2; net/http's server checks these, its
 //     ReadRequest does not);
-//  9. two Content-Length fields with the same value (section 6.3 allows
+//  10. two Content-Length fields with the same value (section 6.3 allows
 //     collapsing them);
-//  10. Transfer-Encoding together with Content-Length (section 6.1);
-//  11. Transfer-Encoding in an HTTP/1.0 request (net/http ignores it);
-//  12. HTTP versions other than 1.0 and 1.1 (505);
-//  13. expectations other than 100-continue (417; net/http's server does
+//  11. Transfer-Encoding together with Content-Length (section 6.1);
+//  12. Transfer-Encoding in an HTTP/1.0 request (net/http ignores it);
+//  13. HTTP versions other than 1.0 and 1.1 (505);
+//  14. expectations other than 100-continue (417; net/http's server does
 //     the same, its ReadRequest does not);
-//  14. the limits: Limits.RequestLine (414), Limits.HeaderBytes and
+//  15. the limits: Limits.RequestLine (414), Limits.HeaderBytes and
 //     Limits.MaxHeaders (431), a Content-Length over Limits.BodyBytes
 //     (413).
 func Parse(buf []byte, r *Request, lim *Limits) (int, error) {

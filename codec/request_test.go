@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -693,5 +694,35 @@ func TestValidIPv6(t *testing.T) {
 		if got := validIPv6([]byte(s)); got != want {
 			t.Errorf("validIPv6(%q) = %v; want %v", s, got, want)
 		}
+	}
+}
+
+// TestValidIPv6Random compares validIPv6 with netip.ParseAddr (which
+// net/url uses for IP literals) on random strings over the IPv6 alphabet:
+// they must agree except on IPv4 addresses, which are not IP literals.
+func TestValidIPv6Random(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	const alphabet = "0123456789abcdefABCDEF::::...."
+	buf := make([]byte, 0, 48)
+	valid := 0
+	for i := 0; i < 200000; i++ {
+		buf = buf[:0]
+		for n := rng.Intn(40); n > 0; n-- {
+			buf = append(buf, alphabet[rng.Intn(len(alphabet))])
+		}
+		if i%4 == 0 { // bias towards well-formed addresses
+			buf = netip.AddrFrom16([16]byte{0, 0, 0, 0, byte(rng.Intn(2)), 0, 0, byte(rng.Intn(3)), 0, 0, byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256)), 0, 0, byte(rng.Intn(256))}).AppendTo(buf[:0])
+		}
+		addr, err := netip.ParseAddr(string(buf))
+		want := err == nil && !addr.Is4()
+		if want {
+			valid++
+		}
+		if got := validIPv6(buf); got != want {
+			t.Fatalf("validIPv6(%q) = %v; netip: %v, %v", buf, got, addr, err)
+		}
+	}
+	if valid < 50000 {
+		t.Errorf("only %d valid addresses generated", valid)
 	}
 }
