@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -105,6 +106,10 @@ func renderOutcome(cfg *Config, err error, file, absDir string) string {
 func dump(b *strings.Builder, v reflect.Value, field, indent string) {
 	if v.Type() == reflect.TypeFor[time.Duration]() {
 		fmt.Fprintf(b, "%q", time.Duration(v.Int()).String())
+		return
+	}
+	if v.Type() == reflect.TypeFor[netip.Prefix]() {
+		fmt.Fprintf(b, "%q", v.Interface().(netip.Prefix).String())
 		return
 	}
 	switch v.Kind() {

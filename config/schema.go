@@ -19,12 +19,11 @@ import (
 // path pattern (list indexes written "[]"), with the feature's name for the
 // message "not supported yet: FEATURE". Such a key is rejected rather than
 // accepted and ignored, and is not checked further. Deleting a line enables
-// the key: its decoder below is already in place, except for the route
-// proxy and the TLS listener form, whose types land with the features.
+// the key: its decoder below is already in place, except for the TLS
+// listener form, whose types land with the feature.
 var notSupportedYet = map[string]string{
 	"listen[]{}":                   "TLS listeners", // the object form {address, tls, redirect_to_https}
 	"cache":                        "cache settings",
-	"routes[].proxy":               "reverse proxy routes",
 	"routes[].static.browse":       "directory listings (static.browse)",
 	"routes[].static.spa_fallback": "SPA fallback (static.spa_fallback)",
 	"routes[].static.error_pages":  "custom error pages (static.error_pages)",
@@ -486,6 +485,8 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 			r.Respond = d.respond(s.get(k), join(path, k))
 		case "redirect":
 			r.Redirect = d.redirect(s.get(k), join(path, k))
+		case "proxy":
+			r.Proxy = d.proxy(s.get(k), join(path, k))
 		}
 	default:
 		first, second := s.key(kinds[0]), s.key(kinds[1])

@@ -14,6 +14,7 @@ import (
 //	route   */hello        respond 200
 //	route   */old/         redirect 308 /
 //	route   example.com/   static /srv/example (+headers)
+//	route   */api/         proxy 127.0.0.1:9000 unix:/run/app.sock (round-robin)
 //
 // "*" stands for any host. Static roots under the config's directory are
 // shown relative to it. The returned slice is freshly allocated and owned by
@@ -52,6 +53,15 @@ func (c *Config) Summary() []string {
 			b.WriteString(r.Redirect.To)
 			if r.Redirect.KeepPath {
 				b.WriteString(" (keep path)")
+			}
+		case r.Proxy != nil:
+			b.WriteString("proxy")
+			for _, u := range r.Proxy.To {
+				b.WriteByte(' ')
+				b.WriteString(u.Raw)
+			}
+			if len(r.Proxy.To) > 1 {
+				b.WriteString(" (" + r.Proxy.LoadBalancing + ")")
 			}
 		}
 		if h := r.Headers; len(h.Request.Set)+len(h.Request.Add)+len(h.Request.Remove)+

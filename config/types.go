@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Config is a loaded, defaulted and validated configuration. Every field
 // holds its final value: consumers never apply defaults of their own.
@@ -89,7 +92,7 @@ type AccessLog struct {
 }
 
 // Route is one entry of routes:. Exactly one of Static, Respond, Redirect
-// (and later Proxy) is non-nil.
+// and Proxy is non-nil.
 type Route struct {
 	Host     string      // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
 	Path     string      // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
@@ -97,6 +100,7 @@ type Route struct {
 	Static   *Static
 	Respond  *Respond
 	Redirect *Redirect
+	Proxy    *Proxy
 	Pos      Pos // where the route starts
 }
 
@@ -151,4 +155,55 @@ type Static struct {
 type Compress struct {
 	Encodings []string // subset of "zstd", "br", "gzip" in preference order; default all three
 	MinBytes  int64    // default 1 KiB
+}
+
+// Proxy forwards a route's requests to upstream servers.
+type Proxy struct {
+	To                 []Upstream     // at least one, in file order, no two alike
+	StripPrefix        bool           // default false: remove the route's path prefix before forwarding (the same as Rewrite "/")
+	Rewrite            string         // "" = forward the path unchanged; else an absolute path that replaces the route's path prefix
+	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
+	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
+	Timeouts           ProxyTimeouts  // all positive
+	HealthCheck        HealthCheck    // active and passive health
+	Retries            int            // default 1, 0..10: further attempts for a request that reached no upstream
+	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-* and Forwarded fields are kept; nil = none
+	PreserveHost       bool           // default false: send the upstream's host; true: send the client's Host
+}
+
+// Upstream is one entry of proxy.to.
+type Upstream struct {
+	Network string // "tcp" or "unix"
+	Address string // "host:port" for tcp (IPv6 in brackets, port always present); an absolute socket path for unix
+	Host    string // the Host field sent when preserve_host is false: host[:port] as written; "localhost" for unix sockets
+	Raw     string // as written in the file, for messages and logs
+}
+
+// ProxyTimeouts bound the exchanges with upstreams. All are positive.
+type ProxyTimeouts struct {
+	Connect        time.Duration // default 2s: dialing an upstream; past it the attempt fails (504 when no retry is left)
+	ResponseHeader time.Duration // default 30s: from the request to the end of the response head (504), and the longest pause between two reads of a response body
+	Idle           time.Duration // default 90s: a pooled keep-alive connection unused this long is closed; also a tunnel (Upgrade) without traffic either way
+}
+
+// HealthCheck configures active checks (when Path is set) and passive
+// health. An upstream out of service is skipped by load balancing as long
+// as another one is in service.
+type HealthCheck struct {
+	Path         string        // "" = no active checks; else the path (and query) requested with GET
+	Interval     time.Duration // default 5s: time between two active checks of one upstream
+	Timeout      time.Duration // default 2s: an active check taking longer fails
+	ExpectStatus int           // default 200: the status an active check must get
+	Fails        int           // default 3: consecutive failed active checks that take an upstream out
+	Passes       int           // default 2: consecutive passed active checks that bring it back
+	Passive      PassiveHealth // failures of real requests
+}
+
+// PassiveHealth takes an upstream out when real requests fail: Fails
+// failures (refused or timed-out connects, resets, garbage, response
+// timeouts; not error statuses) within Window take it out for Cooldown.
+type PassiveHealth struct {
+	Fails    int           // default 3; 0 = off
+	Window   time.Duration // default 10s
+	Cooldown time.Duration // default 30s
 }

@@ -1,0 +1,395 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Proxy defaults, as documented on the fields in types.go.
+const (
+	defaultMaxIdlePerUpstream = 64
+	defaultProxyRetries       = 1
+	maxProxyRetries           = 10
+	maxIdlePerUpstreamCap     = 1 << 16
+	defaultHealthExpect       = 200
+	defaultHealthFails        = 3
+	defaultHealthPasses       = 2
+	defaultPassiveFails       = 3
+)
+
+// defaultProxy returns a Proxy with every default but To.
+func defaultProxy() *Proxy {
+	return &Proxy{
+		LoadBalancing:      "round-robin",
+		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
+		Retries:            defaultProxyRetries,
+		Timeouts: ProxyTimeouts{
+			Connect:        2 * time.Second,
+			ResponseHeader: 30 * time.Second,
+			Idle:           90 * time.Second,
+		},
+		HealthCheck: HealthCheck{
+			Interval:     5 * time.Second,
+			Timeout:      2 * time.Second,
+			ExpectStatus: defaultHealthExpect,
+			Fails:        defaultHealthFails,
+			Passes:       defaultHealthPasses,
+			Passive: PassiveHealth{
+				Fails:    defaultPassiveFails,
+				Window:   10 * time.Second,
+				Cooldown: 30 * time.Second,
+			},
+		},
+	}
+}
+
+const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/run/app.sock" or "http://app.internal:8080"`
+
+// proxy decodes a reverse proxy route.
+func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
+	p := defaultProxy()
+	s := d.section(n, path, "to", "strip_prefix", "rewrite", "load_balancing", "max_idle_per_upstream",
+		"timeouts", "health_check", "retries", "trusted_proxies", "preserve_host")
+	if s == nil {
+		return nil
+	}
+	if v := s.get("to"); v != nil {
+		p.To = d.upstreams(v, join(path, "to"))
+	} else if s.missing("to") {
+		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: ["127.0.0.1:9000"]`)
+	}
+	d.setBool(s, "strip_prefix", &p.StripPrefix)
+	if v := s.get("rewrite"); v != nil {
+		rp := join(path, "rewrite")
+		if rw, ok := d.str(v, rp); ok {
+			switch {
+			case checkRoutePath(rw) != "":
+				d.errorf(deref(v), rp, `expected an absolute path prefix such as "/" or "/v2/", got %s`, quote(rw))
+			case p.StripPrefix:
+				d.errorf(deref(v), rp, `strip_prefix and rewrite both replace the route's path prefix; use one (strip_prefix: true is rewrite: "/")`)
+			default:
+				p.Rewrite = rw
+			}
+		}
+	}
+	d.setEnum(s, "load_balancing", &p.LoadBalancing, "round-robin", "least-connections", "random-two", "client-ip-hash")
+	if v := s.get("max_idle_per_upstream"); v != nil {
+		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
+			p.MaxIdlePerUpstream = int(k)
+		}
+	}
+	if v := s.get("timeouts"); v != nil {
+		if t := d.section(v, join(path, "timeouts"), "connect", "response_header", "idle"); t != nil {
+			d.setDuration(t, "connect", &p.Timeouts.Connect)
+			d.setDuration(t, "response_header", &p.Timeouts.ResponseHeader)
+			d.setDuration(t, "idle", &p.Timeouts.Idle)
+		}
+	}
+	if v := s.get("health_check"); v != nil {
+		d.healthCheck(v, join(path, "health_check"), &p.HealthCheck)
+	}
+	if v := s.get("retries"); v != nil {
+		if k, ok := d.integer(v, join(path, "retries"), 0, maxProxyRetries); ok {
+			p.Retries = int(k)
+		}
+	}
+	if v := s.get("trusted_proxies"); v != nil {
+		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
+	}
+	d.setBool(s, "preserve_host", &p.PreserveHost)
+	return p
+}
+
+// upstreams decodes one upstream or a list of them.
+func (d *decoder) upstreams(n *yaml.Node, path string) []Upstream {
+	n = deref(n)
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		var ok bool
+		if items, ok = d.list(n, path, "upstreams"); !ok {
+			return nil
+		}
+		if len(items) == 0 {
+			d.errorf(n, path, `expected at least one upstream, e.g. ["127.0.0.1:9000"]`)
+			return nil
+		}
+	}
+	var out []Upstream
+	first := map[string]*yaml.Node{}
+	for i, item := range items {
+		ip := path
+		if n.Kind == yaml.SequenceNode {
+			ip = index(path, i)
+		}
+		raw, ok := d.str(item, ip)
+		if !ok {
+			continue
+		}
+		u, msg := parseUpstream(raw, d.dir)
+		if msg != "" {
+			d.errorf(item, ip, "%s", msg)
+			continue
+		}
+		key := u.Network + " " + u.Address
+		if k, dup := first[key]; dup {
+			d.errorf(item, ip, "upstream %s is listed twice; first at line %d, column %d", quote(raw), k.Line, k.Column)
+			continue
+		}
+		first[key] = item
+		out = append(out, u)
+	}
+	return out
+}
+
+// parseUpstream parses one upstream: "host:port", "unix:PATH" (relative
+// paths resolve against dir) or "http://host[:port]" (port 80 by default,
+// no path, query or user info).
+func parseUpstream(raw, dir string) (Upstream, string) {
+	bad := func(why string) (Upstream, string) {
+		msg := upstreamExample + ", got " + quote(raw)
+		if why != "" {
+			msg += ": " + why
+		}
+		return Upstream{}, msg
+	}
+	if raw == "" || strings.TrimSpace(raw) != raw {
+		return bad("")
+	}
+	if rest, ok := strings.CutPrefix(raw, "unix:"); ok {
+		if rest == "" || strings.ContainsRune(rest, 0) {
+			return bad("empty socket path")
+		}
+		if !filepath.IsAbs(rest) {
+			rest = filepath.Join(dir, rest)
+		}
+		return Upstream{Network: "unix", Address: filepath.Clean(rest), Host: "localhost", Raw: raw}, ""
+	}
+	hostport := raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil:
+			return bad("")
+		case u.Scheme == "https":
+			return bad("https upstreams are not supported yet")
+		case u.Scheme != "http":
+			return bad("the scheme must be http")
+		case u.User != nil:
+			return bad("user info is not allowed")
+		case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+			return bad("no path or query; use rewrite to change the path")
+		case u.Host == "":
+			return bad("missing host")
+		}
+		hostport = u.Host
+		if u.Port() == "" {
+			if strings.HasSuffix(hostport, ":") {
+				return bad("empty port")
+			}
+			host := strings.ToLower(strings.Trim(u.Hostname(), "[]"))
+			if msg := checkUpstreamHost(host); msg != "" {
+				return bad(msg)
+			}
+			return Upstream{Network: "tcp", Address: net.JoinHostPort(host, "80"), Host: strings.ToLower(hostport), Raw: raw}, ""
+		}
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if strings.Count(hostport, ":") > 1 && !strings.HasPrefix(hostport, "[") {
+			return bad("write IPv6 addresses in brackets")
+		}
+		return bad("missing port")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port[0] == '+' || n == 0 {
+		return bad("the port must be a number from 1 to 65535")
+	}
+	if msg := checkUpstreamHost(host); msg != "" {
+		return bad(msg)
+	}
+	host = strings.ToLower(host)
+	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), Host: strings.ToLower(hostport), Raw: raw}, ""
+}
+
+// checkUpstreamHost checks the host part of an upstream: an IP address or
+// a host name.
+func checkUpstreamHost(host string) string {
+	if host == "" {
+		return "missing host"
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		if strings.Contains(host, "%") {
+			return "IPv6 zones are not supported"
+		}
+		return ""
+	}
+	if strings.Contains(host, ":") {
+		return "bad IPv6 address"
+	}
+	return checkHostName(strings.ToLower(host))
+}
+
+// prefixes decodes a list of CIDRs or single addresses into masked
+// prefixes.
+func (d *decoder) prefixes(n *yaml.Node, path string) []netip.Prefix {
+	items, ok := d.list(n, path, "CIDRs")
+	if !ok {
+		return nil
+	}
+	out := []netip.Prefix{}
+	for i, item := range items {
+		ip := index(path, i)
+		s, ok := d.str(item, ip)
+		if !ok {
+			continue
+		}
+		p, msg := parsePrefix(s)
+		if msg != "" {
+			d.errorf(item, ip, "%s", msg)
+			continue
+		}
+		if slices.Contains(out, p) {
+			d.errorf(item, ip, "%s is listed twice", quote(p.String()))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// parsePrefix parses "10.0.0.0/8", "::1/128" or a single address, which
+// stands for itself (/32 or /128). Host bits are cleared. IPv4-mapped IPv6
+// addresses are taken as IPv4.
+func parsePrefix(s string) (netip.Prefix, string) {
+	bad := `expected a CIDR such as "10.0.0.0/8" or an address such as "127.0.0.1", got ` + quote(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p.Addr().Zone() != "" {
+			return netip.Prefix{}, bad
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		return p.Masked(), ""
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, bad
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), ""
+}
+
+// healthCheck decodes active and passive health settings.
+func (d *decoder) healthCheck(n *yaml.Node, path string, h *HealthCheck) {
+	s := d.section(n, path, "path", "interval", "timeout", "expect_status", "fails", "passes", "passive")
+	if s == nil {
+		return
+	}
+	if v := s.get("path"); v != nil {
+		hp := join(path, "path")
+		if p, ok := d.str(v, hp); ok {
+			if msg := checkHealthPath(p); msg != "" {
+				d.errorf(deref(v), hp, "%s", msg)
+			} else {
+				h.Path = p
+			}
+		}
+	}
+	d.setDuration(s, "interval", &h.Interval)
+	d.setDuration(s, "timeout", &h.Timeout)
+	if v := s.get("expect_status"); v != nil {
+		if k, ok := d.integer(v, join(path, "expect_status"), 100, 599); ok {
+			h.ExpectStatus = int(k)
+		}
+	}
+	if v := s.get("fails"); v != nil {
+		if k, ok := d.integer(v, join(path, "fails"), 1, 1000); ok {
+			h.Fails = int(k)
+		}
+	}
+	if v := s.get("passes"); v != nil {
+		if k, ok := d.integer(v, join(path, "passes"), 1, 1000); ok {
+			h.Passes = int(k)
+		}
+	}
+	if v := s.get("passive"); v != nil {
+		pp := join(path, "passive")
+		if ps := d.section(v, pp, "fails", "window", "cooldown"); ps != nil {
+			if v := ps.get("fails"); v != nil {
+				if k, ok := d.integer(v, join(pp, "fails"), 0, 1000); ok {
+					h.Passive.Fails = int(k)
+				}
+			}
+			d.setDuration(ps, "window", &h.Passive.Window)
+			d.setDuration(ps, "cooldown", &h.Passive.Cooldown)
+		}
+	}
+}
+
+// checkHealthPath validates health_check.path: an origin-form target
+// ("/healthz", "/status?full=1") of visible ASCII without "#".
+func checkHealthPath(p string) string {
+	bad := `expected a path such as "/healthz", got ` + quote(p)
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return bad
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f || c == '#' {
+			return bad + " (spaces, control characters and non-ASCII must be percent-encoded)"
+		}
+	}
+	return ""
+}
+
+// ForProxy returns a config that forwards every request received on listen
+// to the upstreams to (each as proxy.to accepts them), with every other
+// setting at its default: one proxy route for any host and path "/".
+// Relative socket paths resolve against the working directory. On failure
+// the error is an ErrorList whose errors name the offending argument as Key
+// ("listen" or "to"), without file or position, and the *Config is nil.
+// ForProxy is safe for concurrent use.
+func ForProxy(listen string, to []string) (*Config, error) {
+	c := defaults()
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, ErrorList{{Msg: "cannot resolve relative paths: " + err.Error()}}
+	}
+	c.Dir = wd
+	var errs ErrorList
+	if msg := checkAddress(listen); msg != "" {
+		errs = append(errs, &Error{Key: "listen", Msg: msg})
+	}
+	p := defaultProxy()
+	seen := map[string]bool{}
+	for _, raw := range to {
+		u, msg := parseUpstream(raw, wd)
+		if msg != "" {
+			errs = append(errs, &Error{Key: "to", Msg: msg})
+			continue
+		}
+		if seen[u.Network+" "+u.Address] {
+			errs = append(errs, &Error{Key: "to", Msg: "upstream " + quote(raw) + " is listed twice"})
+			continue
+		}
+		seen[u.Network+" "+u.Address] = true
+		p.To = append(p.To, u)
+	}
+	if len(to) == 0 {
+		errs = append(errs, &Error{Key: "to", Msg: `expected at least one upstream, e.g. "127.0.0.1:9000"`})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c.Listen = []Listener{{Address: listen}}
+	c.Routes = []Route{{Path: "/", Proxy: p}}
+	return c, nil
+}
