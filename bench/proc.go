@@ -391,8 +391,10 @@ func pidExists(pid int) bool {
 
 // cpuTimes are the jiffies of one or more CPUs from /proc/stat.
 type cpuTimes struct {
-	Busy  uint64 // user+nice+system+irq+softirq+steal
-	Total uint64 // Busy plus idle and iowait
+	Task  uint64 // user+nice+system: time charged to processes
+	IRQ   uint64 // irq+softirq: interrupts and network-stack work charged to no process
+	Steal uint64 // taken by the hypervisor
+	Total uint64 // all of the above plus idle and iowait
 }
 
 // parseCPUTimes parses the per-CPU lines ("cpuN ...") of /proc/stat.
@@ -413,8 +415,9 @@ func parseCPUTimes(b []byte) (map[int]cpuTimes, error) {
 				return nil, fmt.Errorf("bench: malformed /proc/stat line %q", line)
 			}
 		}
-		busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
-		out[n] = cpuTimes{Busy: busy, Total: busy + v[3] + v[4]}
+		t := cpuTimes{Task: v[0] + v[1] + v[2], IRQ: v[5] + v[6], Steal: v[7]}
+		t.Total = t.Task + t.IRQ + t.Steal + v[3] + v[4]
+		out[n] = t
 	}
 	return out, nil
 }
@@ -431,23 +434,33 @@ func readCPUTimes(cpus []int) cpuTimes {
 		return t
 	}
 	for _, c := range cpus {
-		t.Busy += all[c].Busy
-		t.Total += all[c].Total
+		a := all[c]
+		t.Task += a.Task
+		t.IRQ += a.IRQ
+		t.Steal += a.Steal
+		t.Total += a.Total
 	}
 	return t
 }
 
-// busyShare returns the busy fraction between two readings (NaN-free: 0
-// when no time passed) and the fraction left after subtracting own ticks.
-func busyShare(before, after cpuTimes, own uint64) (busy, others float64) {
-	total := float64(after.Total - before.Total)
+// cpuShares are fractions (0..1) of a set of CPUs' time over an interval.
+type cpuShares struct {
+	Busy   float64 `json:"busy"`   // not idle: processes, interrupts and steal
+	Others float64 `json:"others"` // processes other than the measured one(s)
+	IRQ    float64 `json:"irq"`    // interrupts and softirqs (the loopback network stack, mostly)
+	Steal  float64 `json:"steal"`  // taken by the hypervisor
+}
+
+// shareOf returns the shares between two readings; own is the measured
+// processes' time on these CPUs, in the same clock ticks. Shares are 0
+// when no time passed.
+func shareOf(before, after cpuTimes, own float64) cpuShares {
 	if after.Total <= before.Total {
-		return 0, 0
+		return cpuShares{}
 	}
-	b := float64(after.Busy - before.Busy)
-	o := b - float64(own)
-	if o < 0 {
-		o = 0
-	}
-	return b / total, o / total
+	total := float64(after.Total - before.Total)
+	task := float64(after.Task - before.Task)
+	irq := float64(after.IRQ - before.IRQ)
+	steal := float64(after.Steal - before.Steal)
+	return cpuShares{Busy: (task + irq + steal) / total, Others: max(task-own, 0) / total, IRQ: irq / total, Steal: steal / total}
 }

@@ -107,14 +107,14 @@ func TestParseCPUList(t *testing.T) {
 	}
 }
 
-func TestParseCPUTimesAndBusyShare(t *testing.T) {
+func TestParseCPUTimesAndShares(t *testing.T) {
 	before := "cpu  31368 0 9215 99300 312 0 921 45 0 0\ncpu0 100 0 50 800 10 0 20 5 0 0\ncpu1 200 0 100 600 0 0 0 0 0 0\nintr 1 2 3\n"
-	after := "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 400 0 100 1000 10 0 40 5 0 0\ncpu1 300 0 100 1500 0 0 0 0 0 0\n"
+	after := "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 400 0 100 1000 10 5 40 10 0 0\ncpu1 300 0 100 1500 0 0 0 0 0 0\n"
 	b, err := parseCPUTimes([]byte(before))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := b[0], (cpuTimes{Busy: 175, Total: 985}); got != want {
+	if got, want := b[0], (cpuTimes{Task: 150, IRQ: 20, Steal: 5, Total: 985}); got != want {
 		t.Fatalf("cpu0 = %+v, want %+v", got, want)
 	}
 	if _, ok := b[-1]; ok || len(b) != 2 {
@@ -124,17 +124,18 @@ func TestParseCPUTimesAndBusyShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// cpu0: busy +370, total +570; own 300 ticks.
-	busy, others := busyShare(b[0], a[0], 300)
-	if !near(busy, 370.0/570) || !near(others, 70.0/570) {
-		t.Fatalf("busy %v others %v", busy, others)
+	// cpu0: task +350, irq +25, steal +5, idle +200: total +580; own 300 ticks.
+	got := shareOf(b[0], a[0], 300)
+	want := cpuShares{Busy: 380.0 / 580, Others: 50.0 / 580, IRQ: 25.0 / 580, Steal: 5.0 / 580}
+	if !near(got.Busy, want.Busy) || !near(got.Others, want.Others) || !near(got.IRQ, want.IRQ) || !near(got.Steal, want.Steal) {
+		t.Fatalf("shares %+v, want %+v", got, want)
 	}
-	// Own time above busy (tick rounding) never gives a negative share.
-	if _, others := busyShare(b[0], a[0], 1000); others != 0 {
-		t.Fatalf("others = %v, want 0", others)
+	// Own time above the processes' time (tick rounding) never gives a negative share.
+	if got := shareOf(b[0], a[0], 1000); got.Others != 0 {
+		t.Fatalf("others = %v, want 0", got.Others)
 	}
-	if busy, others := busyShare(a[0], a[0], 0); busy != 0 || others != 0 {
-		t.Fatalf("no time passed: %v %v", busy, others)
+	if got := shareOf(a[0], a[0], 0); got != (cpuShares{}) {
+		t.Fatalf("no time passed: %+v", got)
 	}
 	if _, err := parseCPUTimes([]byte("cpu0 1 2 x 4 5 6 7 8 9 10\n")); err == nil {
 		t.Fatal("malformed line accepted")

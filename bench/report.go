@@ -50,7 +50,7 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		p50 = append(p50, pct(m.Wrk, "50"))
 		p99 = append(p99, pct(m.Wrk, "99"))
 		rss = append(rss, float64(m.PeakRSSKiB)/1024)
-		others = append(others, 100*m.ServerCPUsOthers)
+		others = append(others, 100*m.ServerCPUs.Others)
 		s.SockErrs += m.Wrk.SocketErrors()
 		s.Non2xx += m.Wrk.Non2xx
 		if m.IdleOpened > 0 || m.IdleFailed > 0 {
@@ -429,8 +429,8 @@ func foreignLoad(ms []measurement) (worst float64, over int) {
 		if m.Status != "ok" {
 			continue
 		}
-		worst = max(worst, m.ServerCPUsOthers)
-		if m.ServerCPUsOthers > foreignLoadLimit {
+		worst = max(worst, m.ServerCPUs.Others)
+		if m.ServerCPUs.Others > foreignLoadLimit {
 			over++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 func okRun(round int, server, workload string, rps, cpu float64) measurement {
 	return measurement{Round: round, Server: server, Label: server, Workload: workload, Status: "ok",
 		Wrk:         &wrkResult{Requests: int64(rps), ReqPerSec: rps, LatencyUs: map[string]float64{"50": 500, "99": 1500}},
-		CPUUsPerReq: cpu, PeakRSSKiB: 10240, ServerCPUsOthers: 0.05}
+		CPUUsPerReq: cpu, PeakRSSKiB: 10240, ServerCPUs: cpuShares{Others: 0.05}}
 }
 
 func testResults() *results {
@@ -41,7 +41,7 @@ func TestRenderMarkdownCompare(t *testing.T) {
 	if md := renderMarkdown(res); strings.Contains(md, "Warning") {
 		t.Errorf("warning without foreign load:\n%s", md)
 	}
-	res.Measurements[1].ServerCPUsOthers = 0.9
+	res.Measurements[1].ServerCPUs.Others = 0.9
 	md := renderMarkdown(res)
 	for _, want := range []string{
 		"**Warning: in 1 run(s) other processes used more than 25% of the server CPUs (up to 90%).",

@@ -171,13 +171,18 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 		return nil, fmt.Errorf("bench: writing fixtures: %v", err)
 	}
 	raiseFileLimit()
-	if o.PinHarness {
-		// -a: every thread of this process; new threads inherit it.
-		if out, err := exec.Command("taskset", "-a", "-p", "-c", o.ClientCPUs, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
-			r.notes = append(r.notes, "could not pin the harness: "+strings.TrimSpace(string(out)))
-		}
-	}
 	return r, nil
+}
+
+// pinSelf pins the harness (every thread; new threads inherit it) to the
+// client CPUs. It runs after gale is built, so the build may use every CPU.
+func (r *runner) pinSelf() {
+	if !r.opts.PinHarness {
+		return
+	}
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", r.opts.ClientCPUs, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		r.notes = append(r.notes, "could not pin the harness: "+strings.TrimSpace(string(out)))
+	}
 }
 
 // onlineCPUs returns the number of CPUs of the machine (not of this
@@ -399,14 +404,12 @@ type measurement struct {
 	CPUMHzAfter    []float64      `json:"cpu_mhz_after,omitempty"`
 	LoadAvgBefore  string         `json:"loadavg_before"`
 	LoadAvgAfter   string         `json:"loadavg_after"`
-	// Busy shares (0..1) of the CPUs during the measured run, from
-	// /proc/stat; "others" excludes the server's own time on the server
-	// CPUs and wrk's own time on the client CPUs: it is foreign load.
-	ServerCPUsBusy   float64 `json:"server_cpus_busy"`
-	ServerCPUsOthers float64 `json:"server_cpus_others"`
-	ClientCPUsBusy   float64 `json:"client_cpus_busy"`
-	ClientCPUsOthers float64 `json:"client_cpus_others"`
-	WrkCPUSeconds    float64 `json:"wrk_cpu_s"`
+	// Shares of the CPUs' time during the measured run, from /proc/stat;
+	// "others" excludes the server's own time on the server CPUs and wrk's
+	// own time on the client CPUs: it is foreign load.
+	ServerCPUs    cpuShares `json:"server_cpus"`
+	ClientCPUs    cpuShares `json:"client_cpus"`
+	WrkCPUSeconds float64   `json:"wrk_cpu_s"`
 }
 
 // job is one measurement to make.
@@ -535,8 +538,6 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	m.ServerPIDs = s1.PIDs
 	m.WrkCPUSeconds = wrkCPU
-	m.ServerCPUsBusy, m.ServerCPUsOthers = busyShare(srv0, srv1, s1.CPUTicks-s0.CPUTicks)
-	m.ClientCPUsBusy, m.ClientCPUsOthers = busyShare(cli0, cli1, uint64(wrkCPU*float64(r.clkTck)))
 	m.CPUSecondsStat = float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
 	m.CPUSeconds, m.CPUSource = m.CPUSecondsStat, "stat"
 	if s0.CPUNanos > 0 && s1.CPUNanos >= s0.CPUNanos {
@@ -552,6 +553,8 @@ func (r *runner) measure(j job) (m measurement) {
 	if res.Requests > 0 {
 		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
 	}
+	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
+	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
 	m.PeakRSSKiB = s1.HWMKiB
 	if j.w.Proxy {
 		upAfter, err := fetchUpstreamStats(r.upAddr)
@@ -856,6 +859,7 @@ Flags:
 		fmt.Fprintln(stderr, "bench: no server to measure")
 		return 1
 	}
+	r.pinSelf()
 	res := r.start("compare", args, ws)
 	res.Notes = r.notes
 	if needsUpstream(ws) {

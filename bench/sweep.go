@@ -211,6 +211,7 @@ Flags:
 		fmt.Fprintln(stderr, "bench sweep: gale is not available")
 		return 1
 	}
+	r.pinSelf()
 	res := r.start("sweep", args, []workload{w})
 	res.Sweep = &sweepInfo{Workload: w.ID, Grid: *grid, Variants: variants}
 	if w.Proxy {
