@@ -203,8 +203,10 @@ func (c *Cache) Close() {
 func (c *Cache) Purge() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.tail != nil {
-		c.removeNolock(c.tail)
+	for n := c.tail; n != nil; {
+		prev := n.prev
+		c.removeNolock(n)
+		n = prev
 	}
 	c.hand = nil
 }

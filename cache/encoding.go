@@ -146,14 +146,30 @@ func (a *AcceptEncoding) set(name []byte, q int16) {
 		return
 	}
 	var e Encoding
-	switch {
-	case equalFoldASCII(name, "gzip"), equalFoldASCII(name, "x-gzip"):
-		e = Gzip
-	case equalFoldASCII(name, "br"):
+	switch len(name) { // dispatch on length, then compare ignoring case
+	case 2:
+		if !equalFoldASCII(name, "br") {
+			return
+		}
 		e = Brotli
-	case equalFoldASCII(name, "zstd"):
-		e = Zstd
-	case equalFoldASCII(name, "identity"):
+	case 4:
+		switch {
+		case equalFoldASCII(name, "gzip"):
+			e = Gzip
+		case equalFoldASCII(name, "zstd"):
+			e = Zstd
+		default:
+			return
+		}
+	case 6:
+		if !equalFoldASCII(name, "x-gzip") {
+			return
+		}
+		e = Gzip
+	case 8:
+		if !equalFoldASCII(name, "identity") {
+			return
+		}
 		e = Identity
 	default:
 		return

@@ -42,12 +42,16 @@ func (v *View) Stats() (hits, misses uint64) { return v.hits, v.misses }
 // miss: not cached, expired (negative entries), or found changed by a due
 // revalidation. On a miss, call Load. key is not retained.
 //
-// A hit allocates nothing and takes no lock shared with other views. When
-// revalidation is due (at most once per Options.Revalidate per entry,
-// across all views), the one caller that claims it stats the file on its
-// own goroutine; other callers meanwhile get the current version. A
+// A hit allocates nothing, makes no system call and takes no lock shared
+// with other views (the first lookup of a key in a view takes the store's
+// lock once). When revalidation is due (at most once per
+// Options.Revalidate per entry, across all views), the one caller that
+// claims it stats the file on its own goroutine (one stat, two small
+// allocations); other callers meanwhile get the current version. A
 // deleted file turns into a KindNotFound entry right away; a changed one
-// makes Lookup miss until the new version is loaded.
+// makes Lookup miss, in every view, until the new version is loaded. If
+// the entry's compression could not be queued earlier (full queue), a hit
+// retries with a non-blocking channel send.
 //
 // The entry is immutable and may be kept after the call (its bytes stay
 // valid); pin it if it leaves the goroutine for long (Entry.Pin).
