@@ -75,10 +75,12 @@ type Profile struct {
 	// Rep.Head. It appends to dst and returns the result; it may include
 	// anything constant for this route and representation (a status line,
 	// a Date placeholder at an offset the caller knows, Server, route
-	// header rules) as well as r.Fields. It runs once per representation,
-	// on the goroutine that loads the file or on a worker: it must be safe
-	// for concurrent use, must not block, and must not keep e, r or dst.
-	// nil: Rep.Head is r.Fields rendered as "Name: value\r\n" lines.
+	// header rules) as well as r.Fields (r.Body is nil for the identity of
+	// a KindLarge entry). It runs once per representation, on the
+	// goroutine that loads the file or on a worker: it must be safe for
+	// concurrent use, must not block, and must not keep e, r or dst. The
+	// result is copied. nil: Rep.Head is r.Fields rendered as
+	// "Name: value\r\n" lines.
 	Render func(dst []byte, e *Entry, r *Rep) []byte
 }
 
@@ -343,10 +345,13 @@ func buildRep(e *Entry, r *Rep) int64 {
 		fields = append(fields, codec.Header{Name: nameVary, Value: valueAcceptEncoding})
 	}
 	r.Fields = fields
+	var buf [512]byte
+	head := buf[:0]
 	if e.prof != nil && e.prof.Render != nil {
-		r.Head = e.prof.Render(nil, e, r)
+		head = e.prof.Render(head, e, r)
 	} else {
-		r.Head = AppendFields(make([]byte, 0, 160), fields)
+		head = AppendFields(head, fields)
 	}
+	r.Head = append(make([]byte, 0, len(head)), head...) // exact size: it lives as long as the entry
 	return repOverhead + int64(cap(vals)+cap(r.Head)+len(r.ETag)) + int64(cap(fields))*48 + int64(len(r.Body))
 }

@@ -210,6 +210,9 @@ func openFile(prof *Profile, path string) (*os.File, fs.FileInfo, error) {
 	var err error
 	if prof != nil && prof.Open != nil {
 		f, err = prof.Open(path)
+		if f == nil && err == nil {
+			err = fs.ErrNotExist
+		}
 	} else {
 		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	}
