@@ -9,7 +9,8 @@ import (
 
 // Handler serves requests for one route. Serve runs on the event loop that
 // owns the connection: it must not block (no network I/O, no reads of large
-// files) and must finish the response before it returns.
+// files) and must finish the response before it returns, or say that it
+// finishes later by setting Response.Pending.
 // Handlers are shared by all loops and must be safe for concurrent use;
 // per-request state lives in the Ctx.
 type Handler interface {
@@ -40,6 +41,37 @@ type Ctx struct {
 	// until the response has been rendered. The owner gives it enough
 	// capacity (a few KiB) that steady-state requests do not grow it.
 	Scratch []byte
+
+	// Conn is the connection the request arrived on, opaque to this
+	// package: the server sets it for the connection's life, and a
+	// handler that finishes its response later (the proxy) asserts it to
+	// the interface it needs to write the response and resume the
+	// connection. Like the Ctx, it belongs to the connection's loop.
+	Conn any
+}
+
+// Pending is a response that a handler finishes after Serve returned: the
+// reverse proxy, which waits for an upstream. A handler that sets
+// Response.Pending has answered nothing yet (the rest of Response is
+// ignored). From then on the connection parses nothing further, so
+// pipelined responses keep their order, and hands its events to the
+// Pending until the Pending reports completion through Ctx.Conn; then
+// parsing resumes on the same loop.
+//
+// All methods run on the connection's event loop. A Pending outlives the
+// Ctx it was created with: it must copy whatever it keeps of the request
+// (whose bytes alias the inbound buffer) before Serve returns.
+type Pending interface {
+	// Input runs when the connection has bytes it did not parse (the
+	// rest of the request body, tunnelled bytes, pipelined requests) or
+	// was woken. The Pending takes what it needs from the connection
+	// itself and reports whether the connection must be closed now.
+	Input() (closeNow bool)
+
+	// Closed runs once when the connection closed (by the client, a
+	// timeout or a failed write) before the Pending reported completion.
+	// The connection must not be touched afterwards.
+	Closed()
 }
 
 // Response is what a handler answers: always the full response to a GET
@@ -59,12 +91,13 @@ type Ctx struct {
 // streams large ones off the loop). A handler that replaces a response
 // holding a File closes it first (Ctx.Error does).
 type Response struct {
-	Status   int            // 0 is never left by a handler
+	Status   int            // 0 is never left by a handler (unless Pending is set)
 	Headers  []codec.Header // storage reused between requests
 	Body     []byte         // the full body (nil for none); nil when File is set
 	File     *os.File       // the body as an open regular file (nil for none); closed by the app
 	FileSize int64          // bytes of File to send, from offset 0
 	Close    bool           // close the connection after this response
+	Pending  Pending        // non-nil: the handler finishes the response later (see Pending); the other fields are ignored
 }
 
 // Reset clears r for reuse, keeping header storage. It does not close

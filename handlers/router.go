@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 // Sentinel errors of Build; the returned error wraps one of them and names
 // the route's position in the config file.
 var (
-	ErrNoHandler      = errors.New("handlers: route has no handler (one of static, respond, redirect)")
+	ErrNoHandler      = errors.New("handlers: route has no handler (one of static, proxy, respond, redirect)")
 	ErrManyHandlers   = errors.New("handlers: route has more than one handler")
 	ErrDuplicateRoute = errors.New("handlers: another route has the same host and path")
 	ErrBadPath        = errors.New("handlers: route path must start with \"/\"")
@@ -21,6 +22,7 @@ var (
 	ErrBadStatic      = errors.New("handlers: bad static route")
 	ErrBadRedirect    = errors.New("handlers: bad redirect route")
 	ErrBadRespond     = errors.New("handlers: bad respond route")
+	ErrNoProxy        = errors.New("handlers: proxy route, but no proxy handler factory was given to Build (WithProxy)")
 )
 
 // maxHostLen is the longest host name (RFC 1035: 253 bytes without the
@@ -35,10 +37,11 @@ type Route struct {
 	Conf    *config.Route // the route as configured
 	Handler Handler       // serves matched requests
 
-	prefix  []byte    // Conf.Path
-	subtree bool      // prefix ends with "/": it matches only paths under it
-	reqOps  headerOps // request header rules
-	respOps headerOps // response header rules
+	prefix   []byte    // Conf.Path
+	subtree  bool      // prefix ends with "/": it matches only paths under it
+	forwards bool      // the handler forwards requests (proxy) and applies the header rules itself
+	reqOps   headerOps // request header rules
+	respOps  headerOps // response header rules
 }
 
 // ApplyRequestHeaders applies the route's request header rules (remove,
@@ -53,8 +56,11 @@ func (rt *Route) ApplyRequestHeaders(r *codec.Request) {
 }
 
 // ApplyResponseHeaders applies the route's response header rules (remove,
-// set, add) to resp. Router.Serve calls it after the handler; a handler
-// that completes its response later (a pending response) calls it then.
+// set, add) to resp. Router.Serve calls it after the handler, except on
+// proxy routes: their handler applies both rule sets itself, where
+// forwarding puts them (request rules after hop-by-hop fields are
+// removed, response rules on the upstream's response head and on the
+// handler's own error responses).
 // It allocates only when resp.Headers has to grow past its capacity.
 func (rt *Route) ApplyResponseHeaders(resp *Response) {
 	if !rt.respOps.empty() {
@@ -76,14 +82,38 @@ type Router struct {
 	nohost *group            // routes without a host; nil when none
 	routes []*Route          // every route, in file order
 	closer []func() error    // resources held by handlers, released by Close
+	opts   buildOptions
+}
+
+// ProxyFactory builds the handler of a proxy route (rt.Conf.Proxy is set)
+// for Build: the proxy lives in its own package, which this one does not
+// import. The Route's Conf, prefix and header rules are compiled when the
+// factory runs. When the returned handler implements io.Closer, the
+// Router's Close closes it.
+type ProxyFactory func(rt *Route) (Handler, error)
+
+// Option configures Build.
+type Option func(*buildOptions)
+
+type buildOptions struct {
+	proxy ProxyFactory
+}
+
+// WithProxy gives Build the factory of proxy route handlers. Without it a
+// config with a proxy route fails to build with ErrNoProxy.
+func WithProxy(f ProxyFactory) Option {
+	return func(o *buildOptions) { o.proxy = f }
 }
 
 // Build compiles cfg's routes into a Router. Errors name the route's file
 // position. The Router keeps references to cfg's routes (Route.Conf); cfg
 // must not be modified afterwards. Static routes hold their root directory
 // open until Close.
-func Build(cfg *config.Config) (*Router, error) {
+func Build(cfg *config.Config, opts ...Option) (*Router, error) {
 	rt := &Router{exact: map[string]*group{}, wild: map[string]*group{}}
+	for _, o := range opts {
+		o(&rt.opts)
+	}
 	if err := rt.build(cfg); err != nil {
 		rt.Close()
 		return nil, err
@@ -187,6 +217,9 @@ func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error
 	if rc.Redirect != nil {
 		n++
 	}
+	if rc.Proxy != nil {
+		n++
+	}
 	switch {
 	case n == 0:
 		return nil, ErrNoHandler
@@ -206,6 +239,15 @@ func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error
 		r.Handler, err = newRespond(rc.Respond)
 	case rc.Redirect != nil:
 		r.Handler, err = newRedirect(rc.Redirect)
+	case rc.Proxy != nil:
+		if rt.opts.proxy == nil {
+			return nil, ErrNoProxy
+		}
+		r.forwards = true
+		r.Handler, err = rt.opts.proxy(r)
+		if c, ok := r.Handler.(io.Closer); ok && err == nil {
+			rt.closer = append(rt.closer, c.Close)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -325,15 +367,20 @@ func normalizeHost(h string) string {
 
 // Serve resets c.Resp, routes c.Req (setting c.Route and c.Rest), applies
 // the route's request header rules to c.Req, runs the handler and then
-// applies the route's response header rules to c.Resp. Without a matching
-// route it answers 404 (c.Route nil). It runs on the connection's event
-// loop; it does not allocate beyond what the handler does.
+// applies the route's response header rules to c.Resp (proxy routes apply
+// both themselves; see ApplyResponseHeaders). Without a matching route it
+// answers 404 (c.Route nil). It runs on the connection's event loop; it
+// does not allocate beyond what the handler does.
 func (rt *Router) Serve(c *Ctx) {
 	c.Resp.Reset()
 	r, rest := rt.Match(c.Req.Host, c.Req.Path)
 	c.Route, c.Rest = r, rest
 	if r == nil {
 		c.Error(404)
+		return
+	}
+	if r.forwards {
+		r.Handler.Serve(c)
 		return
 	}
 	r.ApplyRequestHeaders(c.Req)
