@@ -1,6 +1,9 @@
 package codec
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Request is one parsed request head. Every []byte field and every Header
 // aliases the buffer given to Parse: it is valid only until that buffer is
@@ -444,9 +447,7 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 			p++
 		}
 		v0 := p
-		for p < len(b) && charClass[b[p]]&cValue != 0 {
-			p++
-		}
+		p = scanValue(b, p)
 		if p+1 >= len(b) || b[p] != '\r' || b[p+1] != '\n' {
 			return errFieldValue
 		}
@@ -563,6 +564,31 @@ done:
 	r.KeepAlive = !connClose && (r.Version == HTTP11 || connKeep)
 	r.Upgrade = r.Version == HTTP11 && connUpgrade && upgrade
 	return nil
+}
+
+// scanValue returns the index of the first byte at or after p in b that is
+// not a field-value byte (cValue). It checks eight bytes at a time for
+// CTLs and DEL; a word holding one (HTAB, or the CR ending the line) is
+// finished byte by byte.
+func scanValue(b []byte, p int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for p+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[p:])
+		// A byte < 0x20 (bytes >= 0x80 are excluded by ^x), or a byte
+		// equal to 0x7f (a zero byte in x ^ 0x7f7f...).
+		y := x ^ 0x7f*ones
+		if (x-0x20*ones)&^x&highs != 0 || (y-ones)&^y&highs != 0 {
+			break
+		}
+		p += 8
+	}
+	for p < len(b) && charClass[b[p]]&cValue != 0 {
+		p++
+	}
+	return p
 }
 
 // nextElement splits the first element off a comma-separated list

@@ -726,3 +726,38 @@ func TestValidIPv6Random(t *testing.T) {
 		t.Errorf("only %d valid addresses generated", valid)
 	}
 }
+
+// TestScanValue compares the word-at-a-time scan with the byte table on
+// every single-byte stop at every offset of a word.
+func TestScanValue(t *testing.T) {
+	naive := func(b []byte, p int) int {
+		for p < len(b) && charClass[b[p]]&cValue != 0 {
+			p++
+		}
+		return p
+	}
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 20; at++ {
+			for start := 0; start < 3; start++ {
+				b := []byte(strings.Repeat("v\x80~ ", 6))
+				b[at] = byte(c)
+				if got, want := scanValue(b, start), naive(b, start); got != want {
+					t.Fatalf("byte %#x at %d from %d: %d; want %d", c, at, start, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(5))
+	b := make([]byte, 64)
+	for i := 0; i < 100000; i++ {
+		for j := range b {
+			b[j] = byte(0x20 + rng.Intn(0xe0))
+			if rng.Intn(64) == 0 {
+				b[j] = byte(rng.Intn(0x20))
+			}
+		}
+		if got, want := scanValue(b, 0), naive(b, 0); got != want {
+			t.Fatalf("%q: %d; want %d", b, got, want)
+		}
+	}
+}
