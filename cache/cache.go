@@ -29,7 +29,7 @@ type Options struct {
 	MaxFileBytes int64         // largest file kept in memory; 0 = 1 MiB
 	Revalidate   time.Duration // stat a cached path at most this often; 0 = 1s; < 0 = on every lookup
 	NegativeTTL  time.Duration // how long a negative result is kept; 0 = 1s; < 0 = not kept
-	Workers      int           // loader and compressor goroutines; 0 = max(1, GOMAXPROCS/2)
+	Workers      int           // loader and compressor goroutines; 0 = GOMAXPROCS/2, at least 1, at most 4 (each holds about 20 MiB of compressor state while compressing)
 	QueueLen     int           // pending jobs per queue (loads, compression) before ErrBusy; 0 = 1024
 
 	// Now returns a monotonic clock in nanoseconds. nil: the process's
@@ -138,7 +138,7 @@ func New(o Options) *Cache {
 		o.NegativeTTL = time.Second
 	}
 	if o.Workers <= 0 {
-		o.Workers = max(1, runtime.GOMAXPROCS(0)/2)
+		o.Workers = min(4, max(1, runtime.GOMAXPROCS(0)/2))
 	}
 	if o.QueueLen <= 0 {
 		o.QueueLen = 1024

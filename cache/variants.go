@@ -8,13 +8,19 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compression levels: files are compressed once per version and served
-// many times, so the levels favour size over speed, short of the slowest
-// settings (brotli 10-11 take seconds per MiB).
+// Compression settings: files are compressed once per version and served
+// many times, so they favour size, but not at any memory cost. Measured on
+// 1 MiB of minified JavaScript, per worker: brotli quality 7 with a 1 MiB
+// window gives output within 1% of quality 9 with a third of its memory
+// (15 MiB against 41-48 MiB); zstd's "better" level with a 1 MiB window
+// is within 7% of "best" with 7 MiB instead of 36-52 MiB. Files up to the
+// default MaxFileBytes (1 MiB) lose nothing to the smaller windows.
 const (
 	gzipLevel   = gzip.BestCompression
-	brotliLevel = 9
-	zstdLevel   = zstd.SpeedBestCompression
+	brotliLevel = 7
+	brotliLGWin = 20 // 1 MiB window
+	zstdLevel   = zstd.SpeedBetterCompression
+	zstdWindow  = 1 << 20
 )
 
 // keepRatio: a coded representation is kept only when it is at most
@@ -52,6 +58,9 @@ func (c *Cache) work() {
 			c.pending.Add(-1)
 		case e := <-c.varq:
 			c.runVariants(w, e)
+			if len(c.varq) == 0 {
+				w.release() // idle: give the compressors' tables back
+			}
 			c.pending.Add(-1)
 		}
 	}
@@ -146,6 +155,15 @@ func (c *Cache) compress(w *worker, e *Entry, enc Encoding) *Rep {
 	return &Rep{Encoding: enc, Size: int64(len(out)), Body: out, ETag: codedETag(e.ETag, enc)}
 }
 
+// release drops the compressors and buffers (about 18 MiB after a 1 MiB
+// body in all three codings), to be made again by the next job.
+func (w *worker) release() {
+	if w.zs != nil {
+		_ = w.zs.Close()
+	}
+	*w = worker{}
+}
+
 // compress returns src coded in enc, in a new slice of exactly its length.
 func (w *worker) compress(enc Encoding, src []byte) []byte {
 	w.buf.Reset()
@@ -164,7 +182,7 @@ func (w *worker) compress(enc Encoding, src []byte) []byte {
 		}
 	case Brotli:
 		if w.br == nil {
-			w.br = brotli.NewWriterLevel(&w.buf, brotliLevel)
+			w.br = brotli.NewWriterOptions(&w.buf, brotli.WriterOptions{Quality: brotliLevel, LGWin: brotliLGWin})
 		} else {
 			w.br.Reset(&w.buf)
 		}
@@ -176,7 +194,8 @@ func (w *worker) compress(enc Encoding, src []byte) []byte {
 		}
 	case Zstd:
 		if w.zs == nil {
-			zs, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderConcurrency(1))
+			zs, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel),
+				zstd.WithWindowSize(zstdWindow), zstd.WithEncoderConcurrency(1))
 			if err != nil {
 				return nil
 			}
