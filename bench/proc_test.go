@@ -188,6 +188,9 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 {
 		t.Fatalf("sample = %+v", s)
 	}
+	if got := sumRSS([]int{11, 12, 99}); got != 500 {
+		t.Fatalf("sumRSS = %d, want 500", got)
+	}
 	if _, err := sampleTree(99); err == nil {
 		t.Fatal("missing root: want error")
 	}

@@ -509,8 +509,8 @@ func (r *runner) measure(j job) (m measurement) {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if s, err := sampleTree(p.pid()); err == nil && s.RSSKiB > peak {
-				peak = s.RSSKiB
+			if rss := sumRSS(s0.PIDs); rss > peak {
+				peak = rss
 			}
 			select {
 			case <-t.C:
