@@ -205,7 +205,7 @@ func renderMarkdown(res *results) string {
 		o.ServerCPUs, o.Workers, res.WrkVersion, o.ClientCPUs, o.Threads, o.Connections, o.Seconds, o.Warmup, o.Rounds)
 	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (every process and thread, read at ns resolution from schedstat) over the measured run divided by completed requests: " +
 		"with a closed-loop load generator on a shared machine, req/s is capped by the client, so CPU per request is the figure that separates servers. " +
-		"p50/p99 are medians of each run's wrk percentiles. Peak RSS is VmHWM summed over the server's processes. Errors are wrk socket errors / non-2xx-or-3xx responses. " +
+		"p50/p99 are medians of each run's wrk percentiles. Peak RSS is VmHWM summed over the server's processes, or the highest VmRSS sum sampled every 100 ms if larger. Errors are wrk socket errors / non-2xx-or-3xx responses. " +
 		"\"Others on server CPUs\" is the median share of the server CPUs' time spent by other processes during the run (/proc/stat): high values mean the run competed with foreign load.\n\n")
 	if worst, n := foreignLoad(res.Measurements); n > 0 {
 		fmt.Fprintf(&b, "**Warning: in %d run(s) other processes used more than %.0f%% of the server CPUs (up to %.0f%%). "+

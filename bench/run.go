@@ -391,7 +391,8 @@ type measurement struct {
 	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
 	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
 	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
-	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // VmHWM summed over the process tree, at the end
+	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // the larger of HWMKiB and SampledRSSKiB
+	HWMKiB         int64          `json:"hwm_kib"`         // VmHWM summed over the process tree, at the end
 	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
 	IdleOpened     int            `json:"idle_opened,omitempty"`
 	IdleFailed     int            `json:"idle_failed,omitempty"`
@@ -555,7 +556,11 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
 	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
-	m.PeakRSSKiB = s1.HWMKiB
+	// The kernel's high-water mark is not raised when pages are released
+	// with madvise (as Go's runtime does) and a peak can fall between its
+	// updates, so the highest sampled sum counts too.
+	m.PeakRSSKiB = max(s1.HWMKiB, m.SampledRSSKiB)
+	m.HWMKiB = s1.HWMKiB
 	if j.w.Proxy {
 		upAfter, err := fetchUpstreamStats(r.upAddr)
 		if err == nil {
