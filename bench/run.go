@@ -556,9 +556,9 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
 	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
-	// The kernel's high-water mark is not raised when pages are released
-	// with madvise (as Go's runtime does) and a peak can fall between its
-	// updates, so the highest sampled sum counts too.
+	// Sampled sums have been seen above VmHWM for Go servers (the kernel
+	// keeps the high-water mark lazily, and the last sample is taken after
+	// it is read): the larger of the two is the peak.
 	m.PeakRSSKiB = max(s1.HWMKiB, m.SampledRSSKiB)
 	m.HWMKiB = s1.HWMKiB
 	if j.w.Proxy {
