@@ -27,7 +27,11 @@ const crlf = "\r\n"
 // It does not allocate when dst has room. It keeps no reference to h. Safe
 // for concurrent use.
 func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
-	dst = AppendStatusLine(dst, h.Status)
+	status := h.Status
+	if status < 100 || status > 599 {
+		status = 500
+	}
+	dst = AppendStatusLine(dst, status)
 	dst = AppendDate(dst)
 	if len(h.Server) > 0 {
 		dst = append(dst, "Server: "...)
@@ -40,7 +44,7 @@ func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
 		dst = append(dst, h.Headers[i].Value...)
 		dst = append(dst, crlf...)
 	}
-	if h.ContentLength >= 0 && h.Status >= 200 && h.Status != 204 {
+	if h.ContentLength >= 0 && status >= 200 && status != 204 {
 		dst = append(dst, "Content-Length: "...)
 		dst = strconv.AppendInt(dst, h.ContentLength, 10)
 		dst = append(dst, crlf...)
@@ -100,7 +104,8 @@ func AppendHTTPDate(dst []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(dst, "Mon, 02 Jan 2006 15:04:05 GMT")
 }
 
-// StatusText returns the reason phrase for code ("" if unknown).
+// StatusText returns the reason phrase for code ("" if unknown). Safe for
+// concurrent use.
 func StatusText(code int) string {
 	if code < 0 || code >= len(statusText) {
 		return ""

@@ -137,6 +137,7 @@ func TestAppendResponseHead(t *testing.T) {
 		{ResponseHead{Status: 304, ContentLength: 10}, []string{"Content-Length: 10\r\n"}, nil},
 		{ResponseHead{Status: 200, ContentLength: -1}, nil, []string{"Content-Length"}},
 		{ResponseHead{Status: 200, ContentLength: 0}, []string{"Content-Length: 0\r\n"}, nil},
+		{ResponseHead{Status: 0, ContentLength: 3}, []string{"HTTP/1.1 500 Internal Server Error\r\n", "Content-Length: 3\r\n"}, nil},
 		{ResponseHead{Status: 200, ContentLength: 1 << 40, Close: true}, []string{"Content-Length: 1099511627776\r\n", "Connection: close\r\n"}, nil},
 		{ResponseHead{Status: 200, Version: HTTP10, KeepAlive10: true}, []string{"Connection: keep-alive\r\n"}, []string{"close"}},
 		{ResponseHead{Status: 200, Version: HTTP10, KeepAlive10: true, Close: true}, []string{"Connection: close\r\n"}, []string{"keep-alive"}},
