@@ -126,12 +126,13 @@ var (
 // with a BodyReader initialised from r. lim may be nil (all defaults).
 //
 // Every field of r aliases buf (see Request); after an error its fields
-// are unspecified. After ErrNeedMore, r
-// remembers how far it has looked, so that a head arriving a byte at a time
-// costs linear time: call again with the same bytes at the start of buf
-// (more may follow), or Reset r first. Whether buf arrives whole or in
-// pieces, the result is the same. Parse does not allocate once r.Headers
-// has grown to the number of fields a client sends.
+// are unspecified. After ErrNeedMore, r remembers how far it has looked,
+// so that a head arriving a byte at a time costs linear time: call again
+// with the same bytes at the start of buf (more may follow), or Reset r
+// first. Whether buf arrives whole or in pieces, the result is the same.
+// Parse does not allocate once r.Headers has grown to the number of fields
+// a client sends. It may run concurrently on distinct Requests and
+// buffers; lim is only read.
 //
 // Strict framing (RFC 9112 and RFC 9110; a violation is answered with the
 // status given, and the connection is closed):

@@ -749,7 +749,7 @@ func TestScanValue(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(5))
 	b := make([]byte, 64)
-	for i := 0; i < 100000; i++ {
+	for i := 0; i < 20000; i++ {
 		for j := range b {
 			b[j] = byte(0x20 + rng.Intn(0xe0))
 			if rng.Intn(64) == 0 {
