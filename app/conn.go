@@ -57,6 +57,50 @@ type conn struct {
 	xfer *transfer // large body being sent off the loop, or waiting to start
 }
 
+// The transport seam. Everything the connection reads from or writes to
+// its client goes through these methods, so that a transport (plain TCP
+// here, TLS in tls*.go) can sit between the codec and gnet without the
+// state machine knowing which one it talks to. On a plain connection each
+// is a direct gnet call. All of them must be called on the connection's
+// loop.
+
+// inbound returns the request bytes received and not yet consumed. The
+// slice aliases the connection's buffer and is valid until consume or the
+// end of the current event handler call.
+func (cs *conn) inbound() []byte {
+	b, _ := cs.c.Peek(-1)
+	return b
+}
+
+// consume drops the first n bytes returned by inbound; n < 0 drops all.
+func (cs *conn) consume(n int) {
+	_, _ = cs.c.Discard(n)
+}
+
+// inboundBuffered is how many received bytes wait to be consumed.
+func (cs *conn) inboundBuffered() int { return cs.c.InboundBuffered() }
+
+// send queues b for the client. b may be reused once send returns. A
+// failing write closes the connection (cs.dead is set by OnClose).
+func (cs *conn) send(b []byte) {
+	_, _ = cs.c.Write(b)
+}
+
+// sendv queues bs for the client, in order, like send.
+func (cs *conn) sendv(bs [][]byte) {
+	_, _ = cs.c.Writev(bs)
+}
+
+// outboundBuffered is how many bytes were sent but have not yet left for
+// the socket.
+func (cs *conn) outboundBuffered() int { return cs.c.OutboundBuffered() }
+
+// closeWrite ends the connection's output half (after the final response)
+// while reading goes on.
+func (cs *conn) closeWrite() {
+	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
+}
+
 func newConn(l *loop, c gnet.Conn) *conn {
 	cs := &conn{loop: l, c: c}
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -81,14 +125,14 @@ func (cs *conn) release() {
 // nothing to send.
 func (cs *conn) idleNow() bool {
 	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing &&
-		cs.c.OutboundBuffered() == 0 && cs.c.InboundBuffered() == 0
+		cs.outboundBuffered() == 0 && cs.inboundBuffered() == 0
 }
 
 func (cs *conn) onTraffic() gnet.Action {
 	cs.woke = false
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
-			if cs.c.InboundBuffered() > maxPendingInput {
+			if cs.inboundBuffered() > maxPendingInput {
 				return gnet.Close
 			}
 			return gnet.None
@@ -100,11 +144,11 @@ func (cs *conn) onTraffic() gnet.Action {
 		cs.lastActive = time.Now().UnixNano()
 	}
 	if cs.closing {
-		_, _ = cs.c.Discard(-1)
+		cs.consume(-1)
 		return gnet.None
 	}
 	if cs.paused {
-		if cs.c.InboundBuffered() > maxPendingInput {
+		if cs.inboundBuffered() > maxPendingInput {
 			return gnet.Close
 		}
 		return gnet.None
@@ -117,7 +161,7 @@ func (cs *conn) onTraffic() gnet.Action {
 func (cs *conn) serve() gnet.Action {
 	l := cs.loop
 	set := l.srv.set.Load()
-	buf, _ := cs.c.Peek(-1)
+	buf := cs.inbound()
 	if len(buf) == 0 {
 		return gnet.None
 	}
@@ -160,7 +204,7 @@ func (cs *conn) serve() gnet.Action {
 		if off == len(buf) {
 			break
 		}
-		if served == batch || len(l.out)+cs.c.OutboundBuffered() > set.maxOut {
+		if served == batch || len(l.out)+cs.outboundBuffered() > set.maxOut {
 			if served == batch && !cs.woke {
 				cs.woke = true
 				_ = cs.c.Wake(nil)
@@ -201,7 +245,7 @@ func (cs *conn) serve() gnet.Action {
 		}
 	}
 	if off > 0 {
-		_, _ = cs.c.Discard(off)
+		cs.consume(off)
 		l.stats.BytesIn.Add(uint64(off))
 	}
 	cs.flush()
@@ -226,7 +270,7 @@ func (cs *conn) finish(now int64) gnet.Action {
 	if cs.inBody {
 		cs.linger = true
 	}
-	if cs.c.OutboundBuffered() > 0 {
+	if cs.outboundBuffered() > 0 {
 		return gnet.None // the sweep continues once the output drained
 	}
 	if !cs.linger {
@@ -237,9 +281,9 @@ func (cs *conn) finish(now int64) gnet.Action {
 }
 
 func (cs *conn) startLinger(now int64) {
-	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
+	cs.closeWrite()
 	cs.lingerUntil = now + int64(lingerTime)
-	_, _ = cs.c.Discard(-1)
+	cs.consume(-1)
 }
 
 // answer routes the parsed request, runs its handler and renders the
@@ -252,10 +296,9 @@ func (cs *conn) answer(set *settings, now int64) {
 	ctx.Scratch = ctx.Scratch[:0]
 	ctx.Route, ctx.Rest = nil, nil
 
+	// A Content-Length over limits.body_bytes never gets here: Parse
+	// answers it with 413.
 	switch {
-	case req.ContentLength > set.limits.BodyBytes && set.limits.BodyBytes > 0:
-		ctx.Error(413)
-		ctx.Resp.Close = true
 	case req.Form == codec.AsteriskForm:
 		// "OPTIONS *" asks about the server as a whole: nothing to say
 		// beyond a success (net/http answers the same).
@@ -369,7 +412,7 @@ func (cs *conn) flush() {
 	}
 	total := len(l.out)
 	if len(l.bodies) == 0 {
-		_, _ = cs.c.Write(l.out)
+		cs.send(l.out)
 	} else {
 		l.iov = l.iov[:0]
 		prev := 0
@@ -386,7 +429,7 @@ func (cs *conn) flush() {
 		if prev < len(l.out) {
 			l.iov = append(l.iov, l.out[prev:])
 		}
-		_, _ = cs.c.Writev(l.iov)
+		cs.sendv(l.iov)
 		clear(l.iov)
 	}
 	l.stats.BytesOut.Add(uint64(total))
@@ -404,7 +447,7 @@ func (cs *conn) check(now int64, set *settings) bool {
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout
 	}
-	if out := cs.c.OutboundBuffered(); out > 0 {
+	if out := cs.outboundBuffered(); out > 0 {
 		if out != cs.outSeen {
 			cs.outSeen, cs.outSince = out, now
 		} else if now-cs.outSince > set.write {
@@ -451,7 +494,7 @@ func (cs *conn) check(now int64, set *settings) bool {
 			}
 			cs.closing, cs.linger, cs.closeAfter = true, false, true
 			cs.headStart = 0
-			return cs.c.OutboundBuffered() == 0
+			return cs.outboundBuffered() == 0
 		}
 	default:
 		if now-cs.lastActive > set.idle {

@@ -186,7 +186,7 @@ var (
 //  1. bare LF line endings (RFC 9112 section 2.2);
 //  2. an empty request-target, which net/http takes for an empty
 //     authority with CONNECT (section 3);
-//  3. "#" and bytes >= 0x80 in the request-target (section 3.2);
+//  3. "#" in the request-target (section 3.2);
 //  4. malformed pct-encoding in the query (RFC 3986 section 2.1);
 //  5. "*" with a method other than OPTIONS, CONNECT with anything but
 //     authority-form, absolute-form other than http(s)://authority

@@ -33,9 +33,12 @@ const (
 	//
 	// plus "/" and "[" "]" (authority). Like nginx and net/http we also
 	// accept the printable bytes clients are known to send unencoded
-	// ('"', '<', '>', '\', '^', '`', '{', '|', '}'), but never "#" (a
-	// fragment is not part of a request-target), SP, CTLs, DEL or bytes
-	// >= 0x80. In short: VCHAR but "#". '%' is checked separately (cPct).
+	// ('"', '<', '>', '\', '^', '`', '{', '|', '}') and, like nginx and
+	// Caddy, raw bytes >= 0x80 (clients such as curl send UTF-8 paths
+	// unencoded; the static handler decodes and checks paths anyway), but
+	// never "#" (a fragment is not part of a request-target), SP, CTLs or
+	// DEL. In short: VCHAR but "#", and obs-text. '%' is checked
+	// separately (cPct); authorities are held to cRegName.
 	cTarget
 
 	// cRegName: a byte of a host name as we accept it in Host and in
@@ -68,7 +71,7 @@ var charClass = func() (t [256]uint8) {
 		if b == ' ' || b == '\t' || 0x21 <= b && b <= 0x7e || b >= 0x80 {
 			k |= cValue
 		}
-		if 0x21 <= b && b <= 0x7e && b != '#' {
+		if 0x21 <= b && b <= 0x7e && b != '#' || b >= 0x80 {
 			k |= cTarget
 		}
 		if alpha || digit || isByteIn(b, "-._~!$&'()*+,;=") {
