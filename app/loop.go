@@ -89,7 +89,7 @@ func (l *loop) sweep() {
 func (l *loop) drain() {
 	l.victims = l.victims[:0]
 	for _, cs := range l.conns {
-		if cs.idleNow() || (cs.closing && cs.c.OutboundBuffered() == 0) {
+		if cs.idleNow() || (cs.closing && cs.outboundBuffered() == 0) {
 			l.victims = append(l.victims, cs)
 		} else {
 			cs.closeAfter = true

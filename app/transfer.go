@@ -64,7 +64,7 @@ func (x *transfer) abandon() {
 // other). Otherwise the sweep calls again.
 func (cs *conn) startTransfer() {
 	x := cs.xfer
-	if x.started || cs.c.OutboundBuffered() > 0 {
+	if x.started || cs.outboundBuffered() > 0 {
 		return
 	}
 	fd, err := cs.c.Dup()
