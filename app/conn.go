@@ -55,6 +55,8 @@ type conn struct {
 	dead        bool  // gnet closed the connection; touch nothing
 
 	xfer *transfer // large body being sent off the loop, or waiting to start
+
+	px *proxyConn // a proxied response pending, and proxy state (upstream.go); nil until the first proxied request
 }
 
 // The transport seam. Everything the connection reads from or writes to
@@ -108,6 +110,7 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	}
 	cs.ctx.Req = &cs.req
 	cs.ctx.Remote = cs.remote
+	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
 	cs.req.ContentLength = -1
 	cs.lastActive = time.Now().UnixNano()
 	return cs
@@ -118,18 +121,22 @@ func (cs *conn) release() {
 	if cs.xfer != nil && !cs.xfer.started {
 		cs.xfer.abandon()
 	}
+	cs.proxyClosed()
 	cs.ctx.Resp.Reset()
 }
 
 // idleNow reports whether the connection is between requests with
 // nothing to send.
 func (cs *conn) idleNow() bool {
-	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing &&
+	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing && !cs.proxyPending() &&
 		cs.outboundBuffered() == 0 && cs.inboundBuffered() == 0
 }
 
 func (cs *conn) onTraffic() gnet.Action {
 	cs.woke = false
+	if cs.proxyPending() {
+		return cs.proxyInput()
+	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
 			if cs.inboundBuffered() > maxPendingInput {
@@ -235,6 +242,9 @@ func (cs *conn) serve() gnet.Action {
 		off += n
 		served++
 		cs.answer(set, now)
+		if cs.proxyPending() {
+			break // the proxy reads the body; nothing further is parsed
+		}
 		if cs.req.HasBody() {
 			if cs.closeAfter {
 				cs.linger = true // the body is not read: drain it while closing
@@ -251,6 +261,9 @@ func (cs *conn) serve() gnet.Action {
 	cs.flush()
 	if cs.dead {
 		return gnet.None
+	}
+	if cs.proxyPending() {
+		return cs.proxyInput() // earlier responses are out: forward what follows the head
 	}
 	if cs.xfer != nil {
 		cs.startTransfer()
@@ -311,6 +324,10 @@ func (cs *conn) answer(set *settings, now int64) {
 		set.router.Serve(ctx)
 	}
 	resp := &ctx.Resp
+	if resp.Pending != nil {
+		cs.proxyStart(resp.Pending) // answered later, by ProxyFinish
+		return
+	}
 
 	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
 		(req.Expect100 && req.HasBody())
@@ -457,6 +474,9 @@ func (cs *conn) check(now int64, set *settings) bool {
 		return false
 	}
 	cs.outSeen = 0
+	if cs.proxyPending() {
+		return false // the proxy enforces its own timeouts
+	}
 	switch {
 	case cs.xfer != nil:
 		cs.startTransfer()

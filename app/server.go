@@ -45,7 +45,7 @@ type settings struct {
 }
 
 func compile(cfg *config.Config) (*settings, error) {
-	rt, err := handlers.Build(cfg)
+	rt, err := handlers.Build(cfg, proxyOption(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +91,8 @@ type Server struct {
 
 	open     atomic.Int64 // connections open across loops (for limits.connections and stop)
 	draining atomic.Bool
+
+	px proxyLoops // the proxy state of each loop (upstream.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -103,6 +105,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{})}
 	s.set.Store(set)
+	s.startProxies(set)
 	for _, l := range cfg.Listen {
 		a, err := resolveListen(l.Address)
 		if err != nil {
@@ -214,6 +217,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	if old.AccessLog != cfg.AccessLog || old.Log != cfg.Log {
 		notes = append(notes, "log or access_log changed: restart gale to apply them")
 	}
+	s.startProxies(set)
 	prev := s.set.Swap(set)
 	// Loops load the settings once per OnTraffic call and finish with
 	// them before they return, so after a grace period nothing uses the
@@ -312,6 +316,10 @@ func (s *Server) loopFor(el gnet.EventLoop) *loop {
 
 // OnOpen implements gnet.EventHandler.
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if uc, ok := upstreamOf(c); ok {
+		uc.OnOpen(c)
+		return nil, gnet.None
+	}
 	l := s.loopFor(c.EventLoop())
 	if s.draining.Load() || s.open.Load() >= s.maxConns {
 		l.stats.Rejected.Add(1)
@@ -323,7 +331,11 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 }
 
 // OnClose implements gnet.EventHandler.
-func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
+	if uc, ok := upstreamOf(c); ok {
+		uc.OnClose(c, err)
+		return gnet.None
+	}
 	if cs, ok := c.Context().(*conn); ok {
 		cs.loop.closed(cs)
 		s.open.Add(-1)
@@ -333,6 +345,9 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 
 // OnTraffic implements gnet.EventHandler.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	if uc, ok := upstreamOf(c); ok {
+		return uc.OnTraffic(c)
+	}
 	cs, ok := c.Context().(*conn)
 	if !ok {
 		return gnet.Close
@@ -346,5 +361,6 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	for _, l := range s.loopSlice() {
 		_ = l.el.Execute(context.Background(), l.sweepFn)
 	}
+	s.proxyTick()
 	return tick, gnet.None
 }

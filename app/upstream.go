@@ -1,0 +1,306 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/codec"
+	"gale/config"
+	"gale/handlers"
+	"gale/proxy"
+)
+
+// This file connects the proxy to the server: it builds proxy routes,
+// gives every event loop its proxy state, dispatches the gnet events of
+// upstream connections (their context is a *proxy.UpstreamConn, set before
+// OnOpen; accepted clients arrive without one), and implements
+// proxy.Client on the client connection, whose response stays pending
+// while the proxy works: the connection parses nothing further until
+// ProxyFinish, then resumes on the same loop.
+
+// proxyOption gives handlers.Build the factory of proxy routes.
+func proxyOption(cfg *config.Config) handlers.Option {
+	loops := cfg.Server.EventLoops
+	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
+		return proxy.New(rt, proxy.Options{Loops: loops})
+	})
+}
+
+// startProxies starts the health checks of the proxy routes of set.
+func (s *Server) startProxies(set *settings) {
+	for _, r := range set.router.Routes() {
+		if h, ok := r.Handler.(*proxy.Handler); ok {
+			h.Start(s.log)
+		}
+	}
+}
+
+// proxyLoops holds the proxy state of every event loop.
+type proxyLoops struct {
+	mu    sync.Mutex
+	byEl  sync.Map // *loop -> *proxy.Loop
+	list  atomic.Pointer[[]*proxy.Loop]
+	count int
+}
+
+// proxyLoop returns the proxy state of l, creating it on first use (on
+// l's event loop).
+func (s *Server) proxyLoop(l *loop) *proxy.Loop {
+	if v, ok := s.px.byEl.Load(l); ok {
+		return v.(*proxy.Loop)
+	}
+	s.px.mu.Lock()
+	defer s.px.mu.Unlock()
+	if v, ok := s.px.byEl.Load(l); ok {
+		return v.(*proxy.Loop)
+	}
+	pl := proxy.NewLoop(l.el, s.px.count, s.log)
+	s.px.count++
+	s.px.byEl.Store(l, pl)
+	var list []*proxy.Loop
+	if p := s.px.list.Load(); p != nil {
+		list = append(list, *p...)
+	}
+	list = append(list, pl)
+	s.px.list.Store(&list)
+	return pl
+}
+
+// proxyTick posts the proxy sweep to every loop that has proxy state
+// (from OnTick, which runs off the loops).
+func (s *Server) proxyTick() {
+	p := s.px.list.Load()
+	if p == nil {
+		return
+	}
+	for _, pl := range *p {
+		if el := pl.EventLoop(); el != nil {
+			_ = el.Execute(context.Background(), pl.SweepRunnable())
+		}
+	}
+}
+
+// ProxyStats sums the proxy counters of every loop. Safe for concurrent
+// use.
+func (s *Server) ProxyStats() proxy.StatsSnapshot {
+	var d proxy.StatsSnapshot
+	if p := s.px.list.Load(); p != nil {
+		for _, pl := range *p {
+			pl.Stats.Add(&d)
+		}
+	}
+	return d
+}
+
+// upstreamEvent tells whether c is an upstream connection: its gnet
+// context is then a *proxy.UpstreamConn.
+func upstreamOf(c gnet.Conn) (*proxy.UpstreamConn, bool) {
+	uc, ok := c.Context().(*proxy.UpstreamConn)
+	return uc, ok
+}
+
+// proxyConn is a client connection's proxy state: the response pending
+// on it, and a copy of what the access log needs of the request (whose
+// bytes are gone by the time the response completes).
+type proxyConn struct {
+	loop      *proxy.Loop
+	pending   handlers.Pending
+	inTraffic bool // Input is running: ProxyFinish leaves closing or resuming to proxyInput
+	closeNow  bool // ProxyFinish asked to close while inTraffic
+	resume    bool // ProxyFinish asked to parse again while inTraffic
+
+	logBuf     []byte // method, target, host, referer and user agent, back to back
+	logMethod  int    // ends of each in logBuf
+	logTarget  int
+	logHost    int
+	logReferer int
+	logVersion codec.Version
+	logHdrs    [2]codec.Header
+}
+
+var (
+	hdrReferer   = []byte("Referer")
+	hdrUserAgent = []byte("User-Agent")
+)
+
+// proxyPending reports whether a proxied response is pending on cs.
+func (cs *conn) proxyPending() bool { return cs.px != nil && cs.px.pending != nil }
+
+// proxyState returns cs's proxy state, creating it on first use.
+func (cs *conn) proxyState() *proxyConn {
+	if cs.px == nil {
+		cs.px = &proxyConn{loop: cs.loop.srv.proxyLoop(cs.loop)}
+	}
+	return cs.px
+}
+
+// proxyStart records a pending response (from answer), and what the
+// access log will need of the request.
+func (cs *conn) proxyStart(p handlers.Pending) {
+	px := cs.proxyState()
+	px.pending = p
+	if cs.loop.srv.access == nil {
+		return
+	}
+	r := &cs.req
+	b := append(px.logBuf[:0], r.Method...)
+	px.logMethod = len(b)
+	b = append(b, r.Target...)
+	px.logTarget = len(b)
+	b = append(b, r.Host...)
+	px.logHost = len(b)
+	b = append(b, r.Header("Referer")...)
+	px.logReferer = len(b)
+	b = append(b, r.Header("User-Agent")...)
+	px.logBuf = b
+	px.logVersion = r.Version
+}
+
+// restoreLogRequest puts the copy made by proxyStart back into cs.req for
+// the access log. cs.req is not in use while a response is pending, and
+// the next Parse resets it.
+func (cs *conn) restoreLogRequest() {
+	px := cs.px
+	b := px.logBuf
+	r := &cs.req
+	r.Method = b[:px.logMethod]
+	r.Target = b[px.logMethod:px.logTarget]
+	r.Host = b[px.logTarget:px.logHost]
+	r.Version = px.logVersion
+	px.logHdrs[0] = codec.Header{Name: hdrReferer, Value: b[px.logHost:px.logReferer]}
+	px.logHdrs[1] = codec.Header{Name: hdrUserAgent, Value: b[px.logReferer:]}
+	r.Headers = append(r.Headers[:0], px.logHdrs[:]...)
+}
+
+// proxyInput hands the connection's event to the pending response, then
+// closes or resumes parsing as ProxyFinish asked.
+func (cs *conn) proxyInput() gnet.Action {
+	px := cs.px
+	px.inTraffic = true
+	closeNow := px.pending.Input()
+	px.inTraffic = false
+	switch {
+	case closeNow:
+		px.pending = nil
+		return gnet.Close
+	case px.closeNow:
+		px.closeNow, px.resume = false, false
+		return gnet.Close
+	case px.resume:
+		px.resume = false
+		if cs.inboundBuffered() > 0 {
+			return cs.serve()
+		}
+	}
+	return gnet.None
+}
+
+// proxyClosed tells a pending response that the connection closed (from
+// release).
+func (cs *conn) proxyClosed() {
+	if !cs.proxyPending() {
+		return
+	}
+	p := cs.px.pending
+	cs.px.pending = nil
+	p.Closed()
+}
+
+// The proxy.Client implementation, over the connection's transport seam.
+
+func (cs *conn) ProxyInbound() []byte       { return cs.inbound() }
+func (cs *conn) ProxyConsume(n int)         { cs.consume(n) }
+func (cs *conn) ProxyInboundBuffered() int  { return cs.inboundBuffered() }
+func (cs *conn) ProxySend(b []byte)         { cs.send(b) }
+func (cs *conn) ProxyOutboundBuffered() int { return cs.outboundBuffered() }
+func (cs *conn) ProxyWake()                 { _ = cs.c.Wake(nil) }
+func (cs *conn) ProxyLoop() *proxy.Loop     { return cs.proxyState().loop }
+func (cs *conn) ProxyClosing() bool         { return cs.closeAfter || cs.loop.srv.draining.Load() }
+
+var errNoDup = errors.New("app: the connection has no descriptor to duplicate")
+
+// ProxyDup returns a net.Conn over a duplicate of the client's socket.
+func (cs *conn) ProxyDup() (net.Conn, error) {
+	fd, err := cs.c.Dup()
+	if err != nil {
+		return nil, err
+	}
+	if fd < 0 {
+		return nil, errNoDup
+	}
+	f := os.NewFile(uintptr(fd), "client")
+	nc, err := net.FileConn(f) // duplicates fd again
+	_ = f.Close()
+	return nc, err
+}
+
+// ProxySettings returns the server settings a proxied request follows.
+func (cs *conn) ProxySettings() proxy.ClientSettings {
+	set := cs.loop.srv.set.Load()
+	return proxy.ClientSettings{
+		Server:       set.serverHeader,
+		BodyBytes:    set.limits.BodyBytes,
+		MaxBuffered:  set.maxOut,
+		WriteTimeout: time.Duration(set.write),
+	}
+}
+
+// ProxyFinish ends the pending response: it is counted and logged, then
+// the connection closes (after its output drained) or parses the
+// requests that arrived meanwhile.
+func (cs *conn) ProxyFinish(r proxy.Result) {
+	px := cs.px
+	px.pending = nil
+	l := cs.loop
+	now := time.Now().UnixNano()
+	l.stats.Requests.Add(1)
+	if c := r.Status / 100; c >= 1 && c <= 5 {
+		l.stats.ByClass[c].Add(1)
+	}
+	l.stats.BytesOut.Add(uint64(r.BytesOut))
+	if l.srv.access != nil {
+		cs.restoreLogRequest()
+		l.alog = l.srv.access.appendLine(l.alog, cs, r.Status, r.BodyBytes, now)
+		if len(l.alog) >= accessFlushBytes {
+			l.flushAccessLog(true)
+		}
+	}
+	cs.lastActive = now
+	if cs.dead {
+		return
+	}
+	act := gnet.None
+	switch {
+	case r.Detach:
+		// The socket belongs to a tunnel now: close gnet's descriptor
+		// only (no shutdown, which would end the tunnel too).
+		cs.closeAfter, cs.closing = true, true
+		act = gnet.Close
+	case r.Close || cs.closeAfter || l.srv.draining.Load():
+		cs.closeAfter = true
+		if r.Unread || cs.inboundBuffered() > 0 {
+			cs.linger = true
+		}
+		act = cs.finish(now)
+	case px.inTraffic:
+		px.resume = true
+		return
+	case cs.inboundBuffered() > 0:
+		act = cs.serve()
+	}
+	if act != gnet.Close {
+		return
+	}
+	if px.inTraffic {
+		px.closeNow = true
+	} else if l.el != nil {
+		_ = l.el.Close(cs.c)
+	}
+}

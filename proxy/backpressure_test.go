@@ -1,0 +1,248 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pattern fills b with the bytes of a body at offset off, so that any
+// byte lost, repeated or reordered shows.
+func pattern(b []byte, off int64) {
+	for i := range b {
+		p := off + int64(i)
+		b[i] = byte(p ^ p>>8 ^ p>>16)
+	}
+}
+
+// checkPattern reports the first offset in b (at off) that is wrong.
+func checkPattern(b []byte, off int64) int64 {
+	for i := range b {
+		p := off + int64(i)
+		if b[i] != byte(p^p>>8^p>>16) {
+			return p
+		}
+	}
+	return -1
+}
+
+// bigUpstream serves size bytes of pattern per request as fast as the
+// socket takes them: with Content-Length, chunked, or until it closes.
+func bigUpstream(t *testing.T, size int64, framing string) *rawUpstream {
+	return newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if readHead(br) == "" {
+				return
+			}
+			switch framing {
+			case "length":
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+			case "chunked":
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			case "close":
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+			}
+			buf := make([]byte, 64<<10)
+			for off := int64(0); off < size; {
+				n := min(int64(len(buf)), size-off)
+				pattern(buf[:n], off)
+				var err error
+				if framing == "chunked" {
+					_, err = fmt.Fprintf(c, "%x\r\n%s\r\n", n, buf[:n])
+				} else {
+					_, err = c.Write(buf[:n])
+				}
+				if err != nil {
+					return
+				}
+				off += n
+			}
+			if framing == "chunked" {
+				io.WriteString(c, "0\r\n\r\n")
+			}
+			if framing == "close" {
+				return
+			}
+		}
+	})
+}
+
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestBoundedMemory streams a 256 MiB response from a fast upstream to a
+// client reading about 3 MB/s for three seconds: the server must not
+// buffer what the client has not taken. Without back-pressure gnet would
+// pile up the whole body (the upstream writes it in well under a second).
+func TestBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow reader for 3 s")
+	}
+	const size = 256 << 20
+	up := bigUpstream(t, size, "length")
+	g := startGale(t, proxyRoute(up.addr()))
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap0, rss0 := ms.HeapInuse, rssBytes()
+
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	io.WriteString(c, "GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+	br := bufio.NewReaderSize(c, 32<<10)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.ContentLength != size {
+		t.Fatalf("head: %v %v", resp, err)
+	}
+	var read int64
+	var peakHeap uint64
+	var peakRSS int64
+	buf := make([]byte, 32<<10)
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", read, err)
+		}
+		if bad := checkPattern(buf[:n], read); bad >= 0 {
+			t.Fatalf("wrong byte at %d", bad)
+		}
+		read += int64(n)
+		time.Sleep(10 * time.Millisecond) // about 3 MB/s
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+		peakRSS = max(peakRSS, rssBytes())
+	}
+	heapGrowth := int64(peakHeap) - int64(heap0)
+	rssGrowth := peakRSS - rss0
+	t.Logf("read %.1f MB in 3 s; heap in use grew %.1f MiB, RSS %.1f MiB", float64(read)/1e6, float64(heapGrowth)/(1<<20), float64(rssGrowth)/(1<<20))
+	if heapGrowth > 64<<20 || rssGrowth > 64<<20 {
+		t.Errorf("memory grew by %d MiB heap, %d MiB RSS, want well under 64 MiB", heapGrowth>>20, rssGrowth>>20)
+	}
+	if read > 32<<20 {
+		t.Errorf("read %d bytes: the reader was not slow", read)
+	}
+	if s := g.srv.ProxyStats(); s.Handoffs != 1 {
+		t.Errorf("handoffs %d, want 1", s.Handoffs)
+	}
+	// The client goes away: the off-loop copy ends and the upstream's
+	// writer fails promptly.
+	c.Close()
+	eventually(t, 3*time.Second, "the upstream connection to close", func() bool {
+		return g.srv.ProxyStats().Truncated == 1
+	})
+}
+
+// TestHandoffComplete makes a slow client fall behind, so the body leaves
+// the loop, then reads it all: every byte arrives, and the connections
+// carry on (the upstream's re-enrolled into the pool).
+func TestHandoffComplete(t *testing.T) {
+	const size = 8 << 20
+	for _, c := range []struct {
+		framing string
+		http10  bool
+	}{{"length", false}, {"chunked", false}, {"close", false}, {"chunked", true}} {
+		name := c.framing
+		if c.http10 {
+			name += " to HTTP/1.0"
+		}
+		t.Run(name, func(t *testing.T) {
+			up := bigUpstream(t, size, c.framing)
+			g := startGale(t, proxyRoute(up.addr()))
+			conn, err := net.Dial("tcp", g.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+			br := bufio.NewReaderSize(conn, 64<<10)
+			for round := 0; round < 2; round++ {
+				proto := "HTTP/1.1"
+				if c.http10 {
+					proto = "HTTP/1.0"
+				}
+				fmt.Fprintf(conn, "GET /%d %s\r\nHost: a\r\n\r\n", round, proto)
+				time.Sleep(300 * time.Millisecond) // fall behind
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := make([]byte, 0, size)
+				buf := make([]byte, 256<<10)
+				for {
+					n, err := resp.Body.Read(buf)
+					body = append(body, buf[:n]...)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("round %d after %d bytes: %v", round, len(body), err)
+					}
+				}
+				if len(body) != size {
+					t.Fatalf("round %d: %d bytes, want %d", round, len(body), size)
+				}
+				if bad := checkPattern(body, 0); bad >= 0 {
+					t.Fatalf("round %d: wrong byte at %d", round, bad)
+				}
+				if c.framing == "close" || c.http10 {
+					if !resp.Close {
+						t.Errorf("a close-delimited body must end the client's connection")
+					}
+					break
+				}
+			}
+			s := g.srv.ProxyStats()
+			if s.Handoffs == 0 {
+				t.Errorf("no handoff: the client did not fall behind")
+			}
+			if c.framing == "length" || c.framing == "chunked" && !c.http10 {
+				if s.Reenrolls != 2 || up.conns.Load() != 1 {
+					t.Errorf("re-enrolled %d, upstream connections %d; want 2 and 1", s.Reenrolls, up.conns.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestSlowUploadFastResponse checks a response that outruns its request's
+// upload is still correct (no handoff while the request is in flight).
+func TestSlowUploadFastResponse(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "early")
+	})
+	g := startGale(t, proxyRoute(up.hostport()))
+	rc := g.dial()
+	rc.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n" + string(bytes.Repeat([]byte("x"), 1000)))
+	resp, body := rc.response("POST")
+	if resp.StatusCode != 200 || body != "early" || !resp.Close {
+		t.Errorf("status %d body %q close %v; the unread body must close the connection", resp.StatusCode, body, resp.Close)
+	}
+}

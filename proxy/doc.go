@@ -1,0 +1,70 @@
+// Package proxy is gale's reverse proxy: upstreams with active and passive
+// health, load balancing, per-event-loop keep-alive pools, and the
+// exchange that forwards one request and streams its response back.
+//
+// # Shape
+//
+// A Handler serves one proxy route (handlers.Handler). Its Serve runs on
+// the client connection's event loop; it renders the upstream request head
+// at once (the request's bytes alias the client's inbound buffer), takes a
+// pooled connection of the chosen upstream on the same loop or dials a new
+// one, and answers with a pending response (handlers.Response.Pending). From
+// then on the client connection parses nothing further and forwards its
+// events to the exchange, which writes the response to the client as it
+// arrives and reports completion through Client.ProxyFinish.
+//
+// Upstream connections belong to the loop of the client that first needed
+// them, for their whole life: they are dialed with a timeout in a goroutine
+// and enrolled into that loop (gnet.EventLoop.Enroll) with an
+// *UpstreamConn as their gnet context, so the server's event handler tells
+// them from client connections with one type switch and passes their
+// events to UpstreamConn's OnOpen, OnTraffic and OnClose. A Loop holds one
+// loop's pools and exchanges; nothing in it is shared between loops.
+// Upstream health is the only state the loops share, kept in atomics.
+//
+// # Forwarding (RFC 9110 section 7.6, RFC 9112)
+//
+// Hop-by-hop fields (Connection, Keep-Alive, Proxy-Connection, TE,
+// Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate,
+// Proxy-Authorization) and every field the Connection field names are
+// removed first; then X-Forwarded-For, X-Forwarded-Proto and
+// X-Forwarded-Host are set (a client's own are kept, and X-Forwarded-For
+// appended to, only when it is a trusted proxy; Forwarded from untrusted
+// clients is dropped); then the route's request header rules apply. The
+// upstream always gets HTTP/1.1; bodies are forwarded as they arrive with
+// their own framing (Content-Length or chunked). "Expect: 100-continue" is
+// forwarded, and the upstream's 100 Continue (like every 1xx) is relayed to
+// HTTP/1.1 clients.
+//
+// Responses are relayed as they arrive, their framing kept
+// (Content-Length, chunked, or until the upstream closes, after which the
+// client connection closes too); an HTTP/1.0 client gets a chunked body
+// de-chunked and delimited by close. Responses to HEAD and 204/304
+// responses have no body. A 101 answer to an Upgrade request turns both
+// connections into a tunnel, served off the loop until either side
+// closes.
+//
+// # Back-pressure
+//
+// gnet reads every readable socket into memory and cannot stop reading
+// one, so a fast upstream and a slow client would pile the whole response
+// up in the client's output buffer. Once that buffer holds more than
+// server.max_buffered_output, the upstream connection is taken out of
+// gnet (its descriptor duplicated, the gnet connection closed, so the
+// kernel's receive window throttles the upstream), and once the client's
+// buffered output drained, a goroutine copies the rest of the body between
+// the two sockets (splice(2) for Content-Length and close-delimited
+// bodies) and wakes the client connection when done. A connection whose
+// body ended cleanly is enrolled back into the loop's pool.
+//
+// # Failures
+//
+// A refused or timed-out connect, a reset, a garbage or truncated response
+// head answer 502 (504 for the connect and response-header timeouts) as
+// long as nothing of the response was sent; after that the client
+// connection is closed, so a truncated body is never taken for a complete
+// one. Requests that reached no upstream (a failed connect) are retried on
+// another upstream, and requests safe to repeat (idempotent, without a
+// body) that were written to a pooled connection the upstream had just
+// closed are retried on a fresh connection, up to the route's retries.
+package proxy

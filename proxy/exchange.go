@@ -1,0 +1,841 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/codec"
+	"gale/handlers"
+)
+
+// MaxPendingInput bounds the bytes a client may send beyond what an
+// exchange consumes (pipelined requests, bytes ahead of a tunnel) while
+// its response is pending; past it the connection is closed, since gnet
+// cannot stop reading a socket.
+const MaxPendingInput = 1 << 20
+
+// inlineRelay is the largest body piece copied next to a response head
+// into one write; larger pieces are written from gnet's buffer directly.
+const inlineRelay = 16 << 10
+
+// Exchange states (besides relaying in the loop).
+const (
+	exActive      uint8 = iota // request and response flow through the loop
+	exHandoffWait              // the upstream left gnet; waiting for the client's output to drain
+	exHandoff                  // a goroutine copies the rest of the body
+	exTunnelWait               // a 101 was relayed; waiting for both outputs to drain
+)
+
+// Response states.
+const (
+	rsHead   uint8 = iota // waiting for a (final) response head
+	rsBody                // relaying the body
+	rsDone                // the whole response was relayed
+	rsTunnel              // 101 relayed: the connections become a tunnel
+)
+
+// Kinds of deadline.
+const (
+	dlNone    uint8 = iota
+	dlConnect       // dialing
+	dlHeader        // waiting for the response head
+	dlBody          // waiting for more of the body
+)
+
+var errLost = errors.New("proxy: upstream connection closed")
+
+// exchange is one request on its way to an upstream and its response on
+// the way back. It belongs to the client's loop, is recycled through the
+// Loop, and implements handlers.Pending for the client connection.
+//
+// Callbacks can nest: a failing Write on either connection makes gnet
+// close that connection inside the Write, which calls back into the
+// exchange. While busy, such callbacks only set clGone or ucLost; the
+// outer code acts on them when it is done (settle).
+type exchange struct {
+	lp   *Loop
+	idx  int // position in lp.active; -1 when not active
+	h    *Handler
+	cl   Client
+	set  ClientSettings
+	up   *Upstream
+	pool *pool
+	uc   *UpstreamConn
+
+	state  uint8
+	busy   bool
+	clGone bool  // the client closed during a busy section
+	ucLost bool  // the upstream connection closed during a busy section
+	ucErr  error // why
+	fault  int   // a failure found during a busy section: the status to answer (0 = none)
+	why    string
+
+	// The request.
+	head       []byte // request line, then the header lines after Host and the empty line
+	lineEnd    int    // end of the request line in head
+	host       []byte // the client's Host, kept for preserve_host
+	ruleHost   bool   // header rules set Host: add none
+	ip         netip.Addr
+	clientV    codec.Version
+	clientKeep bool
+	isHead     bool
+	upgrade    bool
+	safe       bool // idempotent and without a body: may be sent twice
+	json       bool // error bodies in JSON
+	body       codec.BodyReader
+	reqDone    bool   // the whole request was handed to the upstream connection
+	tried      uint64 // upstreams tried (bit per index)
+	attempts   int
+	gotBytes   bool // a response byte arrived on the current connection
+	lastReused bool // the current (or just lost) connection came from the pool
+
+	// The response.
+	resp        codec.Response
+	rstate      uint8
+	kind        codec.BodyKind
+	rbody       codec.BodyReader
+	remaining   int64 // body bytes left (Content-Length bodies)
+	dechunk     bool  // relay chunk payloads only (HTTP/1.0 client)
+	closeClient bool
+	started     bool // the final response head went to the client
+	status      int
+	bodyOut     int64
+	out         int64
+	deadline    int64
+	dkind       uint8
+	noHandoff   bool
+
+	x *transfer // off-loop copy, when one is pending or running
+}
+
+// reset clears ex for reuse, keeping its buffers.
+func (ex *exchange) reset() {
+	*ex = exchange{
+		lp:   ex.lp,
+		idx:  -1,
+		head: ex.head[:0],
+		host: ex.host[:0],
+		resp: codec.Response{Headers: ex.resp.Headers[:0], ContentLength: -1},
+	}
+}
+
+// setup copies what the exchange keeps of the request in c and renders
+// the upstream request head.
+func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
+	ex.h, ex.cl = h, cl
+	ex.set = cl.ProxySettings()
+	req := c.Req
+	ex.clientV = req.Version
+	ex.clientKeep = req.KeepAlive
+	ex.isHead = string(req.Method) == "HEAD"
+	ex.upgrade = req.Upgrade
+	ex.safe = !req.HasBody() && idempotent(req.Method)
+	ex.ip = c.Remote.Addr().Unmap()
+	ex.body.Init(req, ex.set.BodyBytes)
+	ex.reqDone = !req.HasBody()
+	ex.renderRequest(c)
+	ex.lp.Stats.Requests.Add(1)
+}
+
+// idempotent reports whether a method is idempotent (RFC 9110 section
+// 9.2.2).
+func idempotent(m []byte) bool {
+	switch string(m) {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+func nanotime() int64 { return time.Now().UnixNano() }
+
+// begin makes the first attempt from Serve. It returns 0 when the
+// exchange is under way (pending), else the status to answer at once.
+func (ex *exchange) begin() int {
+	if !ex.attempt(false) {
+		return 502
+	}
+	if ex.fault != 0 {
+		// The pooled connection died as the head was written, and the
+		// request may not be repeated.
+		ex.dropConn(false)
+		return ex.fault
+	}
+	return 0
+}
+
+// attempt picks an upstream (the current one when fresh is set, for a
+// retry after a stale pooled connection) and sends the head on a pooled
+// connection, or dials a new one. It reports false when no upstream is
+// left to try. A connection that fails as the head is written is retried
+// here when the request is safe to repeat; otherwise ucLost is left set.
+func (ex *exchange) attempt(fresh bool) bool {
+	now := nanotime()
+	up := ex.up
+	if !fresh || up == nil {
+		up = ex.h.pick(ex.lp, ex.ip, ex.tried, now)
+		if up == nil {
+			return false
+		}
+	}
+	ex.use(up)
+	if !fresh {
+		if uc := ex.pool.take(); uc != nil {
+			ex.lp.Stats.Reused.Add(1)
+			ex.attach(uc)
+			was := ex.busy
+			ex.busy = true
+			ok := ex.send()
+			ex.busy = was
+			if ok {
+				return true
+			}
+			// Stale: the upstream closed it while it sat in the pool.
+			ex.dropConn(false)
+			ex.ucLost, ex.ucErr = false, nil
+			if !ex.safe || ex.attempts > ex.h.retries {
+				ex.fault, ex.why = 502, "pooled connection closed as the request was written"
+				return true
+			}
+			ex.lp.Stats.Retries.Add(1)
+			ex.use(up)
+		}
+	}
+	ex.dialNew(now)
+	return true
+}
+
+// use makes up the exchange's upstream for the next attempt.
+func (ex *exchange) use(up *Upstream) {
+	if ex.pool != nil && ex.pool.up != up {
+		ex.pool.active--
+		ex.pool = nil
+	}
+	ex.up = up
+	if ex.pool == nil {
+		ex.pool = ex.lp.pool(up)
+		ex.pool.active++
+	}
+	if up.idx < 64 {
+		ex.tried |= 1 << up.idx
+	}
+	ex.attempts++
+}
+
+// attach makes uc the exchange's connection.
+func (ex *exchange) attach(uc *UpstreamConn) {
+	ex.uc = uc
+	uc.ex = ex
+	ex.gotBytes = false
+	ex.lastReused = uc.reused
+}
+
+// dialNew starts a new connection to the current upstream.
+func (ex *exchange) dialNew(now int64) {
+	p := ex.pool
+	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing}
+	p.conns++
+	ex.attach(uc)
+	ex.deadline, ex.dkind = now+ex.h.connectTimeout, dlConnect
+	ex.lp.Stats.Dials.Add(1)
+	ex.lp.dial(uc)
+}
+
+// dropConn detaches the exchange from its connection, closing the
+// connection when closeIt is set (unless it is still connecting: then it
+// joins the pool once open). Inside the connection's own OnTraffic, pass
+// closeIt false, mark it closed, and return gnet.Close instead.
+func (ex *exchange) dropConn(closeIt bool) {
+	uc := ex.uc
+	if uc == nil {
+		return
+	}
+	ex.uc = nil
+	if uc.ex == ex {
+		uc.ex = nil
+	}
+	if closeIt && uc.state != ucDialing {
+		uc.close()
+	}
+}
+
+// send writes the request head on the exchange's (open) connection. It
+// reports whether the write succeeded.
+func (ex *exchange) send() bool {
+	uc := ex.uc
+	b := append(ex.lp.buf[:0], ex.head[:ex.lineEnd]...)
+	if !ex.ruleHost {
+		b = append(b, "Host: "...)
+		if len(ex.host) > 0 {
+			b = append(b, ex.host...)
+		} else {
+			b = append(b, ex.up.host...)
+		}
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, ex.head[ex.lineEnd:]...)
+	ex.lp.buf = b
+	_, err := uc.c.Write(b)
+	ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlHeader
+	return err == nil
+}
+
+// connected runs from OnOpen when the exchange's connection is up.
+func (ex *exchange) connected() {
+	ex.busy = true
+	if ex.send() && !ex.reqDone {
+		ex.pumpBody()
+	}
+	ex.busy = false
+	ex.settle()
+}
+
+// pumpBody forwards the request body bytes the client has sent, framing
+// and all, as they are.
+func (ex *exchange) pumpBody() {
+	buf := ex.cl.ProxyInbound()
+	off := 0
+	for off < len(buf) && !ex.reqDone {
+		n, _, done, err := ex.body.Next(buf[off:])
+		if err != nil {
+			status := 400
+			var ce *codec.Error
+			if errors.As(err, &ce) {
+				status = ce.Status
+			}
+			ex.fault, ex.why = status, "request body: "+err.Error()
+			break
+		}
+		off += n
+		if done {
+			ex.reqDone = true
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if off == 0 {
+		return
+	}
+	_, err := ex.uc.c.Write(buf[:off])
+	ex.cl.ProxyConsume(off)
+	if err == nil {
+		ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlHeader
+	}
+}
+
+// Input implements handlers.Pending: the client sent more bytes, or an
+// off-loop copy woke the connection.
+func (ex *exchange) Input() bool {
+	switch ex.state {
+	case exHandoff:
+		if ex.x.finished() {
+			ex.handoffDone()
+			return false
+		}
+	case exActive:
+		if !ex.reqDone && ex.uc != nil && ex.uc.state == ucBusy && ex.rstate != rsTunnel {
+			ex.busy = true
+			ex.pumpBody()
+			ex.busy = false
+			if ex.settle() {
+				return false
+			}
+		}
+	}
+	if ex.cl.ProxyInboundBuffered() > MaxPendingInput {
+		ex.abort()
+		return true
+	}
+	return false
+}
+
+// Closed implements handlers.Pending: the client connection closed.
+func (ex *exchange) Closed() {
+	if ex.busy {
+		ex.clGone = true
+		return
+	}
+	ex.abort()
+}
+
+// abort drops the exchange when the client is gone: nothing more is
+// written to it and its connection to the upstream, unless idle, closes.
+func (ex *exchange) abort() {
+	if ex.started && ex.rstate != rsDone {
+		ex.lp.Stats.Truncated.Add(1)
+	}
+	if x := ex.x; x != nil {
+		x.abort()
+	}
+	ex.dropConn(true)
+	ex.release()
+	ex.lp.putExchange(ex)
+}
+
+// release gives back the exchange's share of its pool's load.
+func (ex *exchange) release() {
+	if ex.pool != nil {
+		ex.pool.active--
+		ex.pool = nil
+	}
+}
+
+// settle acts on what a busy section found: the client gone, the
+// upstream connection lost, or a fault. It reports whether the exchange
+// ended (it must not be touched then).
+func (ex *exchange) settle() bool {
+	switch {
+	case ex.clGone:
+		ex.abort()
+		return true
+	case ex.fault != 0:
+		status := ex.fault
+		ex.fault = 0
+		ex.dropConn(true)
+		ex.finishError(status, ex.why)
+		return true
+	case ex.ucLost:
+		ex.ucLost = false
+		ex.lost(ex.ucErr)
+		return true
+	}
+	return false
+}
+
+// upstreamClosed runs from the connection's OnClose (which already
+// detached it) while the exchange used it.
+func (ex *exchange) upstreamClosed(uc *UpstreamConn, err error) {
+	if ex.uc == uc {
+		ex.uc = nil
+	}
+	if ex.busy {
+		ex.ucLost, ex.ucErr = true, err
+		return
+	}
+	ex.lost(err)
+}
+
+// lost handles the loss of the exchange's connection.
+func (ex *exchange) lost(err error) {
+	ex.dropConn(false)
+	if err == nil {
+		err = errLost
+	}
+	switch ex.rstate {
+	case rsBody:
+		if ex.kind == codec.BodyUntilClose {
+			ex.finish() // the close delimits the body
+			return
+		}
+		ex.finishTruncated("upstream closed mid-body: " + err.Error())
+		return
+	case rsDone, rsTunnel:
+		ex.finishTruncated("upstream closed: " + err.Error())
+		return
+	}
+	// No final response head yet.
+	if !ex.gotBytes && ex.pool != nil && ex.lastReused && ex.safe && ex.attempts <= ex.h.retries {
+		// A pooled connection the upstream closed as we used it.
+		ex.lp.Stats.Retries.Add(1)
+		ex.busy = true
+		ex.attempt(true)
+		ex.busy = false
+		ex.settle()
+		return
+	}
+	ex.up.failed(nanotime(), "connection lost: "+err.Error())
+	ex.finishError(502, "upstream closed before responding: "+err.Error())
+}
+
+// dialFailed runs on the loop when connecting failed: another upstream is
+// tried when retries are left (the request reached none).
+func (ex *exchange) dialFailed(err error) {
+	ex.uc = nil
+	status := 502
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		status = 504
+		ex.lp.Stats.Timeouts.Add(1)
+	}
+	ex.retryOrFail(status, "connect: "+err.Error())
+}
+
+// retryOrFail retries a request that reached no upstream on an upstream
+// not tried yet (or the same one when it is the only one), or answers
+// status.
+func (ex *exchange) retryOrFail(status int, why string) {
+	if ex.attempts <= ex.h.retries {
+		ex.lp.Stats.Retries.Add(1)
+		tried := ex.tried
+		if popcount(tried) >= len(ex.h.ups) {
+			ex.tried = 0 // every upstream was tried: start over
+		}
+		ex.busy = true
+		ok := ex.attempt(false)
+		ex.busy = false
+		if ok {
+			ex.settle()
+			return
+		}
+		ex.tried = tried
+	}
+	ex.finishError(status, why)
+}
+
+// check runs from the sweep: timeouts, and off-loop copies waiting for
+// the client's output to drain.
+func (ex *exchange) check(now int64) {
+	switch ex.state {
+	case exHandoffWait:
+		if ex.cl.ProxyOutboundBuffered() == 0 {
+			ex.startHandoff()
+		}
+		return
+	case exTunnelWait:
+		if ex.cl.ProxyOutboundBuffered() == 0 && (ex.uc == nil || ex.uc.c.OutboundBuffered() == 0) {
+			ex.startTunnel(false)
+		}
+		return
+	case exHandoff:
+		return // the goroutine enforces its own deadlines
+	}
+	if ex.deadline == 0 || now < ex.deadline {
+		return
+	}
+	ex.lp.Stats.Timeouts.Add(1)
+	switch ex.dkind {
+	case dlConnect:
+		// Give up on this dial: if it completes later, the connection
+		// joins the pool.
+		ex.dropConn(false)
+		ex.up.failed(now, "connect timeout")
+		ex.retryOrFail(504, "connect timeout")
+	case dlHeader:
+		ex.dropConn(true)
+		ex.up.failed(now, "response header timeout")
+		ex.finishError(504, "response header timeout")
+	case dlBody:
+		ex.dropConn(true)
+		ex.finishTruncated("response body read timeout")
+	}
+}
+
+// upstreamData runs from the connection's OnTraffic: response bytes.
+func (ex *exchange) upstreamData() gnet.Action {
+	uc := ex.uc
+	if ex.state == exTunnelWait {
+		if uc.c.InboundBuffered() > MaxPendingInput {
+			ex.dropConn(false)
+			uc.state = ucClosed
+			ex.finishTruncated("tunnel: too much data before the tunnel started")
+			return gnet.Close
+		}
+		return gnet.None // kept for the tunnel
+	}
+	buf, _ := uc.c.Peek(-1)
+	if len(buf) == 0 {
+		return gnet.None
+	}
+	ex.gotBytes = true
+	ex.busy = true
+	lp := ex.lp
+	lp.buf = lp.buf[:0]
+	off := 0
+	bad := ""
+loop:
+	for off < len(buf) {
+		switch ex.rstate {
+		case rsHead:
+			n, err := codec.ParseResponse(buf[off:], &ex.resp, &respLimits)
+			if err == codec.ErrNeedMore {
+				break loop
+			}
+			if err != nil {
+				bad = err.Error()
+				break loop
+			}
+			off += n
+			switch st := ex.resp.Status; {
+			case st == 101:
+				if !ex.upgrade || !ex.resp.ConnUpgrade {
+					bad = "101 without an upgrade"
+					break loop
+				}
+				ex.relayHead()
+				ex.rstate = rsTunnel
+				break loop
+			case st < 200:
+				ex.relayInterim()
+				ex.deadline = nanotime() + ex.h.headerTimeout
+			default:
+				ex.relayHead()
+				if ex.kind == codec.BodyNone || ex.kind == codec.BodyLength && ex.remaining == 0 {
+					ex.rstate = rsDone
+					break loop
+				}
+				ex.rstate = rsBody
+			}
+		case rsBody:
+			off = ex.relayBody(buf, off)
+			if ex.fault != 0 {
+				break loop
+			}
+			if ex.rstate != rsDone {
+				ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlBody
+			}
+			break loop
+		default:
+			break loop
+		}
+	}
+	if len(lp.buf) > 0 {
+		ex.writeClient(lp.buf)
+		lp.buf = lp.buf[:0]
+	}
+	leftover := off < len(buf) && ex.rstate == rsDone
+	_, _ = uc.c.Discard(off) // after a 101, the tunnel's first bytes stay buffered
+	ex.busy = false
+
+	switch {
+	case ex.clGone:
+		ex.dropConn(false)
+		uc.state = ucClosed
+		ex.abort()
+		return gnet.Close
+	case bad != "":
+		ex.dropConn(false)
+		uc.state = ucClosed
+		ex.up.failed(nanotime(), "bad response: "+bad)
+		if ex.started {
+			ex.finishTruncated("bad response: " + bad)
+		} else {
+			ex.finishError(502, "bad response: "+bad)
+		}
+		return gnet.Close
+	case ex.fault != 0:
+		ex.fault = 0
+		ex.dropConn(false)
+		uc.state = ucClosed
+		ex.finishTruncated(ex.why)
+		return gnet.Close
+	case ex.rstate == rsDone:
+		return ex.complete(leftover)
+	case ex.rstate == rsTunnel:
+		ex.state = exTunnelWait
+		ex.deadline = 0
+		if ex.cl.ProxyOutboundBuffered() == 0 && uc.c.OutboundBuffered() == 0 {
+			return ex.startTunnel(true)
+		}
+		return gnet.None
+	case ex.rstate == rsBody && !ex.noHandoff && ex.set.MaxBuffered > 0 &&
+		ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && ex.reqDone && uc.c.OutboundBuffered() == 0:
+		return ex.leaveLoop()
+	}
+	return gnet.None
+}
+
+// writeClient writes b to the client. A failed write closes the client
+// inside the call (Closed sets clGone).
+func (ex *exchange) writeClient(b []byte) {
+	if ex.clGone {
+		return
+	}
+	ex.cl.ProxySend(b)
+	ex.out += int64(len(b))
+}
+
+// relayBody relays the body bytes in buf from off and returns the new
+// offset.
+func (ex *exchange) relayBody(buf []byte, off int) int {
+	lp := ex.lp
+	switch ex.kind {
+	case codec.BodyUntilClose:
+		ex.relayPiece(buf[off:])
+		return len(buf)
+	case codec.BodyLength:
+		n := len(buf) - off
+		if int64(n) > ex.remaining {
+			n = int(ex.remaining)
+		}
+		ex.relayPiece(buf[off : off+n])
+		ex.remaining -= int64(n)
+		if ex.remaining == 0 {
+			ex.rstate = rsDone
+		}
+		return off + n
+	}
+	// Chunked: frame to find the end; relay the raw bytes, or only the
+	// payloads for an HTTP/1.0 client.
+	start := off
+	for off < len(buf) {
+		n, payload, done, err := ex.rbody.Next(buf[off:])
+		if err != nil {
+			if !ex.dechunk {
+				ex.relayPiece(buf[start:off]) // what was good, before the connection closes
+			}
+			ex.fault, ex.why = 502, "response body: "+err.Error()
+			return len(buf)
+		}
+		off += n
+		if ex.dechunk && len(payload) > 0 {
+			lp.buf = append(lp.buf, payload...)
+			ex.bodyOut += int64(len(payload))
+		}
+		if done {
+			ex.rstate = rsDone
+			break
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if !ex.dechunk {
+		ex.relayPiece(buf[start:off])
+	}
+	return off
+}
+
+// relayPiece queues a piece of body for the client: copied behind the
+// pending head when small, else written straight from gnet's buffer.
+func (ex *exchange) relayPiece(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	ex.bodyOut += int64(len(p))
+	lp := ex.lp
+	if len(p) <= inlineRelay {
+		lp.buf = append(lp.buf, p...)
+		return
+	}
+	if len(lp.buf) > 0 {
+		ex.writeClient(lp.buf)
+		lp.buf = lp.buf[:0]
+	}
+	ex.writeClient(p)
+}
+
+// complete ends an exchange whose response was relayed in full. It
+// returns the action for the connection's OnTraffic.
+func (ex *exchange) complete(leftover bool) gnet.Action {
+	uc := ex.uc
+	act := gnet.None
+	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose
+	ex.dropConn(false)
+	if !keep || !uc.pool.put(uc, nanotime()) {
+		uc.state = ucClosed
+		act = gnet.Close
+	}
+	ex.finish()
+	return act
+}
+
+// finish reports the completed response to the client and recycles the
+// exchange. Nothing may touch ex afterwards.
+func (ex *exchange) finish() {
+	res := Result{
+		Status:    ex.status,
+		BodyBytes: ex.bodyOut,
+		BytesOut:  ex.out,
+		Close:     ex.closeClient || !ex.reqDone,
+		Unread:    !ex.reqDone,
+	}
+	cl := ex.cl
+	ex.release()
+	ex.lp.putExchange(ex)
+	cl.ProxyFinish(res)
+}
+
+// finishTruncated ends an exchange whose response cannot be completed:
+// the client connection closes, so a cut body never passes for a whole
+// one (nothing else can be said once the head went out).
+func (ex *exchange) finishTruncated(why string) {
+	ex.lp.Stats.Truncated.Add(1)
+	ex.debug("response truncated", why)
+	res := Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone}
+	if !ex.started {
+		res.Status = 502
+	}
+	cl := ex.cl
+	ex.release()
+	ex.lp.putExchange(ex)
+	cl.ProxyFinish(res)
+}
+
+// finishError answers status (502, 504, or a request body error) with a
+// fixed body when nothing of the response was sent yet, else truncates.
+func (ex *exchange) finishError(status int, why string) {
+	if ex.started {
+		ex.finishTruncated(why)
+		return
+	}
+	if status >= 500 {
+		ex.lp.Stats.Errors.Add(1)
+	}
+	ex.debug("answered "+codec.StatusText(status), why)
+	ex.status = status
+	ex.closeClient = true
+	if ex.reqDone && status >= 500 {
+		// The request was read in full: the connection may serve
+		// another one.
+		ex.closeClient = !ex.clientKeep || ex.cl.ProxyClosing()
+	}
+	lp := ex.lp
+	r := &lp.resp
+	r.Reset()
+	r.Status = status
+	body := codec.ErrorBody(status, ex.json)
+	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
+	r.Add(hdrNosniff, valNosniff)
+	ex.h.route.ApplyResponseHeaders(r)
+	head := codec.ResponseHead{
+		Status:        status,
+		Version:       ex.clientV,
+		Headers:       r.Headers,
+		ContentLength: int64(len(body)),
+		Close:         ex.closeClient,
+		KeepAlive10:   ex.clientV == codec.HTTP10 && !ex.closeClient,
+		Server:        ex.set.Server,
+	}
+	b := codec.AppendResponseHead(lp.buf[:0], &head)
+	if !ex.isHead {
+		b = append(b, body...)
+		ex.bodyOut = int64(len(body))
+	}
+	lp.buf = b[:0]
+	ex.busy = true
+	ex.writeClient(b)
+	ex.busy = false
+	if ex.clGone {
+		ex.abort()
+		return
+	}
+	ex.started = true
+	ex.rstate = rsDone
+	ex.finish()
+}
+
+var (
+	hdrContentType = []byte("Content-Type")
+	hdrNosniff     = []byte("X-Content-Type-Options")
+	valNosniff     = []byte("nosniff")
+)
+
+// debug logs an exchange event at debug level, at no cost when off.
+func (ex *exchange) debug(msg, why string) {
+	l := ex.lp.log
+	if l == nil || !l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	up := ""
+	if ex.up != nil {
+		up = ex.up.raw
+	}
+	l.Debug("proxy: "+msg, "route", ex.h.route.Conf.Path, "upstream", up, "reason", why)
+}

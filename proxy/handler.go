@@ -1,0 +1,376 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"gale/codec"
+	"gale/config"
+	"gale/handlers"
+)
+
+// ErrNotProxy is returned by New for a route without proxy settings.
+var ErrNotProxy = errors.New("proxy: route has no proxy settings")
+
+// Client is what the proxy needs of the client connection a request
+// arrived on; the server's connection implements it and hands it over as
+// handlers.Ctx.Conn. The I/O methods go through the connection's
+// transport (plain TCP today), so the proxy never touches the socket
+// behind it. Every method runs on the connection's event loop, except
+// ProxyWake.
+type Client interface {
+	// ProxyInbound returns the bytes received from the client and not
+	// consumed yet (the rest of the request body, tunnelled bytes,
+	// pipelined requests). The slice is valid until ProxyConsume or the
+	// end of the current event.
+	ProxyInbound() []byte
+	// ProxyConsume drops the first n bytes of ProxyInbound (n < 0: all).
+	ProxyConsume(n int)
+	// ProxyInboundBuffered is how many received bytes wait.
+	ProxyInboundBuffered() int
+	// ProxySend queues b for the client; b may be reused once it
+	// returns. A failing write closes the connection inside the call
+	// (the pending response's Closed runs before ProxySend returns).
+	ProxySend(b []byte)
+	// ProxyOutboundBuffered is how many bytes wait to leave for the
+	// client.
+	ProxyOutboundBuffered() int
+	// ProxyDup returns a connection to the same client usable from
+	// another goroutine (for plain TCP, over a duplicate of the socket),
+	// for copies off the loop. The proxy writes nothing through the
+	// connection itself while it uses the duplicate. A transport that
+	// cannot give one returns an error; the proxy then stays on the loop.
+	ProxyDup() (net.Conn, error)
+	// ProxyWake makes the connection's loop run Input again soon. Safe
+	// for concurrent use (the off-loop copies call it when done).
+	ProxyWake()
+	// ProxyLoop returns the proxy state of the connection's event loop.
+	ProxyLoop() *Loop
+	// ProxySettings returns the server settings that apply to the
+	// request (read once, when the request is served).
+	ProxySettings() ClientSettings
+	// ProxyClosing reports whether the connection closes after the
+	// current response whatever it is (the server is stopping).
+	ProxyClosing() bool
+	// ProxyFinish ends the pending response: the connection counts and
+	// logs it, then closes or resumes parsing. It must be the last thing
+	// the proxy does with the connection for this request; it may serve
+	// the next pipelined request (and start another exchange) before it
+	// returns.
+	ProxyFinish(r Result)
+}
+
+// ClientSettings are the server-wide settings a proxied request follows.
+type ClientSettings struct {
+	Server       []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
+	BodyBytes    int64         // largest request body (limits.body_bytes)
+	MaxBuffered  int           // server.max_buffered_output: past this much queued output a response body leaves the loop
+	WriteTimeout time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
+}
+
+// Result is how a pending response ended, for ProxyFinish.
+type Result struct {
+	Status    int   // the final status sent to the client (0: none was)
+	BodyBytes int64 // response body bytes sent, for the access log
+	BytesOut  int64 // every byte written to the client for this request
+	Close     bool  // close the connection once its output drained
+	Unread    bool  // request bytes may be left unread (Close is set): linger while closing, so they do not turn the close into a reset
+	Detach    bool  // the socket now belongs to a tunnel: close the gnet connection at once, without shutdown or lingering
+}
+
+// Options are what a Handler needs besides its route.
+type Options struct {
+	Loops int // event loops of the server (per-loop state is sized for them); 0 = 1
+}
+
+// Handler forwards the requests of one proxy route. It is immutable after
+// New but for the upstreams' health and per-loop counters, and is safe for
+// concurrent use by all event loops.
+type Handler struct {
+	route   *handlers.Route
+	conf    *config.Proxy
+	ups     []*Upstream
+	policy  uint8
+	rewrite []byte // replacement of the route's prefix; nil = path unchanged
+	prefix  int    // length of the route's path prefix
+	trusted []netip.Prefix
+	retries int
+
+	connectTimeout int64 // ns
+	headerTimeout  int64
+	idleTimeout    int64
+
+	rr []rrSlot // round-robin positions, one per loop
+
+	log      atomic.Pointer[slog.Logger]
+	checkers checkers
+	closed   atomic.Bool
+}
+
+// rrSlot is one loop's round-robin counter, padded to its own cache line
+// so that loops do not share one.
+type rrSlot struct {
+	n uint32
+	_ [60]byte
+}
+
+const (
+	policyRoundRobin uint8 = iota
+	policyLeastConn
+	policyRandomTwo
+	policyIPHash
+)
+
+// New compiles the proxy route rt (rt.Conf.Proxy set) into a Handler. It
+// starts nothing: call Start to run active health checks.
+func New(rt *handlers.Route, opts Options) (*Handler, error) {
+	pc := rt.Conf.Proxy
+	if pc == nil {
+		return nil, ErrNotProxy
+	}
+	if len(pc.To) == 0 {
+		return nil, fmt.Errorf("proxy: route %q has no upstream", rt.Conf.Path)
+	}
+	if len(pc.To) > maxUpstreams {
+		return nil, fmt.Errorf("proxy: route %q has %d upstreams; at most %d are supported", rt.Conf.Path, len(pc.To), maxUpstreams)
+	}
+	loops := max(opts.Loops, 1)
+	h := &Handler{
+		route:          rt,
+		conf:           pc,
+		prefix:         len(rt.Conf.Path),
+		trusted:        pc.TrustedProxies,
+		retries:        pc.Retries,
+		connectTimeout: int64(pc.Timeouts.Connect),
+		headerTimeout:  int64(pc.Timeouts.ResponseHeader),
+		idleTimeout:    int64(pc.Timeouts.Idle),
+		rr:             make([]rrSlot, loops),
+	}
+	switch {
+	case pc.StripPrefix:
+		h.rewrite = []byte("/")
+	case pc.Rewrite != "":
+		h.rewrite = []byte(pc.Rewrite)
+	}
+	switch pc.LoadBalancing {
+	case "least-connections":
+		h.policy = policyLeastConn
+	case "random-two":
+		h.policy = policyRandomTwo
+	case "client-ip-hash":
+		h.policy = policyIPHash
+	}
+	for i, u := range pc.To {
+		h.ups = append(h.ups, &Upstream{
+			h:       h,
+			idx:     i,
+			network: u.Network,
+			address: u.Address,
+			raw:     u.Raw,
+			host:    []byte(u.Host),
+			pools:   make([]*pool, loops),
+		})
+	}
+	return h, nil
+}
+
+// maxUpstreams bounds a route's upstreams: an exchange remembers the ones
+// it tried in a 64-bit mask.
+const maxUpstreams = 64
+
+// Start begins the active health checks (when health_check.path is set)
+// and sets the logger for upstream state changes. Call it once.
+func (h *Handler) Start(log *slog.Logger) {
+	h.log.Store(log)
+	if h.conf.HealthCheck.Path == "" {
+		return
+	}
+	for _, u := range h.ups {
+		h.checkers.start(u, &h.conf.HealthCheck)
+	}
+}
+
+// Close stops the health checks and lets the loops' pools of this route
+// drain: idle connections close at their next sweep. Requests in flight
+// finish. It implements io.Closer for the router.
+func (h *Handler) Close() error {
+	if h.closed.Swap(true) {
+		return nil
+	}
+	h.checkers.stopAll()
+	return nil
+}
+
+// Upstreams returns the route's upstreams in configured order. The slice
+// is shared: do not modify it.
+func (h *Handler) Upstreams() []*Upstream { return h.ups }
+
+// logf logs an upstream event at level, when a logger is set and the
+// level is enabled.
+func (h *Handler) logf(level slog.Level, msg string, u *Upstream, args ...any) {
+	l := h.log.Load()
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
+	}
+	args = append([]any{"route", h.route.Conf.Path, "upstream", u.raw}, args...)
+	l.Log(context.Background(), level, msg, args...)
+}
+
+// pick chooses an upstream for a request on loop lp by the route's
+// policy, among those in service and not yet tried (tried is a bit mask
+// of upstream indexes). When none in service is left it chooses among the
+// untried ones regardless of health (a request should rather try than
+// fail outright); nil when every upstream was tried.
+func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstream {
+	n := len(h.ups)
+	var avail uint64
+	for i, u := range h.ups {
+		if tried&(1<<i) == 0 && u.Available(now) {
+			avail |= 1 << i
+		}
+	}
+	if avail == 0 {
+		avail = ^tried & (1<<n - 1)
+		if n == 64 {
+			avail = ^tried
+		}
+		if avail == 0 {
+			return nil
+		}
+	}
+	slot := &h.rr[lp.idx%len(h.rr)]
+	switch h.policy {
+	case policyLeastConn:
+		start := int(slot.n % uint32(n))
+		slot.n++
+		var best *Upstream
+		bestN := 0
+		for k := 0; k < n; k++ {
+			i := (start + k) % n
+			if avail&(1<<i) == 0 {
+				continue
+			}
+			u := h.ups[i]
+			if c := lp.pool(u).active; best == nil || c < bestN {
+				best, bestN = u, c
+			}
+		}
+		return best
+	case policyRandomTwo:
+		cnt := popcount(avail)
+		a := nthBit(avail, int(lp.rand()%uint64(cnt)))
+		if cnt == 1 {
+			return h.ups[a]
+		}
+		b := nthBit(avail&^(1<<a), int(lp.rand()%uint64(cnt-1)))
+		ua, ub := h.ups[a], h.ups[b]
+		if lp.pool(ub).active < lp.pool(ua).active {
+			return ub
+		}
+		return ua
+	case policyIPHash:
+		start := int(hashAddr(ip) % uint64(n))
+		for k := 0; k < n; k++ {
+			if i := (start + k) % n; avail&(1<<i) != 0 {
+				return h.ups[i]
+			}
+		}
+		return nil
+	default: // round-robin
+		start := int(slot.n % uint32(n))
+		slot.n++
+		for k := 0; k < n; k++ {
+			if i := (start + k) % n; avail&(1<<i) != 0 {
+				return h.ups[i]
+			}
+		}
+		return nil
+	}
+}
+
+func popcount(x uint64) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// nthBit returns the index of the k-th (from 0) set bit of x.
+func nthBit(x uint64, k int) int {
+	for i := 0; i < 64; i++ {
+		if x&(1<<i) != 0 {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return 0
+}
+
+// hashAddr is FNV-1a over the 16-byte form of a (IPv4 mapped), so the
+// same client always lands on the same upstream.
+func hashAddr(a netip.Addr) uint64 {
+	b := a.As16()
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// isTrusted reports whether a (a client's address) is one of the trusted
+// proxies.
+func (h *Handler) isTrusted(a netip.Addr) bool {
+	if len(h.trusted) == 0 || !a.IsValid() {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range h.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Serve implements handlers.Handler: it starts forwarding c.Req and
+// answers with a pending response, or answers an error at once when the
+// request cannot be forwarded (no Client behind c.Conn: 500; no upstream
+// left, or a dead connection and no retry: 502). It runs on the client's
+// event loop and does not allocate once the loop's buffers and pools have
+// grown.
+func (h *Handler) Serve(c *handlers.Ctx) {
+	cl, ok := c.Conn.(Client)
+	if !ok {
+		h.errorNow(c, 500)
+		return
+	}
+	lp := cl.ProxyLoop()
+	ex := lp.getExchange()
+	ex.setup(h, cl, c)
+	if status := ex.begin(); status != 0 {
+		lp.putExchange(ex)
+		h.errorNow(c, status)
+		return
+	}
+	c.Resp.Pending = ex
+}
+
+// errorNow answers an error that the server renders like any response,
+// with the route's response rules (the router leaves them to us).
+func (h *Handler) errorNow(c *handlers.Ctx, status int) {
+	c.Error(status)
+	h.route.ApplyResponseHeaders(&c.Resp)
+}
+
+// respLimits bound upstream response heads.
+var respLimits = codec.Limits{HeaderBytes: codec.DefaultResponseHeaderBytes, MaxHeaders: 256}

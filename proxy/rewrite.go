@@ -1,0 +1,440 @@
+package proxy
+
+import (
+	"strconv"
+
+	"gale/codec"
+	"gale/handlers"
+)
+
+// This file rewrites heads on their way through: the request into the
+// upstream's head (rendered once, in Serve, while the request's bytes are
+// valid), and response heads into the client's. Names and rules follow
+// RFC 9110 section 7.6.1 and net/http/httputil's ReverseProxy: hop-by-hop
+// fields, and every field Connection names, are removed before anything
+// else looks at the header list.
+
+// Header names the proxy renders. Static memory: never modified.
+var (
+	hdrXFF    = []byte("X-Forwarded-For")
+	hdrXFP    = []byte("X-Forwarded-Proto")
+	hdrXFH    = []byte("X-Forwarded-Host")
+	valHTTP   = []byte("http")
+	crlf      = "\r\n"
+	valUpLine = "Connection: Upgrade\r\nUpgrade: "
+)
+
+// equalFold reports whether b equals the lower-case ASCII string s, ASCII
+// case-insensitively.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFoldBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// hopByHop reports whether a field is hop-by-hop: the fields of RFC 9110
+// section 7.6.1 and those net/http/httputil removes for the same reason
+// (Proxy-Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade,
+// Proxy-Authenticate, Proxy-Authorization).
+func hopByHop(name []byte) bool {
+	switch len(name) {
+	case 2:
+		return equalFold(name, "te")
+	case 7:
+		return equalFold(name, "upgrade") || equalFold(name, "trailer")
+	case 10:
+		return equalFold(name, "connection") || equalFold(name, "keep-alive")
+	case 16:
+		return equalFold(name, "proxy-connection")
+	case 17:
+		return equalFold(name, "transfer-encoding")
+	case 18:
+		return equalFold(name, "proxy-authenticate")
+	case 19:
+		return equalFold(name, "proxy-authorization")
+	}
+	return false
+}
+
+// namedIn reports whether name is one of the comma-separated tokens of
+// the Connection field values in conns.
+func namedIn(conns [][]byte, name []byte) bool {
+	for _, v := range conns {
+		for len(v) > 0 {
+			i := 0
+			for i < len(v) && v[i] != ',' {
+				i++
+			}
+			tok := trimOWS(v[:i])
+			if equalFoldBytes(tok, name) {
+				return true
+			}
+			if i == len(v) {
+				break
+			}
+			v = v[i+1:]
+		}
+	}
+	return false
+}
+
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// connectionValues collects the values of the Connection fields of hs.
+func connectionValues(dst [][]byte, hs []codec.Header) [][]byte {
+	for i := range hs {
+		if equalFold(hs[i].Name, "connection") {
+			dst = append(dst, hs[i].Value)
+		}
+	}
+	return dst
+}
+
+// forwarding field kinds
+const (
+	fwdNone uint8 = iota
+	fwdFor
+	fwdProto
+	fwdHost
+	fwdForwarded
+)
+
+func forwardingField(name []byte) uint8 {
+	switch len(name) {
+	case 9:
+		if equalFold(name, "forwarded") {
+			return fwdForwarded
+		}
+	case 15:
+		if equalFold(name, "x-forwarded-for") {
+			return fwdFor
+		}
+	case 16:
+		if equalFold(name, "x-forwarded-host") {
+			return fwdHost
+		}
+	case 17:
+		if equalFold(name, "x-forwarded-proto") {
+			return fwdProto
+		}
+	}
+	return fwdNone
+}
+
+// appendPath appends the upstream's path for a request path p: p itself,
+// or the route's prefix replaced by rewrite (rewrite joined to the rest of
+// the path with exactly one "/" between them; never empty).
+func appendPath(dst, rewrite, rest []byte) []byte {
+	switch {
+	case len(rest) == 0:
+		return append(dst, rewrite...)
+	case rewrite[len(rewrite)-1] == '/' && rest[0] == '/':
+		return append(append(dst, rewrite...), rest[1:]...)
+	case rewrite[len(rewrite)-1] != '/' && rest[0] != '/':
+		dst = append(append(dst, rewrite...), '/')
+		return append(dst, rest...)
+	}
+	return append(append(dst, rewrite...), rest...)
+}
+
+// renderRequest renders the upstream request head of c.Req into ex.head:
+// the request line (path rewritten, always HTTP/1.1), then the header
+// lines that follow Host, then the empty line. Host is added when the head
+// is sent, since it names the upstream chosen then (unless preserve_host
+// or a header rule sets it). Order of work: hop-by-hop fields and those
+// Connection names go first; then the X-Forwarded fields (a client's own
+// kept only from a trusted proxy); then the route's request rules. The
+// head is rendered while c.Req's bytes are valid, so the exchange keeps
+// nothing that aliases them.
+func (ex *exchange) renderRequest(c *handlers.Ctx) {
+	h, lp, req := ex.h, ex.lp, c.Req
+	b := append(ex.head[:0], req.Method...)
+	b = append(b, ' ')
+	if h.rewrite != nil && len(req.Path) >= h.prefix {
+		b = appendPath(b, h.rewrite, req.Path[h.prefix:])
+	} else {
+		b = append(b, req.Path...)
+	}
+	if req.Query != nil {
+		b = append(b, '?')
+		b = append(b, req.Query...)
+	}
+	b = append(b, " HTTP/1.1\r\n"...)
+	ex.lineEnd = len(b)
+
+	lp.conns = connectionValues(lp.conns[:0], req.Headers)
+	trusted := h.isTrusted(ex.ip)
+	hs := lp.hdrs[:0]
+	var upgrade []byte
+	xffLen, haveProto, haveHost := 0, false, false
+	for _, f := range req.Headers {
+		name := f.Name
+		if hopByHop(name) {
+			if ex.upgrade && equalFold(name, "upgrade") {
+				upgrade = f.Value
+			}
+			continue
+		}
+		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
+			continue
+		}
+		switch len(name) {
+		case 4:
+			if equalFold(name, "host") {
+				continue // ours goes first, when sent
+			}
+		case 6:
+			if equalFold(name, "accept") {
+				ex.json = codec.AcceptsJSONOnly(f.Value)
+			}
+		}
+		switch forwardingField(name) {
+		case fwdFor:
+			if trusted {
+				xffLen += len(f.Value) + 2
+			}
+			continue // rendered below, combined
+		case fwdProto:
+			if !trusted {
+				continue
+			}
+			haveProto = true
+		case fwdHost:
+			if !trusted {
+				continue
+			}
+			haveHost = true
+		case fwdForwarded:
+			if !trusted {
+				continue
+			}
+		}
+		hs = append(hs, f)
+	}
+
+	// X-Forwarded-For: a trusted proxy's list, then the client's address.
+	// vbuf gets its capacity first so the value does not move.
+	if need := xffLen + 64; cap(lp.vbuf) < need {
+		lp.vbuf = make([]byte, 0, 2*need)
+	}
+	v := lp.vbuf[:0]
+	if xffLen > 0 {
+		for _, f := range req.Headers {
+			if forwardingField(f.Name) == fwdFor && len(f.Value) > 0 {
+				v = append(v, f.Value...)
+				v = append(v, ", "...)
+			}
+		}
+	}
+	if ex.ip.IsValid() {
+		v = ex.ip.AppendTo(v)
+	} else if len(v) >= 2 {
+		v = v[:len(v)-2]
+	}
+	if len(v) > 0 {
+		hs = append(hs, codec.Header{Name: hdrXFF, Value: v[:len(v):len(v)]})
+	}
+	if !haveProto {
+		hs = append(hs, codec.Header{Name: hdrXFP, Value: valHTTP})
+	}
+	if !haveHost && len(req.Host) > 0 {
+		hs = append(hs, codec.Header{Name: hdrXFH, Value: req.Host})
+	}
+
+	// The route's request rules, last.
+	lp.req.Headers = hs
+	h.route.ApplyRequestHeaders(&lp.req)
+	hs = lp.req.Headers
+	lp.req.Headers = nil
+
+	ex.ruleHost = false
+	for _, f := range hs {
+		if len(f.Name) == 4 && equalFold(f.Name, "host") {
+			ex.ruleHost = true
+		}
+		b = append(b, f.Name...)
+		b = append(b, ": "...)
+		b = append(b, f.Value...)
+		b = append(b, crlf...)
+	}
+	clear(hs)
+	lp.hdrs = hs[:0]
+	if req.Chunked {
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	}
+	if ex.upgrade {
+		b = append(b, valUpLine...)
+		b = append(b, upgrade...)
+		b = append(b, crlf...)
+	}
+	b = append(b, crlf...)
+	ex.head = b
+	ex.host = ex.host[:0]
+	if h.conf.PreserveHost && len(req.Host) > 0 {
+		ex.host = append(ex.host, req.Host...)
+	}
+}
+
+// filterResponse puts the end-to-end fields of the parsed response head
+// into lp.hdrs, applies the route's response rules when rules is set, and
+// returns the list and whether it has a Date field.
+func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
+	lp, r := ex.lp, &ex.resp
+	lp.conns = connectionValues(lp.conns[:0], r.Headers)
+	hs := lp.hdrs[:0]
+	bodiless := r.Status < 200 || r.Status == 204
+	for _, f := range r.Headers {
+		name := f.Name
+		if hopByHop(name) {
+			// The trailer fields come with a relayed chunked body; they
+			// are dropped when it is de-chunked.
+			if len(name) == 7 && equalFold(name, "trailer") && !ex.dechunk && ex.kind == codec.BodyChunked {
+				hs = append(hs, f)
+			}
+			continue
+		}
+		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
+			continue
+		}
+		if bodiless && len(name) == 14 && equalFold(name, "content-length") {
+			continue
+		}
+		hs = append(hs, f)
+	}
+	if rules {
+		lp.resp.Headers = hs
+		ex.h.route.ApplyResponseHeaders(&lp.resp)
+		hs = lp.resp.Headers
+		lp.resp.Headers = lp.resp.Headers[:0]
+	}
+	date := false
+	for i := range hs {
+		if len(hs[i].Name) == 4 && equalFold(hs[i].Name, "date") {
+			date = true
+			break
+		}
+	}
+	return hs, date
+}
+
+// appendStatusLine renders the upstream's status line for the client:
+// always HTTP/1.1, the upstream's reason phrase (or the registered one
+// when it sent none).
+func (ex *exchange) appendStatusLine(b []byte) []byte {
+	r := &ex.resp
+	if len(r.Reason) == 0 {
+		return codec.AppendStatusLine(b, r.Status)
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, ' ')
+	b = append(b, r.Reason...)
+	return append(b, crlf...)
+}
+
+func appendFields(b []byte, hs []codec.Header) []byte {
+	for i := range hs {
+		b = append(b, hs[i].Name...)
+		b = append(b, ": "...)
+		b = append(b, hs[i].Value...)
+		b = append(b, crlf...)
+	}
+	return b
+}
+
+// relayInterim queues a 1xx response (but 101) for an HTTP/1.1 client;
+// HTTP/1.0 clients get none (RFC 9110 section 15.2).
+func (ex *exchange) relayInterim() {
+	if ex.clientV == codec.HTTP10 {
+		return
+	}
+	hs, _ := ex.filterResponse(false)
+	lp := ex.lp
+	lp.buf = ex.appendStatusLine(lp.buf)
+	lp.buf = appendFields(lp.buf, hs)
+	lp.buf = append(lp.buf, crlf...)
+	clear(hs)
+	lp.hdrs = hs[:0]
+}
+
+// relayHead prepares the relay of a final (or 101) response head: it
+// decides the body framing and whether the client connection stays open,
+// and queues the rewritten head.
+func (ex *exchange) relayHead() {
+	r := &ex.resp
+	lp := ex.lp
+	ex.status = r.Status
+	ex.started = true
+	if r.Status == 101 {
+		ex.kind = codec.BodyNone
+		hs, _ := ex.filterResponse(true)
+		lp.buf = ex.appendStatusLine(lp.buf)
+		lp.buf = appendFields(lp.buf, hs)
+		lp.buf = append(lp.buf, valUpLine...)
+		lp.buf = append(lp.buf, r.Header("upgrade")...)
+		lp.buf = append(lp.buf, "\r\n\r\n"...)
+		clear(hs)
+		lp.hdrs = hs[:0]
+		return
+	}
+	ex.kind = ex.rbody.InitResponse(r, ex.isHead)
+	ex.remaining = r.ContentLength
+	ex.dechunk = ex.kind == codec.BodyChunked && ex.clientV == codec.HTTP10
+	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.dechunk ||
+		ex.cl.ProxyClosing()
+	hs, date := ex.filterResponse(true)
+	b := ex.appendStatusLine(lp.buf)
+	if !date {
+		b = codec.AppendDate(b)
+	}
+	b = appendFields(b, hs)
+	if ex.kind == codec.BodyChunked && !ex.dechunk {
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	}
+	switch {
+	case ex.closeClient:
+		b = append(b, "Connection: close\r\n"...)
+	case ex.clientV == codec.HTTP10:
+		b = append(b, "Connection: keep-alive\r\n"...)
+	}
+	lp.buf = append(b, crlf...)
+	clear(hs)
+	lp.hdrs = hs[:0]
+}

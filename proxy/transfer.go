@@ -1,0 +1,402 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/codec"
+)
+
+// This file moves bytes off the loop. gnet reads every readable socket
+// into memory and cannot pause one, so once a client falls behind a fast
+// upstream by more than server.max_buffered_output, the upstream
+// connection leaves gnet: its descriptor is duplicated and the gnet
+// connection closed (gnet unregisters and closes its own descriptor; the
+// duplicate keeps the socket), so nothing reads it and TCP flow control
+// slows the upstream down. When the client's gnet output has drained, a
+// goroutine copies the rest of the body between duplicates of both
+// sockets, through Go's poller (splice(2) for Content-Length and
+// close-delimited bodies), and wakes the client connection when done. The
+// loop writes nothing to the client meanwhile. Tunnels (after a 101) take
+// both sockets out of gnet for good.
+
+// transferStep is how much one copy step moves before the deadlines are
+// pushed forward: the timeouts mean "no progress for that long".
+const transferStep = 1 << 20
+
+// copyBufPool holds the buffers of chunked copies and tunnels. It stores
+// pointers to fixed-size arrays so Get and Put do not allocate.
+var copyBufPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// transfer is one off-loop copy: the rest of a response body, or a
+// tunnel. Fields are set on the loop before the goroutine starts and
+// read-only afterwards, except err, clean and sent, which the goroutine
+// writes before it sets done, and the loop reads after it saw done.
+type transfer struct {
+	tunnel bool
+	up, cl net.Conn // duplicates of the two sockets
+	wake   Client   // woken (ProxyWake) when a body copy ends
+
+	kind      codec.BodyKind
+	body      codec.BodyReader // chunked framing state
+	remaining int64            // Content-Length bytes left
+	dechunk   bool
+
+	upPrefix, clPrefix []byte // tunnel: bytes read by gnet before the tunnel began
+
+	write, read time.Duration // no-progress limits (tunnel: read is the idle time)
+
+	started bool
+	done    atomic.Bool
+	aborted atomic.Bool
+	err     error
+	clean   bool  // the body ended exactly where its framing says
+	sent    int64 // bytes written to the client
+}
+
+func (x *transfer) finished() bool { return x.done.Load() }
+
+// running reports whether a goroutine may still use x.
+func (x *transfer) running() bool { return x.started && !x.done.Load() }
+
+// abort stops the copy (the client went away): closing the sockets makes
+// the goroutine's reads and writes fail at once. Safe to call on the loop
+// at any time; the goroutine releases nothing itself.
+func (x *transfer) abort() {
+	x.aborted.Store(true)
+	if x.up != nil {
+		_ = x.up.Close()
+	}
+	if x.cl != nil {
+		_ = x.cl.Close()
+	}
+}
+
+// leaveLoop runs inside the upstream connection's OnTraffic when the
+// client's output is over the limit: the upstream leaves gnet and the
+// rest of the body is copied off the loop once that output drained. It
+// returns the action for the upstream's OnTraffic.
+func (ex *exchange) leaveLoop() gnet.Action {
+	uc := ex.uc
+	cl, err := ex.cl.ProxyDup()
+	var up net.Conn
+	if err == nil {
+		var fd int
+		if fd, err = uc.c.Dup(); err == nil {
+			up, err = fdConn(fd)
+		}
+		if err != nil {
+			_ = cl.Close()
+		}
+	}
+	if err != nil {
+		ex.noHandoff = true
+		ex.debug("cannot leave the loop; relaying in it", err.Error())
+		return gnet.None
+	}
+	x := &transfer{
+		up:        up,
+		cl:        cl,
+		wake:      ex.cl,
+		kind:      ex.kind,
+		body:      ex.rbody,
+		remaining: ex.remaining,
+		dechunk:   ex.dechunk,
+		write:     ex.set.WriteTimeout,
+		read:      time.Duration(ex.h.headerTimeout),
+	}
+	ex.x = x
+	ex.state = exHandoffWait
+	ex.deadline, ex.dkind = 0, dlNone
+	ex.dropConn(false)
+	uc.state = ucClosed
+	ex.lp.Stats.Handoffs.Add(1)
+	return gnet.Close
+}
+
+// startHandoff starts the copy once the client's output drained (from the
+// sweep).
+func (ex *exchange) startHandoff() {
+	ex.x.started = true
+	ex.state = exHandoff
+	go ex.x.runBody()
+}
+
+// fdConn turns a duplicated descriptor into a net.Conn (which duplicates
+// it again; the given one is closed).
+func fdConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "proxy")
+	c, err := net.FileConn(f)
+	_ = f.Close()
+	return c, err
+}
+
+// handoffDone runs on the loop (from Input, after the goroutine's Wake)
+// when the copy ended: a clean end returns the upstream connection to the
+// pool (enrolled into gnet again), and the response completes.
+func (ex *exchange) handoffDone() {
+	x := ex.x
+	ex.x = nil
+	ex.state = exActive
+	_ = x.cl.Close()
+	ex.out += x.sent
+	ex.bodyOut += x.sent
+	if x.err != nil || !x.clean {
+		_ = x.up.Close()
+		why := "off-loop copy ended early"
+		if x.err != nil {
+			why = "off-loop copy: " + x.err.Error()
+		}
+		ex.finishTruncated(why)
+		return
+	}
+	ex.rstate = rsDone
+	if ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() {
+		ex.reenroll(x.up)
+	} else {
+		_ = x.up.Close()
+	}
+	ex.finish()
+}
+
+// reenroll gives a connection whose response ended cleanly off the loop
+// back to gnet and to the pool (through OnOpen, like a new connection).
+func (ex *exchange) reenroll(nc net.Conn) {
+	p := ex.pool
+	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing, reused: true}
+	p.conns++
+	ch, err := ex.lp.el.Enroll(gnet.NewContext(context.Background(), uc), nc)
+	if err != nil {
+		_ = nc.Close()
+		p.conns--
+		return
+	}
+	ex.lp.Stats.Reenrolls.Add(1)
+	el := ex.lp.el
+	go func() {
+		if res, ok := <-ch; ok && res.Err != nil {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				uc.DialFailed(res.Err)
+				return nil
+			}))
+		}
+	}()
+}
+
+var errShortBody = errors.New("proxy: upstream body ended early")
+
+// runBody copies the rest of a response body from up to cl, then wakes
+// the client connection. It runs on its own goroutine.
+func (x *transfer) runBody() {
+	defer func() {
+		x.done.Store(true)
+		x.wake.ProxyWake() // a no-op once the client closed
+	}()
+	switch x.kind {
+	case codec.BodyLength:
+		for x.remaining > 0 {
+			n := min(x.remaining, transferStep)
+			x.deadlines()
+			m, err := io.CopyN(x.cl, x.up, n) // splice(2) between the sockets
+			x.sent += m
+			x.remaining -= m
+			if err != nil {
+				if err == io.EOF {
+					err = errShortBody
+				}
+				x.err = err
+				return
+			}
+		}
+		x.clean = true
+	case codec.BodyUntilClose:
+		for {
+			x.deadlines()
+			m, err := io.CopyN(x.cl, x.up, transferStep)
+			x.sent += m
+			if err == io.EOF {
+				return // the close ends the body; the connection is done
+			}
+			if err != nil {
+				x.err = err
+				return
+			}
+		}
+	case codec.BodyChunked:
+		x.copyChunked()
+	}
+}
+
+// copyChunked relays a chunked body through a buffer, framing it to find
+// its end.
+func (x *transfer) copyChunked() {
+	bp := copyBufPool.Get().(*[32 << 10]byte)
+	defer copyBufPool.Put(bp)
+	buf := bp[:]
+	for {
+		_ = x.up.SetReadDeadline(time.Now().Add(x.read))
+		n, err := x.up.Read(buf)
+		in := buf[:n]
+		off := 0
+		out := 0 // de-chunked payload gathered at the front of buf
+		ended := false
+		for off < len(in) {
+			m, payload, done, ferr := x.body.Next(in[off:])
+			if ferr != nil {
+				x.err = ferr
+				return
+			}
+			off += m
+			if x.dechunk && len(payload) > 0 {
+				out += copy(buf[out:], payload)
+			}
+			if done {
+				ended = true
+				break
+			}
+			if m == 0 {
+				break
+			}
+		}
+		piece := in[:off]
+		if x.dechunk {
+			piece = buf[:out]
+		}
+		if len(piece) > 0 {
+			_ = x.cl.SetWriteDeadline(time.Now().Add(x.write))
+			w, werr := x.cl.Write(piece)
+			x.sent += int64(w)
+			if werr != nil {
+				x.err = werr
+				return
+			}
+		}
+		if ended {
+			if off < len(in) {
+				x.err = errLeftover
+			} else {
+				x.clean = true
+			}
+			return
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = errShortBody
+			}
+			x.err = err
+			return
+		}
+	}
+}
+
+var errLeftover = errors.New("proxy: bytes after the end of a response")
+
+// deadlines pushes both sockets' deadlines forward for one step.
+func (x *transfer) deadlines() {
+	now := time.Now()
+	_ = x.up.SetReadDeadline(now.Add(x.read))
+	_ = x.cl.SetWriteDeadline(now.Add(x.write))
+}
+
+// startTunnel takes both connections out of gnet after a 101 and tunnels
+// bytes between them on goroutines until either side closes. inside says
+// the caller is the upstream's OnTraffic (which then closes it through the
+// returned action).
+func (ex *exchange) startTunnel(inside bool) gnet.Action {
+	uc := ex.uc
+	x := &transfer{tunnel: true, write: ex.set.WriteTimeout, read: time.Duration(ex.h.idleTimeout)}
+	if b, _ := uc.c.Peek(-1); len(b) > 0 {
+		x.upPrefix = append([]byte(nil), b...)
+	}
+	_, _ = uc.c.Discard(-1)
+	if b := ex.cl.ProxyInbound(); len(b) > 0 {
+		x.clPrefix = append([]byte(nil), b...)
+	}
+	ex.cl.ProxyConsume(-1)
+	upFd, err := uc.c.Dup()
+	if err == nil {
+		x.up, err = fdConn(upFd)
+	}
+	if err == nil {
+		x.cl, err = ex.cl.ProxyDup()
+	}
+	ex.dropConn(false)
+	uc.state = ucClosed
+	act := gnet.Close
+	if !inside {
+		act = gnet.None
+		if uc.c != nil && ex.lp.el != nil {
+			_ = ex.lp.el.Close(uc.c)
+		}
+	}
+	if err != nil {
+		if x.up != nil {
+			_ = x.up.Close()
+		}
+		ex.finishTruncated("tunnel: " + err.Error())
+		return act
+	}
+	ex.lp.Stats.Tunnels.Add(1)
+	x.started = true
+	go x.runTunnel()
+	res := Result{Status: 101, BytesOut: ex.out, Detach: true}
+	cl := ex.cl
+	ex.release()
+	ex.lp.putExchange(ex)
+	cl.ProxyFinish(res)
+	return act
+}
+
+// runTunnel copies both ways until either side closes, errs, or no byte
+// moved either way for the idle time.
+func (x *transfer) runTunnel() {
+	defer x.done.Store(true)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	pipe := func(dst, src net.Conn, prefix []byte) {
+		defer func() {
+			_ = dst.Close()
+			_ = src.Close()
+		}()
+		if len(prefix) > 0 {
+			_ = dst.SetWriteDeadline(time.Now().Add(x.write))
+			if _, err := dst.Write(prefix); err != nil {
+				return
+			}
+		}
+		bp := copyBufPool.Get().(*[32 << 10]byte)
+		defer copyBufPool.Put(bp)
+		for {
+			_ = src.SetReadDeadline(time.Now().Add(x.read))
+			n, err := src.Read(bp[:])
+			if n > 0 {
+				last.Store(time.Now().UnixNano())
+				_ = dst.SetWriteDeadline(time.Now().Add(x.write))
+				if _, werr := dst.Write(bp[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() && !x.aborted.Load() &&
+					time.Since(time.Unix(0, last.Load())) < x.read {
+					continue // the other direction is busy: not idle
+				}
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); pipe(x.cl, x.up, x.upPrefix) }()
+	go func() { defer wg.Done(); pipe(x.up, x.cl, x.clPrefix) }()
+	wg.Wait()
+}

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gale/config"
+)
+
+// noCopy makes go vet's copylocks check flag copies of the types that
+// embed it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// Upstream is one upstream server of a proxy route, with its health. The
+// health fields are atomics shared by all event loops (the only proxy state
+// that is); the per-loop pools hang off pools, each slot written only by
+// its own loop.
+//
+// An Upstream must not be copied: it is referenced by pointer from pools,
+// exchanges and health checkers.
+type Upstream struct {
+	_ noCopy
+
+	h       *Handler
+	idx     int    // position in the route's list
+	network string // "tcp" or "unix"
+	address string // dial address
+	raw     string // as configured, for logs
+	host    []byte // Host field value when preserve_host is off
+
+	pools []*pool // per loop, indexed by Loop.idx; slot i touched only by loop i
+
+	// Passive health: failures of real requests within a window take the
+	// upstream out until downUntil.
+	failStart   atomic.Int64 // start of the current failure window (unix ns)
+	fails       atomic.Int32 // failures in the current window
+	downUntil   atomic.Int64 // out of service until then (unix ns); 0 = in service
+	passiveDown atomic.Bool  // taken out by passive health and not yet reported back
+
+	// Active health: consecutive check results flip activeDown.
+	activeDown atomic.Bool
+}
+
+// String returns the upstream as configured ("127.0.0.1:9000",
+// "unix:/run/app.sock"). The pointer receiver keeps fmt from copying the
+// atomics.
+func (u *Upstream) String() string { return u.raw }
+
+// Available reports whether the upstream is in service at now (unix ns):
+// no active check has taken it out and no passive cooldown is running.
+// Safe for concurrent use.
+func (u *Upstream) Available(now int64) bool {
+	if u.activeDown.Load() {
+		return false
+	}
+	until := u.downUntil.Load()
+	if until == 0 {
+		return true
+	}
+	if now < until {
+		return false
+	}
+	if u.passiveDown.CompareAndSwap(true, false) {
+		u.h.logf(slog.LevelInfo, "upstream back in service", u, "reason", "passive cooldown over")
+	}
+	u.downUntil.CompareAndSwap(until, 0)
+	return true
+}
+
+// failed records a failure of a real request (passive health): Fails of
+// them within Window take the upstream out for Cooldown. Safe for
+// concurrent use; a race between loops may count a failure in a window
+// that just ended, which only errs towards caution.
+func (u *Upstream) failed(now int64, why string) {
+	p := &u.h.conf.HealthCheck.Passive
+	if p.Fails <= 0 {
+		return
+	}
+	start := u.failStart.Load()
+	if now-start > int64(p.Window) {
+		if u.failStart.CompareAndSwap(start, now) {
+			u.fails.Store(0)
+		}
+	}
+	if n := u.fails.Add(1); int(n) >= p.Fails && u.downUntil.Load() == 0 {
+		if u.downUntil.CompareAndSwap(0, now+int64(p.Cooldown)) {
+			u.passiveDown.Store(true)
+			u.fails.Store(0)
+			u.h.logf(slog.LevelWarn, "upstream out of service", u, "reason", why,
+				"failures", int(n), "window", p.Window.String(), "for", p.Cooldown.String())
+		}
+	}
+}
+
+// healthChecker runs the active checks of one upstream in a goroutine:
+// a GET of the configured path every interval, over a fresh connection.
+type healthChecker struct {
+	u      *Upstream
+	conf   *config.HealthCheck
+	stop   chan struct{}
+	done   chan struct{}
+	passes int // consecutive
+	fails  int // consecutive
+}
+
+func (hc *healthChecker) run() {
+	defer close(hc.done)
+	t := time.NewTicker(hc.conf.Interval)
+	defer t.Stop()
+	for {
+		hc.check()
+		select {
+		case <-hc.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (hc *healthChecker) check() {
+	status, err := hc.probe()
+	u := hc.u
+	ok := err == nil && status == hc.conf.ExpectStatus
+	if ok {
+		hc.fails = 0
+		hc.passes++
+		if u.activeDown.Load() && hc.passes >= hc.conf.Passes {
+			u.activeDown.Store(false)
+			u.h.logf(slog.LevelInfo, "upstream back in service", u, "reason", "active checks passed", "passes", hc.passes)
+		}
+		return
+	}
+	hc.passes = 0
+	hc.fails++
+	if !u.activeDown.Load() && hc.fails >= hc.conf.Fails {
+		u.activeDown.Store(true)
+		reason := "unexpected status"
+		if err != nil {
+			reason = err.Error()
+		}
+		u.h.logf(slog.LevelWarn, "upstream out of service", u, "reason", "active checks failed: "+reason,
+			"status", status, "failures", hc.fails)
+	}
+}
+
+// probe sends one check request and returns the status received.
+func (hc *healthChecker) probe() (int, error) {
+	u := hc.u
+	ctx, cancel := context.WithTimeout(context.Background(), hc.conf.Timeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, u.network, u.address)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	deadline, _ := ctx.Deadline()
+	_ = nc.SetDeadline(deadline)
+	req := "GET " + hc.conf.Path + " HTTP/1.1\r\nHost: " + string(u.host) +
+		"\r\nUser-Agent: gale-health-check\r\nConnection: close\r\n\r\n"
+	if _, err := nc.Write([]byte(req)); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// checkers is the set of running health checkers of a Handler.
+type checkers struct {
+	mu   sync.Mutex
+	list []*healthChecker
+}
+
+func (cs *checkers) start(u *Upstream, conf *config.HealthCheck) {
+	hc := &healthChecker{u: u, conf: conf, stop: make(chan struct{}), done: make(chan struct{})}
+	cs.mu.Lock()
+	cs.list = append(cs.list, hc)
+	cs.mu.Unlock()
+	go hc.run()
+}
+
+func (cs *checkers) stopAll() {
+	cs.mu.Lock()
+	list := cs.list
+	cs.list = nil
+	cs.mu.Unlock()
+	for _, hc := range list {
+		close(hc.stop)
+	}
+	for _, hc := range list {
+		<-hc.done
+	}
+}
