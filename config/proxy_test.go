@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,17 @@ func TestForProxy(t *testing.T) {
 	}
 	if _, err := ForProxy(":0", nil); err == nil {
 		t.Error("no upstream accepted")
+	}
+}
+
+// TestShippedProxyExample keeps examples/proxy.yaml valid.
+func TestShippedProxyExample(t *testing.T) {
+	c, err := Load(filepath.Join("..", "examples", "proxy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Routes[0].Proxy
+	if p == nil || len(p.To) != 1 || !p.StripPrefix || p.HealthCheck.Path != "/hello" {
+		t.Errorf("proxy route %+v", c.Routes[0])
 	}
 }

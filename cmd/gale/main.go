@@ -5,6 +5,7 @@
 //	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
 //	gale version                print the version
 //	gale file-server --root DIR --listen ADDR
+//	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +35,9 @@ const usage = `usage:
   gale version                               print the version
   gale file-server [--root DIR] [--listen ADDR]
                                              serve a directory without a config file
+  gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]
+                                             forward every request to the upstreams
+                                             (host:port, unix:/path or http://host:port)
 `
 
 func main() {
@@ -56,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "file-server":
 		return cmdFileServer(args, stdout, stderr)
+	case "reverse-proxy":
+		return cmdReverseProxy(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -136,6 +143,31 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := config.ForDirectory(*root, *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return serve(cfg, "", stdout, stderr)
+}
+
+// cmdReverseProxy forwards everything received on --from to the
+// upstreams of --to (round-robin), with every other setting at its
+// default.
+func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("reverse-proxy", stderr)
+	from := fs.String("from", "127.0.0.1:8080", "address to listen on")
+	to := fs.String("to", "", "upstreams, comma-separated: host:port, unix:/path or http://host:port")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *to == "" {
+		fmt.Fprint(stderr, "usage: gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]\n")
+		return 2
+	}
+	var ups []string
+	for _, u := range strings.Split(*to, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			ups = append(ups, u)
+		}
+	}
+	cfg, err := config.ForProxy(*from, ups)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
