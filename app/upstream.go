@@ -259,7 +259,10 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	px := cs.px
 	px.pending = nil
 	l := cs.loop
-	now := time.Now().UnixNano()
+	now := r.At
+	if now == 0 {
+		now = time.Now().UnixNano()
+	}
 	l.stats.Requests.Add(1)
 	if c := r.Status / 100; c >= 1 && c <= 5 {
 		l.stats.ByClass[c].Add(1)

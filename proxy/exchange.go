@@ -109,6 +109,7 @@ type exchange struct {
 	out         int64
 	deadline    int64
 	dkind       uint8
+	now         int64 // the clock, read once per event (unix ns)
 	noHandoff   bool
 
 	x *transfer // off-loop copy, when one is pending or running
@@ -129,6 +130,7 @@ func (ex *exchange) reset() {
 // the upstream request head.
 func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.h, ex.cl = h, cl
+	ex.now = nanotime()
 	ex.set = cl.ProxySettings()
 	req := c.Req
 	ex.clientV = req.Version
@@ -176,7 +178,7 @@ func (ex *exchange) begin() int {
 // left to try. A connection that fails as the head is written is retried
 // here when the request is safe to repeat; otherwise ucLost is left set.
 func (ex *exchange) attempt(fresh bool) bool {
-	now := nanotime()
+	now := ex.now
 	up := ex.up
 	if !fresh || up == nil {
 		up = ex.h.pick(ex.lp, ex.ip, ex.tried, now)
@@ -282,12 +284,13 @@ func (ex *exchange) send() bool {
 	b = append(b, ex.head[ex.lineEnd:]...)
 	ex.lp.buf = b
 	_, err := uc.c.Write(b)
-	ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlHeader
+	ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlHeader
 	return err == nil
 }
 
 // connected runs from OnOpen when the exchange's connection is up.
 func (ex *exchange) connected() {
+	ex.now = nanotime()
 	ex.busy = true
 	if ex.send() && !ex.reqDone {
 		ex.pumpBody()
@@ -326,7 +329,7 @@ func (ex *exchange) pumpBody() {
 	_, err := ex.uc.c.Write(buf[:off])
 	ex.cl.ProxyConsume(off)
 	if err == nil {
-		ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlHeader
+		ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlHeader
 	}
 }
 
@@ -341,6 +344,7 @@ func (ex *exchange) Input() bool {
 		}
 	case exActive:
 		if !ex.reqDone && ex.uc != nil && ex.uc.state == ucBusy && ex.rstate != rsTunnel {
+			ex.now = nanotime()
 			ex.busy = true
 			ex.pumpBody()
 			ex.busy = false
@@ -424,6 +428,7 @@ func (ex *exchange) upstreamClosed(uc *UpstreamConn, err error) {
 
 // lost handles the loss of the exchange's connection.
 func (ex *exchange) lost(err error) {
+	ex.now = nanotime()
 	ex.dropConn(false)
 	if err == nil {
 		err = errLost
@@ -450,7 +455,7 @@ func (ex *exchange) lost(err error) {
 		ex.settle()
 		return
 	}
-	ex.up.failed(nanotime(), "connection lost: "+err.Error())
+	ex.up.failed(ex.now, "connection lost: "+err.Error())
 	ex.finishError(502, "upstream closed before responding: "+err.Error())
 }
 
@@ -458,6 +463,7 @@ func (ex *exchange) lost(err error) {
 // tried when retries are left (the request reached none).
 func (ex *exchange) dialFailed(err error) {
 	ex.uc = nil
+	ex.now = nanotime()
 	status := 502
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -509,6 +515,7 @@ func (ex *exchange) check(now int64) {
 	if ex.deadline == 0 || now < ex.deadline {
 		return
 	}
+	ex.now = now
 	ex.lp.Stats.Timeouts.Add(1)
 	switch ex.dkind {
 	case dlConnect:
@@ -544,6 +551,7 @@ func (ex *exchange) upstreamData() gnet.Action {
 		return gnet.None
 	}
 	ex.gotBytes = true
+	ex.now = nanotime()
 	ex.busy = true
 	lp := ex.lp
 	lp.buf = lp.buf[:0]
@@ -573,7 +581,7 @@ loop:
 				break loop
 			case st < 200:
 				ex.relayInterim()
-				ex.deadline = nanotime() + ex.h.headerTimeout
+				ex.deadline = ex.now + ex.h.headerTimeout
 			default:
 				ex.relayHead()
 				if ex.kind == codec.BodyNone || ex.kind == codec.BodyLength && ex.remaining == 0 {
@@ -588,7 +596,7 @@ loop:
 				break loop
 			}
 			if ex.rstate != rsDone {
-				ex.deadline, ex.dkind = nanotime()+ex.h.headerTimeout, dlBody
+				ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlBody
 			}
 			break loop
 		default:
@@ -612,7 +620,7 @@ loop:
 	case bad != "":
 		ex.dropConn(false)
 		uc.state = ucClosed
-		ex.up.failed(nanotime(), "bad response: "+bad)
+		ex.up.failed(ex.now, "bad response: "+bad)
 		if ex.started {
 			ex.finishTruncated("bad response: " + bad)
 		} else {
@@ -728,7 +736,7 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 	act := gnet.None
 	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose
 	ex.dropConn(false)
-	if !keep || !uc.pool.put(uc, nanotime()) {
+	if !keep || !uc.pool.put(uc, ex.now) {
 		uc.state = ucClosed
 		act = gnet.Close
 	}
@@ -745,6 +753,7 @@ func (ex *exchange) finish() {
 		BytesOut:  ex.out,
 		Close:     ex.closeClient || !ex.reqDone,
 		Unread:    !ex.reqDone,
+		At:        ex.now,
 	}
 	cl := ex.cl
 	ex.release()
@@ -758,7 +767,7 @@ func (ex *exchange) finish() {
 func (ex *exchange) finishTruncated(why string) {
 	ex.lp.Stats.Truncated.Add(1)
 	ex.debug("response truncated", why)
-	res := Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone}
+	res := Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
 	}

@@ -82,6 +82,7 @@ type Result struct {
 	Close     bool  // close the connection once its output drained
 	Unread    bool  // request bytes may be left unread (Close is set): linger while closing, so they do not turn the close into a reset
 	Detach    bool  // the socket now belongs to a tunnel: close the gnet connection at once, without shutdown or lingering
+	At        int64 // when the response ended (unix ns), read by the proxy already
 }
 
 // Options are what a Handler needs besides its route.

@@ -143,6 +143,7 @@ func fdConn(fd int) (net.Conn, error) {
 // when the copy ended: a clean end returns the upstream connection to the
 // pool (enrolled into gnet again), and the response completes.
 func (ex *exchange) handoffDone() {
+	ex.now = nanotime()
 	x := ex.x
 	ex.x = nil
 	ex.state = exActive
@@ -347,7 +348,7 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	ex.lp.Stats.Tunnels.Add(1)
 	x.started = true
 	go x.runTunnel()
-	res := Result{Status: 101, BytesOut: ex.out, Detach: true}
+	res := Result{Status: 101, BytesOut: ex.out, Detach: true, At: ex.now}
 	cl := ex.cl
 	ex.release()
 	ex.lp.putExchange(ex)
