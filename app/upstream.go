@@ -245,10 +245,11 @@ func (cs *conn) ProxyDup() (net.Conn, error) {
 func (cs *conn) ProxySettings() proxy.ClientSettings {
 	set := cs.loop.srv.set.Load()
 	return proxy.ClientSettings{
-		Server:       set.serverHeader,
-		BodyBytes:    set.limits.BodyBytes,
-		MaxBuffered:  set.maxOut,
-		WriteTimeout: time.Duration(set.write),
+		Server:          set.serverHeader,
+		BodyBytes:       set.limits.BodyBytes,
+		MaxBuffered:     set.maxOut,
+		WriteTimeout:    time.Duration(set.write),
+		ReadBodyTimeout: time.Duration(set.readBody),
 	}
 }
 

@@ -21,6 +21,7 @@ func counts(names []string) map[string]int {
 }
 
 func TestRoundRobin(t *testing.T) {
+	t.Parallel()
 	a, b, c := named(t, "a"), named(t, "b"), named(t, "c")
 	g := startGale(t, proxyRoute(a.hostport(), b.hostport(), c.hostport()))
 	cl := newClient()
@@ -42,6 +43,7 @@ func TestRoundRobin(t *testing.T) {
 // TestLeastConnections holds a request on one upstream: the next ones go
 // to the other until it is released.
 func TestLeastConnections(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	hold := func(name string) *upstream {
 		return newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +93,7 @@ func TestLeastConnections(t *testing.T) {
 }
 
 func TestRandomTwo(t *testing.T) {
+	t.Parallel()
 	a, b, c := named(t, "a"), named(t, "b"), named(t, "c")
 	g := startGale(t, proxyRoute(a.hostport(), b.hostport(), c.hostport())+"      load_balancing: random-two\n")
 	cl := newClient()
@@ -111,6 +114,7 @@ func TestRandomTwo(t *testing.T) {
 // TestClientIPHash sends from several loopback addresses: each always
 // lands on the same upstream, and they spread over more than one.
 func TestClientIPHash(t *testing.T) {
+	t.Parallel()
 	a, b, c := named(t, "a"), named(t, "b"), named(t, "c")
 	g := startGale(t, proxyRoute(a.hostport(), b.hostport(), c.hostport())+"      load_balancing: client-ip-hash\n")
 	used := map[string]bool{}
@@ -140,6 +144,7 @@ func TestClientIPHash(t *testing.T) {
 // TestActiveHealth takes an upstream out when its checks fail, and back
 // when they pass.
 func TestActiveHealth(t *testing.T) {
+	t.Parallel()
 	var sick atomic.Bool
 	a := named(t, "a")
 	b := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +200,7 @@ func deadAddr(t *testing.T) string {
 // a failure (the request is retried on the other), and back after the
 // cooldown.
 func TestPassiveHealth(t *testing.T) {
+	t.Parallel()
 	a := named(t, "a")
 	dead := deadAddr(t)
 	g := startGale(t, proxyRoute(dead, a.hostport())+
@@ -226,6 +232,7 @@ func TestPassiveHealth(t *testing.T) {
 // TestAllUpstreamsDown still tries an upstream when every one is out of
 // service, rather than failing without trying.
 func TestAllUpstreamsDown(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var sick = true
 	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {

@@ -45,7 +45,8 @@ const (
 	dlNone    uint8 = iota
 	dlConnect       // dialing
 	dlHeader        // waiting for the response head
-	dlBody          // waiting for more of the body
+	dlBody          // waiting for more of the response body
+	dlClientBody    // waiting for more of the request body from the client
 )
 
 var errLost = errors.New("proxy: upstream connection closed")
@@ -284,7 +285,7 @@ func (ex *exchange) send() bool {
 	b = append(b, ex.head[ex.lineEnd:]...)
 	ex.lp.buf = b
 	_, err := uc.c.Write(b)
-	ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlHeader
+	ex.requestDeadline()
 	return err == nil
 }
 
@@ -328,8 +329,19 @@ func (ex *exchange) pumpBody() {
 	}
 	_, err := ex.uc.c.Write(buf[:off])
 	ex.cl.ProxyConsume(off)
-	if err == nil {
+	if err == nil && ex.rstate == rsHead {
+		ex.requestDeadline()
+	}
+}
+
+// requestDeadline sets the deadline while the request goes out: the
+// client's read_body timeout while its body is still arriving, then the
+// upstream's response-header timeout.
+func (ex *exchange) requestDeadline() {
+	if ex.reqDone {
 		ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlHeader
+	} else {
+		ex.deadline, ex.dkind = ex.now+int64(ex.set.ReadBodyTimeout), dlClientBody
 	}
 }
 
@@ -531,6 +543,10 @@ func (ex *exchange) check(now int64) {
 	case dlBody:
 		ex.dropConn(true)
 		ex.finishTruncated("response body read timeout")
+	case dlClientBody:
+		// The client stopped sending its body: not the upstream's fault.
+		ex.dropConn(true)
+		ex.finishError(408, "request body read timeout")
 	}
 }
 
@@ -581,7 +597,7 @@ loop:
 				break loop
 			case st < 200:
 				ex.relayInterim()
-				ex.deadline = ex.now + ex.h.headerTimeout
+				ex.requestDeadline()
 			default:
 				ex.relayHead()
 				if ex.kind == codec.BodyNone || ex.kind == codec.BodyLength && ex.remaining == 0 {

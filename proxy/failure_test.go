@@ -16,6 +16,7 @@ import (
 // TestRefused answers 502 at once when the upstream refuses, keeps the
 // client's connection, and leaks nothing.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	g := startGale(t, proxyRoute(deadAddr(t))+"      retries: 2\n")
 	rc := g.dial()
 	for range 3 {
@@ -37,6 +38,7 @@ func TestRefused(t *testing.T) {
 // TestBadUpstreams covers upstreams that reset, speak garbage, or stop in
 // the middle of a response.
 func TestBadUpstreams(t *testing.T) {
+	t.Parallel()
 	reset := newRawUpstream(t, func(c net.Conn) {
 		readHead(bufio.NewReader(c))
 		c.(*net.TCPConn).SetLinger(0) // RST on close
@@ -75,6 +77,7 @@ func TestBadUpstreams(t *testing.T) {
 // TestTruncatedResponse closes the client's connection when the upstream
 // stops in the middle of a body: the client must not take it for whole.
 func TestTruncatedResponse(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, resp string }{
 		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"},
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"},
@@ -109,6 +112,7 @@ func TestTruncatedResponse(t *testing.T) {
 
 // TestResponseHeaderTimeout answers 504 when the upstream takes too long.
 func TestResponseHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	up := newRawUpstream(t, func(c net.Conn) {
 		readHead(bufio.NewReader(c))
 		time.Sleep(1500 * time.Millisecond)
@@ -152,6 +156,7 @@ func blackhole(t *testing.T) string {
 
 // TestConnectTimeout answers 504 when connecting takes too long.
 func TestConnectTimeout(t *testing.T) {
+	t.Parallel()
 	hole := blackhole(t)
 	g := startGale(t, proxyRoute(hole)+"      retries: 0\n      timeouts: {connect: 300ms}\n")
 	rc := g.dial()
@@ -166,6 +171,7 @@ func TestConnectTimeout(t *testing.T) {
 // TestRetries: a request that reached no upstream is retried on another
 // one; without retries it fails.
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	a := named(t, "a")
 	dead := deadAddr(t)
 	for _, c := range []struct {
@@ -210,6 +216,7 @@ func staleUpstream(t *testing.T) *rawUpstream {
 // TestStalePooledConnection retries a request safe to repeat on a fresh
 // connection, and answers 502 for one that is not.
 func TestStalePooledConnection(t *testing.T) {
+	t.Parallel()
 	up := staleUpstream(t)
 	g := startGale(t, proxyRoute(up.addr()))
 	rc := g.dial()
@@ -233,6 +240,7 @@ func TestStalePooledConnection(t *testing.T) {
 // TestReuse sends 200 requests one after another: they share a pooled
 // upstream connection instead of opening 200.
 func TestReuse(t *testing.T) {
+	t.Parallel()
 	up := named(t, "a")
 	g := startGale(t, proxyRoute(up.hostport()))
 	cl := newClient()
@@ -251,6 +259,7 @@ func TestReuse(t *testing.T) {
 
 // TestUnixSocket proxies to an upstream on a Unix socket.
 func TestUnixSocket(t *testing.T) {
+	t.Parallel()
 	sock := t.TempDir() + "/up.sock"
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -267,5 +276,26 @@ func TestUnixSocket(t *testing.T) {
 		if code, body := g.get(cl, "/"); code != 200 || body != "unix localhost" {
 			t.Fatalf("%d %q", code, body)
 		}
+	}
+}
+
+// TestClientBodyTimeout answers 408 when the client stops sending its
+// body, without holding it against the upstream.
+func TestClientBodyTimeout(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	})
+	g := startGale(t, proxyRoute(up.hostport())+"      health_check: {passive: {fails: 1}}\n"+
+		"server: {event_loops: 1, timeouts: {read_body: 300ms}}\n")
+	rc := g.dial()
+	start := time.Now()
+	rc.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc")
+	resp, _ := rc.response("POST")
+	if d := time.Since(start); resp.StatusCode != 408 || !resp.Close || d > 1500*time.Millisecond {
+		t.Errorf("status %d close %v after %v, want 408 and close after about 300ms", resp.StatusCode, resp.Close, d)
+	}
+	if strings.Contains(g.logs.String(), "out of service") {
+		t.Errorf("the upstream was blamed:\n%s", g.logs.String())
 	}
 }

@@ -46,6 +46,7 @@ func decodeSeen(t *testing.T, body string) seen {
 // TestForwardExact checks that method, path, query, headers and bodies
 // reach the upstream exactly, and the response comes back exactly.
 func TestForwardExact(t *testing.T) {
+	t.Parallel()
 	up := echoUpstream(t)
 	g := startGale(t, proxyRoute(up.hostport()))
 	rc := g.dial()
@@ -103,6 +104,7 @@ func TestForwardExact(t *testing.T) {
 // TestHopByHop checks that hop-by-hop fields, and every field Connection
 // names, are removed in both directions.
 func TestHopByHop(t *testing.T) {
+	t.Parallel()
 	var got string
 	up := newRawUpstream(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -146,6 +148,7 @@ func TestHopByHop(t *testing.T) {
 // TestForwardedHeaders checks X-Forwarded-* from untrusted and trusted
 // clients.
 func TestForwardedHeaders(t *testing.T) {
+	t.Parallel()
 	up := echoUpstream(t)
 	req := "GET / HTTP/1.1\r\nHost: front.example\r\nX-Forwarded-For: 203.0.113.9\r\nX-Forwarded-For: 198.51.100.1\r\n" +
 		"X-Forwarded-Proto: https\r\nX-Forwarded-Host: spoofed.example\r\nForwarded: for=203.0.113.9\r\n\r\n"
@@ -183,6 +186,7 @@ func TestForwardedHeaders(t *testing.T) {
 // preserve_host, and the route's header rules on proxied requests,
 // responses and the proxy's own errors.
 func TestPathRewriteHostAndRules(t *testing.T) {
+	t.Parallel()
 	up := echoUpstream(t)
 	g := startGale(t, fmt.Sprintf(`routes:
   - path: /api/
@@ -239,6 +243,7 @@ func TestPathRewriteHostAndRules(t *testing.T) {
 // TestHeadAndBodiless checks HEAD and 204/304 responses carry no body,
 // and the connection stays usable after them.
 func TestHeadAndBodiless(t *testing.T) {
+	t.Parallel()
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/204":
@@ -270,6 +275,7 @@ func TestHeadAndBodiless(t *testing.T) {
 // TestChunkedBothWays sends a chunked request body and gets a chunked
 // response (relayed chunked to HTTP/1.1, de-chunked to HTTP/1.0).
 func TestChunkedBothWays(t *testing.T) {
+	t.Parallel()
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		f := w.(http.Flusher)
@@ -307,6 +313,7 @@ func TestChunkedBothWays(t *testing.T) {
 // TestExpectContinue forwards the expectation: the upstream's 100
 // Continue reaches the client, which only then sends the body.
 func TestExpectContinue(t *testing.T) {
+	t.Parallel()
 	up := echoUpstream(t)
 	g := startGale(t, proxyRoute(up.hostport()))
 	rc := g.dial()
@@ -335,6 +342,7 @@ func TestExpectContinue(t *testing.T) {
 // TestPipelinedOrder pipelines proxied and local requests on one
 // connection: the answers come back in order.
 func TestPipelinedOrder(t *testing.T) {
+	t.Parallel()
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			time.Sleep(50 * time.Millisecond)

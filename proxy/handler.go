@@ -68,10 +68,11 @@ type Client interface {
 
 // ClientSettings are the server-wide settings a proxied request follows.
 type ClientSettings struct {
-	Server       []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
-	BodyBytes    int64         // largest request body (limits.body_bytes)
-	MaxBuffered  int           // server.max_buffered_output: past this much queued output a response body leaves the loop
-	WriteTimeout time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
+	Server          []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
+	BodyBytes       int64         // largest request body (limits.body_bytes)
+	MaxBuffered     int           // server.max_buffered_output: past this much queued output a response body leaves the loop
+	WriteTimeout    time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
+	ReadBodyTimeout time.Duration // timeouts.read_body: no progress reading a request body for this long answers 408
 }
 
 // Result is how a pending response ended, for ProxyFinish.

@@ -133,6 +133,7 @@ func wsEchoUpstream(t *testing.T) *rawUpstream {
 // TestWebSocketEcho upgrades through the proxy and echoes messages, small
 // and large, both ways until the client closes.
 func TestWebSocketEcho(t *testing.T) {
+	t.Parallel()
 	up := wsEchoUpstream(t)
 	g := startGale(t, proxyRoute(up.addr()))
 	rc := g.dial()
@@ -180,6 +181,7 @@ func TestWebSocketEcho(t *testing.T) {
 // TestUpgradeRefused relays a refusal of an upgrade as an ordinary
 // response, and a 101 the client never asked for is a 502.
 func TestUpgradeRefused(t *testing.T) {
+	t.Parallel()
 	up := wsEchoUpstream(t)
 	g := startGale(t, proxyRoute(up.addr()))
 	rc := g.dial()
