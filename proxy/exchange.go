@@ -42,11 +42,11 @@ const (
 
 // Kinds of deadline.
 const (
-	dlNone    uint8 = iota
-	dlConnect       // dialing
-	dlHeader        // waiting for the response head
-	dlBody          // waiting for more of the response body
-	dlClientBody    // waiting for more of the request body from the client
+	dlNone       uint8 = iota
+	dlConnect          // dialing
+	dlHeader           // waiting for the response head
+	dlBody             // waiting for more of the response body
+	dlClientBody       // waiting for more of the request body from the client
 )
 
 var errLost = errors.New("proxy: upstream connection closed")
