@@ -309,9 +309,7 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 			p++
 		}
 		v0 := p
-		for p < len(b) && charClass[b[p]]&cValue != 0 {
-			p++
-		}
+		p = scanValue(b, p)
 		if p+1 >= len(b) || b[p] != '\r' || b[p+1] != '\n' {
 			return errRespFieldValue
 		}

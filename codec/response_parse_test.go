@@ -339,3 +339,37 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// benchResponse is a typical upstream response head: 7 fields.
+const benchResponse = "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n" +
+	"Content-Type: text/html; charset=utf-8\r\nContent-Length: 128\r\nConnection: keep-alive\r\n" +
+	"Cache-Control: no-cache\r\nVary: Accept-Encoding\r\n\r\n"
+
+func BenchmarkParseResponse(b *testing.B) {
+	buf := []byte(benchResponse)
+	var r Response
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		if _, err := ParseResponse(buf, &r, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseResponseNetHTTP is the baseline: net/http's ReadResponse
+// on the same head.
+func BenchmarkParseResponseNetHTTP(b *testing.B) {
+	buf := []byte(benchResponse)
+	rd := bytes.NewReader(buf)
+	br := bufio.NewReader(rd)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		rd.Reset(buf)
+		br.Reset(rd)
+		if _, err := http.ReadResponse(br, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
