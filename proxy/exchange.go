@@ -177,7 +177,7 @@ func (ex *exchange) begin() int {
 // retry after a stale pooled connection) and sends the head on a pooled
 // connection, or dials a new one. It reports false when no upstream is
 // left to try. A connection that fails as the head is written is retried
-// here when the request is safe to repeat; otherwise ucLost is left set.
+// here when the request is safe to repeat; otherwise fault is set.
 func (ex *exchange) attempt(fresh bool) bool {
 	now := ex.now
 	up := ex.up
@@ -467,7 +467,11 @@ func (ex *exchange) lost(err error) {
 		ex.settle()
 		return
 	}
-	ex.up.failed(ex.now, "connection lost: "+err.Error())
+	if ex.gotBytes || !ex.lastReused {
+		// (A pooled connection closed before answering went stale: the
+		// upstream is not unhealthy for it.)
+		ex.up.failed(ex.now, "connection lost: "+err.Error())
+	}
 	ex.finishError(502, "upstream closed before responding: "+err.Error())
 }
 
@@ -532,9 +536,8 @@ func (ex *exchange) check(now int64) {
 	switch ex.dkind {
 	case dlConnect:
 		// Give up on this dial: if it completes later, the connection
-		// joins the pool.
+		// joins the pool; if it fails, DialFailed counts the failure.
 		ex.dropConn(false)
-		ex.up.failed(now, "connect timeout")
 		ex.retryOrFail(504, "connect timeout")
 	case dlHeader:
 		ex.dropConn(true)
