@@ -80,14 +80,18 @@
 // joins the first instead of reading again. A full queue returns ErrBusy
 // rather than blocking.
 //
-// After a file version is installed, a worker looks for precompressed
-// sidecars (path.br, path.zst, path.gz) no older than the file, once per
-// version (a sidecar replaced on its own is seen when the file changes or
-// its slot is reloaded), and for compressible media types (see
-// Compressible) without one, compresses the body once per version with
-// brotli, zstd and gzip as the route's Profile asks. A coded body is kept
-// only if it is at most 90% of the identity size. Until the variants are
-// published, Select returns identity.
+// Right after a file version is installed, and before its load is
+// reported, the loading goroutine looks for precompressed sidecars
+// (path.br, path.zst, path.gz) no older than the file and reads those up
+// to the load's SyncMax (a worker reads larger ones), so that the first
+// response can already be precompressed; this happens once per version
+// (a sidecar replaced on its own is seen when the file changes or its
+// slot is reloaded). Then, for compressible media types (see
+// Compressible) without a sidecar, a worker compresses the body once per
+// version with brotli, zstd and gzip as the route's Profile asks. A coded
+// body is kept only if it is at most 90% of the identity size. Until the
+// compressed variants are published, Select returns identity (or a
+// sidecar).
 //
 // # Serving a hit
 //

@@ -132,23 +132,26 @@ type Entry struct {
 	LastModified []byte // ModTime as an IMF-fixdate (files and directories); shared, read-only
 	Body         []byte // identity body (KindFile only; non-nil, possibly empty); shared, read-only
 
-	ident   Rep                      // identity representation (files)
-	prof    *Profile                 // how the caller wants it represented; nil = identity only
-	id      fileID                   // what revalidation compares
-	checkAt atomic.Int64             // clock value at which the next revalidation (positive) or expiry (negative) is due; staleMark once a change was seen
-	vars    atomic.Pointer[variants] // coded representations, once published
-	varWork atomic.Uint32            // varNone, varIdle, varQueued or varDone
-	pins    atomic.Int64             // Pin count << 1 | retiredBit
-	acct    atomic.Uint32            // acctLive, acctPinned or acctFreed: who owes the budget this entry's charge
-	charge  atomic.Int64             // bytes charged to the budget; changes only under Cache.mu while the entry is current
-	node    *node                    // the cache slot it was installed in; nil when detached
+	ident       Rep                      // identity representation (files)
+	prof        *Profile                 // how the caller wants it represented; nil = identity only
+	id          fileID                   // what revalidation compares
+	checkAt     atomic.Int64             // clock value at which the next revalidation (positive) or expiry (negative) is due; staleMark once a change was seen
+	vars        atomic.Pointer[variants] // coded representations, once published
+	varWork     atomic.Uint32            // varNone, varIdle, varQueued or varDone
+	sideSettled EncodingSet              // codings whose sidecar question probeSidecars answered (written before the variants job is queued)
+	sideFound   EncodingSet              // of those, codings with a usable sidecar (kept or not): never compressed
+	pins        atomic.Int64             // Pin count << 1 | retiredBit
+	acct        atomic.Uint32            // acctLive, acctPinned or acctFreed: who owes the budget this entry's charge
+	charge      atomic.Int64             // bytes charged to the budget; changes only under Cache.mu while the entry is current
+	node        *node                    // the cache slot it was installed in; nil when detached
 }
 
 const (
-	varNone   = iota // nothing to produce
-	varIdle          // wanted but not queued (the queue was full): a hit retries
-	varQueued        // a worker will produce them
-	varDone          // produced (or found not worth keeping)
+	varNone    = iota // nothing to produce
+	varIdle           // wanted but not queued (the queue was full): a hit retries
+	varQueued         // a worker will produce them
+	varDone           // produced (or found not worth keeping)
+	varProbing        // the loading goroutine is reading sidecars (probeSidecars); hits leave it alone
 )
 
 const retiredBit = 1
@@ -285,16 +288,34 @@ func AppendFields(dst []byte, fields []codec.Header) []byte {
 	return dst
 }
 
+// Invalidate records that e no longer describes its path (the caller
+// opened the file and found it changed, Entry.SameFile false): if e is
+// still its key's current version, every view misses on it from now on
+// and the next Load reads the path again. Holders of e keep valid bytes.
+// Safe for concurrent use; it does not allocate.
+func (e *Entry) Invalidate() {
+	if !e.Kind.Negative() {
+		e.checkAt.Store(staleMark)
+	}
+}
+
+// AppendETag appends the strong entity tag a file of this size and
+// modification time (nanoseconds since the Unix epoch) gets from the
+// cache, with its quotes, so that responses served without the cache
+// carry the same validator. It does not allocate when dst has room.
+func AppendETag(dst []byte, mtime, size int64) []byte {
+	dst = append(dst, '"')
+	dst = strconv.AppendUint(dst, uint64(mtime), 16)
+	dst = append(dst, '-')
+	dst = strconv.AppendUint(dst, uint64(size), 16)
+	return append(dst, '"')
+}
+
 // makeETag renders `"<mtime ns hex>-<size hex>"`, the strong validator of a
 // file version (size and nanosecond mtime, as caddy's calculateEtag and
 // nginx's ngx_http_set_etag derive it, with finer time).
 func makeETag(mtime, size int64) []byte {
-	b := make([]byte, 0, 34)
-	b = append(b, '"')
-	b = strconv.AppendUint(b, uint64(mtime), 16)
-	b = append(b, '-')
-	b = strconv.AppendUint(b, uint64(size), 16)
-	return append(b, '"')
+	return AppendETag(make([]byte, 0, 34), mtime, size)
 }
 
 // codedETag derives a coding's ETag from identity's: `"x-y"` -> `"x-y-br"`.

@@ -111,14 +111,15 @@ func (c *Cache) load(r *Request) (*Entry, *node, error) {
 		return nil, nil, c.submit(j, r.Done)
 	}
 	e, keep, err := c.build(j, f, fi, err)
-	n := c.keep(key, e, keep)
+	n := c.keep(key, e, keep, r.SyncMax)
 	c.finish(key, e, err, -1)
 	return e, n, err
 }
 
 // keep installs a freshly built entry (or, when it must not be kept,
-// detaches it and drops the key's older version) and queues its variants.
-func (c *Cache) keep(key string, e *Entry, keep bool) *node {
+// detaches it and drops the key's older version), reads its sidecars up
+// to maxRead bytes, and queues the rest of its variants.
+func (c *Cache) keep(key string, e *Entry, keep bool, maxRead int64) *node {
 	if e == nil {
 		return nil
 	}
@@ -132,8 +133,13 @@ func (c *Cache) keep(key string, e *Entry, keep bool) *node {
 		return nil
 	}
 	n := c.install(key, e)
-	if n != nil && e.varWork.Load() == varIdle {
-		c.requestVariants(e)
+	if n != nil && e.varWork.CompareAndSwap(varIdle, varProbing) {
+		if c.probeSidecars(e, maxRead) {
+			e.varWork.Store(varIdle)
+			c.requestVariants(e)
+		} else {
+			e.varWork.Store(varDone)
+		}
 	}
 	return n
 }
@@ -198,7 +204,7 @@ func (c *Cache) runLoad(j *loadJob) {
 		f, fi, err = openFile(j.prof, j.path)
 	}
 	e, keep, err := c.build(j, f, fi, err)
-	c.keep(j.key, e, keep)
+	c.keep(j.key, e, keep, c.maxFile)
 	c.finish(j.key, e, err, -1)
 }
 

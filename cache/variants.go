@@ -83,18 +83,14 @@ func (c *Cache) requestVariants(e *Entry) {
 	}
 }
 
-// runVariants produces e's coded representations: for each encoding of the
-// profile, a precompressed sidecar (path + ".br", ".zst", ".gz") when it is
-// a regular file, no older than e, at most MaxFileBytes, and small enough;
-// otherwise, for a compressible body of at least MinCompress bytes held in
-// memory, the body compressed here. They are published together, once,
-// if e is still current.
-func (c *Cache) runVariants(w *worker, e *Entry) {
-	defer e.varWork.Store(varDone)
-	if e.node == nil || e.node.cur.Load() != e {
-		return // superseded or evicted while queued
-	}
-	compress := e.Kind == KindFile && e.Size > 0 && e.Size >= e.prof.MinCompress && Compressible(e.ContentType)
+// probeSidecars looks for e's precompressed sidecars on the calling
+// goroutine, right after the entry was installed and before its load is
+// reported, so that even the first response can be precompressed (as
+// nginx's gzip_static serves the .gz at once). Sidecars larger than
+// maxRead bytes are left to a worker. It publishes the ones it read,
+// records in e which codings are settled, and reports whether a worker
+// still has something to do: sidecars left, or bodies to compress.
+func (c *Cache) probeSidecars(e *Entry, maxRead int64) (more bool) {
 	var vs variants
 	var extra int64
 	var tried EncodingSet
@@ -103,7 +99,60 @@ func (c *Cache) runVariants(w *worker, e *Entry) {
 			continue
 		}
 		tried = tried.With(enc)
-		r, found := c.sidecar(e, enc)
+		r, found, deferred := c.sidecar(e, enc, maxRead)
+		if deferred {
+			more = true
+			continue
+		}
+		e.sideSettled = e.sideSettled.With(enc)
+		if found {
+			e.sideFound = e.sideFound.With(enc)
+		}
+		if r != nil {
+			vs.reps[enc] = r
+			vs.avail = vs.avail.With(enc)
+			extra += buildRep(e, r)
+		}
+	}
+	if vs.avail != 0 {
+		c.publish(e, &vs, extra)
+	}
+	return more || (e.compressible() && tried&^e.sideFound != 0)
+}
+
+// compressible reports whether e's body may be compressed on the fly.
+func (e *Entry) compressible() bool {
+	return e.Kind == KindFile && e.Size > 0 && e.Size >= e.prof.MinCompress && Compressible(e.ContentType)
+}
+
+// runVariants produces e's coded representations that probeSidecars left:
+// for each encoding of the profile not settled yet, a precompressed
+// sidecar (path + ".br", ".zst", ".gz") when it is a regular file, no
+// older than e, at most MaxFileBytes, and small enough; then, for a
+// compressible body of at least MinCompress bytes held in memory and
+// each encoding without a sidecar, the body compressed here. They are
+// published together with the sidecars found earlier, once, if e is
+// still current.
+func (c *Cache) runVariants(w *worker, e *Entry) {
+	defer e.varWork.Store(varDone)
+	if e.node == nil || e.node.cur.Load() != e {
+		return // superseded or evicted while queued
+	}
+	compress := e.compressible()
+	have := e.Encodings()
+	var vs variants
+	var extra int64
+	var tried EncodingSet
+	for _, enc := range e.prof.Encodings {
+		if enc == Identity || enc >= numEncodings || tried.Has(enc) || have.Has(enc) {
+			continue
+		}
+		tried = tried.With(enc)
+		var r *Rep
+		found := e.sideFound.Has(enc)
+		if !e.sideSettled.Has(enc) {
+			r, found, _ = c.sidecar(e, enc, c.maxFile)
+		}
 		if r == nil && !found && compress {
 			r = c.compress(w, e, enc)
 		}
@@ -124,26 +173,30 @@ func smallEnough(n, size int64) bool { return n*10 <= size*keepRatio }
 
 // sidecar reads e's precompressed file for enc. found reports that a
 // usable sidecar exists even when it is not kept (too large a ratio), so
-// the body is not compressed again for nothing.
-func (c *Cache) sidecar(e *Entry, enc Encoding) (r *Rep, found bool) {
+// the body is not compressed again for nothing. deferred reports a
+// sidecar worth keeping but larger than maxRead: not read now.
+func (c *Cache) sidecar(e *Entry, enc Encoding, maxRead int64) (r *Rep, found, deferred bool) {
 	f, fi, err := openFile(e.prof, e.Path+enc.Suffix())
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	defer f.Close()
 	if !fi.Mode().IsRegular() || fi.ModTime().UnixNano() < e.ModTime {
-		return nil, false // absent in effect, or stale: compress instead
+		return nil, false, false // absent in effect, or stale: compress instead
 	}
 	size := fi.Size()
 	if size > c.maxFile || !smallEnough(size, e.Size) {
-		return nil, true
+		return nil, true, false
+	}
+	if size > maxRead {
+		return nil, true, true
 	}
 	body := make([]byte, size)
 	if n, err := f.ReadAt(body, 0); int64(n) != size && err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	c.sidecars.Add(1)
-	return &Rep{Encoding: enc, Size: size, Body: body, ETag: codedETag(e.ETag, enc)}, true
+	return &Rep{Encoding: enc, Size: size, Body: body, ETag: codedETag(e.ETag, enc)}, true, false
 }
 
 // compress codes e's body in enc; nil when the result is not small enough.
@@ -210,8 +263,9 @@ func (w *worker) compress(enc Encoding, src []byte) []byte {
 	return bytes.Clone(w.buf.Bytes())
 }
 
-// publish attaches vs to e if e is still current, charging extra bytes to
-// the budget; when the budget cannot hold them, they are dropped again.
+// publish attaches vs (with the representations published earlier) to e
+// if e is still current, charging extra bytes (vs's own) to the budget;
+// when the budget cannot hold them, they are dropped again.
 func (c *Cache) publish(e *Entry, vs *variants, extra int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -219,11 +273,20 @@ func (c *Cache) publish(e *Entry, vs *variants, extra int64) {
 	if n == nil || n.cur.Load() != e {
 		return
 	}
+	old := e.vars.Load()
+	if old != nil {
+		for enc := Encoding(1); enc < numEncodings; enc++ {
+			if old.avail.Has(enc) && !vs.avail.Has(enc) {
+				vs.reps[enc] = old.reps[enc]
+				vs.avail = vs.avail.With(enc)
+			}
+		}
+	}
 	e.charge.Add(extra)
 	c.used.Add(extra)
 	e.vars.Store(vs)
 	if !c.evictNolock(n) {
-		e.vars.Store(nil)
+		e.vars.Store(old)
 		e.charge.Add(-extra)
 		c.used.Add(-extra)
 	}
