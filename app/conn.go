@@ -57,6 +57,8 @@ type conn struct {
 	xfer *transfer // large body being sent off the loop, or waiting to start
 
 	px *proxyConn // a proxied response pending, and proxy state (upstream.go); nil until the first proxied request
+
+	st staticConn // static routes: a request waiting for the file cache (static_glue.go)
 }
 
 // The transport seam. Everything the connection reads from or writes to
@@ -136,6 +138,9 @@ func (cs *conn) onTraffic() gnet.Action {
 	cs.woke = false
 	if cs.proxyPending() {
 		return cs.proxyInput()
+	}
+	if cs.st.waiting {
+		return cs.staticResume()
 	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
@@ -242,6 +247,10 @@ func (cs *conn) serve() gnet.Action {
 		off += n
 		served++
 		cs.answer(set, now)
+		if cs.staticAnswered() {
+			off -= n // served again once its file is loaded
+			break
+		}
 		if cs.proxyPending() {
 			break // the proxy reads the body; nothing further is parsed
 		}
@@ -328,6 +337,9 @@ func (cs *conn) answer(set *settings, now int64) {
 		cs.proxyStart(resp.Pending) // answered later, by ProxyFinish
 		return
 	}
+	if cs.st.waiting {
+		return // served again once its file is loaded
+	}
 
 	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
 		(req.Expect100 && req.HasBody())
@@ -342,20 +354,17 @@ func (cs *conn) answer(set *settings, now int64) {
 	}
 	isHead := string(req.Method) == "HEAD"
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
-	var body []byte
-	var size int64
-	switch {
-	case resp.File != nil:
-		size = resp.FileSize
-	default:
-		body = resp.Body
-		size = int64(len(body))
-	}
+	body := resp.Body
+	size := resp.BodySize()
 	if !bodyless {
 		head.ContentLength = size
 	}
 	mark := len(l.out)
-	l.out = codec.AppendResponseHead(l.out, &head)
+	if resp.Head != nil {
+		l.out = handlers.AppendHead(l.out, resp.Head, head.Close, head.KeepAlive10)
+	} else {
+		l.out = codec.AppendResponseHead(l.out, &head)
+	}
 	sent := int64(0)
 	if !isHead && !bodyless && size > 0 {
 		switch {
@@ -366,9 +375,8 @@ func (cs *conn) answer(set *settings, now int64) {
 			l.out = l.out[:mark]
 			cs.xfer = x
 			resp.File = nil // the transfer owns it now
-		case resp.File != nil:
-			l.out = growLen(l.out, int(size))
-			if _, err := resp.File.ReadAt(l.out[len(l.out)-int(size):], 0); err != nil {
+		case resp.File != nil || resp.Parts != nil:
+			if err := cs.appendFileBody(resp, size); err != nil {
 				// The file changed or failed under us: answer 500
 				// rather than a body that does not match its head.
 				l.out = l.out[:mark]

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"gale/cache"
 )
 
 // loop is the state of one event loop. All fields but stats are touched
@@ -21,6 +23,7 @@ type loop struct {
 	sweepFn gnet.Runnable
 	victims []*conn // scratch for the sweep
 	stats   Stats
+	view    *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
 }
 
 // segment places an in-memory body (referenced, not copied) at offset at

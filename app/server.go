@@ -21,6 +21,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/cache"
 	"gale/codec"
 	"gale/config"
 	"gale/handlers"
@@ -44,8 +45,8 @@ type settings struct {
 	maxOut       int // server.max_buffered_output
 }
 
-func compile(cfg *config.Config) (*settings, error) {
-	rt, err := handlers.Build(cfg, proxyOption(cfg))
+func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg))...)
 	if err != nil {
 		return nil, err
 	}
@@ -93,17 +94,21 @@ type Server struct {
 	draining atomic.Bool
 
 	px proxyLoops // the proxy state of each loop (upstream.go)
+
+	files *cache.Cache // the file cache of static routes (static_glue.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
 // resolves every listen address (port 0 becomes a free port) and refuses
 // addresses that another process already listens on.
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
-	set, err := compile(cfg)
+	files := newFileCache(cfg)
+	set, err := compile(cfg, handlers.WithCache(files))
 	if err != nil {
+		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{})}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files}
 	s.set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
@@ -182,6 +187,7 @@ func (s *Server) Run() error {
 	if s.access != nil {
 		s.access.close()
 	}
+	s.files.Close()
 	return err
 }
 
@@ -198,7 +204,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // timeouts and the Server header. Settings that need new listeners or a new
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
-	set, err := compile(cfg)
+	set, err := compile(cfg, handlers.WithCache(s.files))
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +223,10 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	if old.AccessLog != cfg.AccessLog || old.Log != cfg.Log {
 		notes = append(notes, "log or access_log changed: restart gale to apply them")
 	}
+	notes = append(notes, cacheNotes(old, cfg)...)
 	s.startProxies(set)
 	prev := s.set.Swap(set)
+	s.files.Purge() // entries keep the profile of the routes that loaded them
 	// Loops load the settings once per OnTraffic call and finish with
 	// them before they return, so after a grace period nothing uses the
 	// old router: release the directories its static routes hold open.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gale/cache"
 	"gale/handlers"
 )
 
@@ -19,45 +20,101 @@ const transferChunk = 512 << 10
 
 // transfer sends one large response (head and body) from a goroutine over
 // a duplicate of the connection's descriptor, so that gnet never buffers
-// the body: with sendfile for files, through Go's poller, which waits for
-// writability without a thread per slow reader. While a transfer is
-// pending the connection parses nothing and the loop writes nothing to it;
-// the goroutine reports back with Conn.Wake.
+// the body: with sendfile for file regions, through Go's poller, which
+// waits for writability without a thread per slow reader (an idle slow
+// reader costs no CPU and no buffer). While a transfer is pending the
+// connection parses nothing and the loop writes nothing to it; the
+// goroutine reports back with Conn.Wake.
+//
+// The body is a list of pieces: in-memory bytes (a cached file's body,
+// a range of it, multipart boundaries) and regions of an open file (a
+// large file, a range of it). A file opened for the response keeps the
+// version it was opened on: a file replaced by a rename while a slow
+// client downloads it is sent complete from the old inode. A cached
+// entry whose bytes are sent is pinned (cache.Entry.Pin) until the
+// transfer ends, so that the cache's byte budget keeps counting an old
+// version still in flight.
 //
 // Fields other than done and err are set on the loop before the goroutine
 // starts and read-only afterwards; err is written by the goroutine before
 // done is set and read by the loop after it observed done.
 type transfer struct {
 	cs      *conn
-	head    []byte   // the rendered response head (a copy)
-	file    *os.File // file body, or nil
-	size    int64    // file body length
-	body    []byte   // in-memory body (immutable memory), when file is nil
+	head    []byte              // the rendered response head (a copy)
+	parts   []handlers.BodyPart // the body, in order
+	file    *os.File            // what file regions are read from; nil when there are none
+	entry   *cache.Entry        // the cache entry in-memory pieces alias, pinned; nil for none
 	write   time.Duration
 	started bool
 	done    atomic.Bool
 	err     error
 }
 
+// newTransfer prepares the transfer of resp's body behind head. It takes
+// over resp.File (the caller clears it) and pins resp.Entry. In-memory
+// pieces up to inlineBody bytes (multipart boundaries, which may live in
+// the request's scratch memory) are copied; larger ones alias immutable
+// memory (cached bodies) and are referenced.
 func newTransfer(cs *conn, head []byte, resp *handlers.Response, write int64) *transfer {
-	return &transfer{
+	x := &transfer{
 		cs:    cs,
 		head:  bytes.Clone(head),
 		file:  resp.File,
-		size:  resp.FileSize,
-		body:  resp.Body,
+		entry: resp.Entry,
 		write: time.Duration(write),
 	}
+	switch {
+	case resp.Parts != nil:
+		x.parts = copyParts(resp.Parts)
+	case resp.File != nil:
+		x.parts = []handlers.BodyPart{{Off: resp.FileOffset, Len: resp.FileSize}}
+	default:
+		x.parts = []handlers.BodyPart{{Data: resp.Body}}
+	}
+	if x.entry != nil {
+		x.entry.Pin()
+	}
+	return x
+}
+
+// copyParts copies the list and the small in-memory pieces into one
+// allocation each.
+func copyParts(ps []handlers.BodyPart) []handlers.BodyPart {
+	out := make([]handlers.BodyPart, len(ps))
+	n := 0
+	for _, p := range ps {
+		if p.Data != nil && len(p.Data) <= inlineBody {
+			n += len(p.Data)
+		}
+	}
+	buf := make([]byte, 0, n)
+	for i, p := range ps {
+		if p.Data != nil && len(p.Data) <= inlineBody {
+			at := len(buf)
+			buf = append(buf, p.Data...)
+			p.Data = buf[at:len(buf):len(buf)]
+		}
+		out[i] = p
+	}
+	return out
 }
 
 func (x *transfer) finished() bool { return x.done.Load() }
 
-// abandon releases a transfer that never started.
-func (x *transfer) abandon() {
+// release closes the file and unpins the entry; it runs once, when the
+// transfer ended or was abandoned.
+func (x *transfer) release() {
 	if x.file != nil {
 		_ = x.file.Close()
 	}
+	if x.entry != nil {
+		x.entry.Release()
+		x.entry = nil
+	}
 }
+
+// abandon releases a transfer that never started.
+func (x *transfer) abandon() { x.release() }
 
 // startTransfer starts cs's pending transfer once everything written
 // before it has left gnet's buffer (responses must not overtake each
@@ -81,9 +138,7 @@ func (cs *conn) startTransfer() {
 	c := cs.c
 	go func() {
 		x.err = x.run(fd)
-		if x.file != nil {
-			_ = x.file.Close()
-		}
+		x.release()
 		x.done.Store(true)
 		_ = c.Wake(nil) // a no-op if the connection closed meanwhile
 	}()
@@ -103,27 +158,49 @@ func (x *transfer) run(fd int) error {
 	if err := x.step(w, func() error { _, err := w.Write(x.head); return err }); err != nil {
 		return err
 	}
-	if x.file == nil {
-		for b := x.body; len(b) > 0; {
-			n := min(len(b), transferChunk)
-			if err := x.step(w, func() error { _, err := w.Write(b[:n]); return err }); err != nil {
-				return err
-			}
-			b = b[n:]
+	for _, p := range x.parts {
+		var err error
+		if p.Data != nil {
+			err = x.sendBytes(w, p.Data)
+		} else {
+			err = x.sendFile(w, p.Off, p.Len)
 		}
-		return nil
+		if err != nil {
+			return err
+		}
 	}
-	if _, err := x.file.Seek(0, io.SeekStart); err != nil {
+	return nil
+}
+
+// sendBytes writes b in steps of transferChunk.
+func (x *transfer) sendBytes(w *net.TCPConn, b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), transferChunk)
+		if err := x.step(w, func() error { _, err := w.Write(b[:n]); return err }); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// sendFile sends n bytes of the file from off, with sendfile(2), in steps
+// of transferChunk.
+func (x *transfer) sendFile(w *net.TCPConn, off, n int64) error {
+	if x.file == nil {
+		return errNoFile
+	}
+	if _, err := x.file.Seek(off, io.SeekStart); err != nil {
 		return err
 	}
-	for left := x.size; left > 0; {
-		n := min(left, transferChunk)
+	for left := n; left > 0; {
+		chunk := min(left, transferChunk)
 		var sent int64
 		err := x.step(w, func() error {
 			var err error
 			// ReadFrom with an *io.LimitedReader over an *os.File uses
 			// sendfile(2).
-			sent, err = w.ReadFrom(&io.LimitedReader{R: x.file, N: n})
+			sent, err = w.ReadFrom(&io.LimitedReader{R: x.file, N: chunk})
 			return err
 		})
 		if err != nil {

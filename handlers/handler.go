@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 
+	"gale/cache"
 	"gale/codec"
 )
 
@@ -98,6 +99,12 @@ type Response struct {
 	FileSize int64          // bytes of File to send, from offset 0
 	Close    bool           // close the connection after this response
 	Pending  Pending        // non-nil: the handler finishes the response later (see Pending); the other fields are ignored
+
+	// Static file responses; see static_body.go.
+	FileOffset int64        // where File's body starts (a byte range)
+	Parts      []BodyPart   // the body in pieces (multipart/byteranges); when set, Body is nil and File, if set, is what the pieces' regions are read from
+	Head       []byte       // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
+	Entry      *cache.Entry // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
 }
 
 // Reset clears r for reuse, keeping header storage. It does not close

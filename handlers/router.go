@@ -6,7 +6,9 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 
+	"gale/cache"
 	"gale/codec"
 	"gale/config"
 )
@@ -83,6 +85,12 @@ type Router struct {
 	routes []*Route          // every route, in file order
 	closer []func() error    // resources held by handlers, released by Close
 	opts   buildOptions
+
+	// Build state of static routes.
+	cfg     *config.Config
+	mime    *mimeTable
+	gen     uint64 // this Build's number
+	statics int    // static routes compiled so far
 }
 
 // ProxyFactory builds the handler of a proxy route (rt.Conf.Proxy is set)
@@ -97,7 +105,21 @@ type Option func(*buildOptions)
 
 type buildOptions struct {
 	proxy ProxyFactory
+	cache *cache.Cache
 }
+
+// WithCache gives Build the file cache static routes serve from (one per
+// server, shared by the routers of successive reloads; the caller purges
+// it when a new router replaces an old one, and closes it). Without it,
+// Build makes a cache from cfg.Cache for the Router alone, closed by
+// Router.Close.
+func WithCache(c *cache.Cache) Option {
+	return func(o *buildOptions) { o.cache = c }
+}
+
+// buildGen numbers Builds, so that the cache keys of routers built one
+// after another never collide (see keyPrefixFor).
+var buildGen atomic.Uint64
 
 // WithProxy gives Build the factory of proxy route handlers. Without it a
 // config with a proxy route fails to build with ErrNoProxy.
@@ -110,7 +132,7 @@ func WithProxy(f ProxyFactory) Option {
 // must not be modified afterwards. Static routes hold their root directory
 // open until Close.
 func Build(cfg *config.Config, opts ...Option) (*Router, error) {
-	rt := &Router{exact: map[string]*group{}, wild: map[string]*group{}}
+	rt := &Router{exact: map[string]*group{}, wild: map[string]*group{}, cfg: cfg}
 	for _, o := range opts {
 		o(&rt.opts)
 	}
@@ -123,11 +145,13 @@ func Build(cfg *config.Config, opts ...Option) (*Router, error) {
 
 func (rt *Router) build(cfg *config.Config) error {
 	mime := newMimeTable(cfg.MimeTypes)
+	rt.gen = buildGen.Add(1)
+	rt.mime = mime
 	type key struct{ host, path string }
 	seen := map[key]bool{}
 	for i := range cfg.Routes {
 		rc := &cfg.Routes[i]
-		r, err := rt.compileRoute(rc, mime)
+		r, err := rt.compileRoute(rc)
 		if err != nil {
 			return routeError(cfg, rc, err)
 		}
@@ -196,7 +220,7 @@ func routeError(cfg *config.Config, rc *config.Route, err error) error {
 	return fmt.Errorf("%s: route host %q path %q: %w", where, rc.Host, rc.Path, err)
 }
 
-func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error) {
+func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	if !strings.HasPrefix(rc.Path, "/") {
 		return nil, fmt.Errorf("%w: %q", ErrBadPath, rc.Path)
 	}
@@ -230,7 +254,7 @@ func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error
 	switch {
 	case rc.Static != nil:
 		var s *staticHandler
-		s, err = newStatic(rc.Static, mime)
+		s, err = newStatic(rc.Static, r, rt.staticEnv())
 		if err == nil {
 			rt.closer = append(rt.closer, s.close)
 			r.Handler = s
@@ -253,6 +277,26 @@ func (rt *Router) compileRoute(rc *config.Route, mime *mimeTable) (*Route, error
 		return nil, err
 	}
 	return r, nil
+}
+
+// staticEnv returns what the next static route is built with, making the
+// Router's own cache on first use when Build was given none.
+func (rt *Router) staticEnv() staticEnv {
+	if rt.opts.cache == nil {
+		c := cache.New(cache.FromConfig(rt.cfg.Cache))
+		rt.opts.cache = c
+		rt.closer = append(rt.closer, func() error { c.Close(); return nil })
+	}
+	env := staticEnv{
+		mime:      rt.mime,
+		cache:     rt.opts.cache,
+		keyPrefix: keyPrefixFor(rt.gen, rt.statics),
+	}
+	if rt.cfg.Server.ServerHeader != "" {
+		env.server = []byte(rt.cfg.Server.ServerHeader)
+	}
+	rt.statics++
+	return env
 }
 
 // Close releases what the handlers hold (open root directories). Call it
@@ -385,5 +429,7 @@ func (rt *Router) Serve(c *Ctx) {
 	}
 	r.ApplyRequestHeaders(c.Req)
 	r.Handler.Serve(c)
-	r.ApplyResponseHeaders(&c.Resp)
+	if c.Resp.Head == nil { // a pre-rendered head has the rules already
+		r.ApplyResponseHeaders(&c.Resp)
+	}
 }

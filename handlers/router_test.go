@@ -157,7 +157,9 @@ func TestBuildErrors(t *testing.T) {
 		{"static bad hidden", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), Hidden: "maybe"}}}, ErrBadStatic},
 		{"static bad symlinks", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), FollowSymlinks: "sometimes"}}}, ErrBadStatic},
 		{"static bad index", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), Index: []string{"../x"}}}}, ErrBadStatic},
-		{"static browse", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), Browse: true}}}, ErrBadStatic},
+		{"static bad spa_fallback", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), SPAFallback: "index.html"}}}, ErrBadStatic},
+		{"static bad error page", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), ErrorPages: map[int]string{200: "/x.html"}}}}, ErrBadStatic},
+		{"static bad encoding", []config.Route{{Path: "/", Static: &config.Static{Root: t.TempDir(), Compress: config.Compress{Encodings: []string{"deflate"}}}}}, ErrBadStatic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

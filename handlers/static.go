@@ -3,12 +3,13 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"gale/cache"
 	"gale/codec"
 	"gale/config"
 )
@@ -26,13 +27,23 @@ const (
 // refused after fstat); regular files ignore O_NONBLOCK.
 const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
-// staticHandler serves files under a root directory. It is immutable
-// after newStatic and safe for concurrent use.
+// staticSyncMax is the largest file a cache miss reads on the event loop;
+// larger files (up to cache.max_file_bytes) are read by the cache's
+// workers while the connection waits (see StaticConn).
+const staticSyncMax = 64 << 10
+
+// staticHandler serves files under a root directory through the file
+// cache. It is immutable after newStatic and safe for concurrent use.
 //
-// This first version opens and stats the file on every request; the file
-// cache (validators, ranges, compression, large-file streaming) will sit in
-// front of open, and the response shape (Content-Type, Last-Modified,
-// Cache-Control, File/FileSize) stays the same.
+// A request path is decoded and cleaned (path.go), then looked up in the
+// cache under the route's key prefix and the clean path. A hit answers
+// with the entry's pre-rendered head and in-memory body (one write for
+// the app); a miss loads the path (on the loop up to staticSyncMax, else
+// on a cache worker while the connection waits). Files larger than
+// cache.max_file_bytes keep only their metadata in the cache and are
+// opened per request and streamed. Preconditions (static_cond.go) and
+// ranges (static_range.go) are evaluated against the representation
+// selected by Accept-Encoding.
 type staticHandler struct {
 	rootPath     string   // absolute, with symbolic links resolved
 	rootPrefix   string   // rootPath ending in "/"
@@ -42,12 +53,50 @@ type staticHandler struct {
 	symlinks     symlinkMode
 	cacheControl []byte // Cache-Control value; nil for none
 	mime         *mimeTable
+	browse       bool       // list directories without an index file
+	spa          []byte     // clean path of the SPA fallback file; nil = off
+	errPages     []errPage  // custom error pages by status-400 (400..599); path "" = none
+	routePath    string     // the route's path prefix, for listing titles
+	server       []byte     // Server field of pre-rendered heads; nil = none
+	respOps      *headerOps // the route's response header rules, rendered into heads
+	keyPrefix    []byte     // prefix of this route's cache keys
+	encodings    bool       // the route serves some content coding (responses vary on Accept-Encoding)
+
+	cache   *cache.Cache
+	prof    cache.Profile // how this route's files are represented
+	errProf cache.Profile // how its error pages are
+	shared  sharedView    // for requests outside the server (Ctx.Conn not a StaticConn)
+}
+
+// errPage is a custom error page of a static route.
+type errPage struct {
+	path string // absolute file path
+	key  []byte // cache key
+	ct   []byte // Content-Type
 }
 
 var _ Handler = (*staticHandler)(nil)
 
-func newStatic(sc *config.Static, mime *mimeTable) (*staticHandler, error) {
-	h := &staticHandler{mime: mime}
+// staticEnv is what Build gives every static route besides its config.
+type staticEnv struct {
+	mime      *mimeTable
+	cache     *cache.Cache
+	server    []byte
+	keyPrefix string // unique per route and per Build
+}
+
+func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, error) {
+	h := &staticHandler{
+		mime:      env.mime,
+		cache:     env.cache,
+		server:    env.server,
+		keyPrefix: []byte(env.keyPrefix),
+		browse:    sc.Browse,
+	}
+	if rt != nil {
+		h.routePath = rt.Conf.Path
+		h.respOps = &rt.respOps
+	}
 	switch sc.Hidden {
 	case "", "deny":
 	case "allow":
@@ -65,14 +114,6 @@ func newStatic(sc *config.Static, mime *mimeTable) (*staticHandler, error) {
 	default:
 		return nil, fmt.Errorf("%w: follow_symlinks %q (want inside_root, always or never)", ErrBadStatic, sc.FollowSymlinks)
 	}
-	switch {
-	case sc.Browse:
-		return nil, fmt.Errorf("%w: browse: not supported yet", ErrBadStatic)
-	case sc.SPAFallback != "":
-		return nil, fmt.Errorf("%w: spa_fallback: not supported yet", ErrBadStatic)
-	case len(sc.ErrorPages) > 0:
-		return nil, fmt.Errorf("%w: error_pages: not supported yet", ErrBadStatic)
-	}
 	for _, name := range sc.Index {
 		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
 			return nil, fmt.Errorf("%w: index %q must be a plain file name", ErrBadStatic, name)
@@ -85,6 +126,43 @@ func newStatic(sc *config.Static, mime *mimeTable) (*staticHandler, error) {
 		}
 		h.cacheControl = []byte(sc.CacheControl)
 	}
+	if sc.SPAFallback != "" {
+		p := []byte(sc.SPAFallback)
+		clean, dir, ok := cleanPath(p)
+		if !ok || dir || sc.SPAFallback[0] != '/' || strings.ContainsRune(sc.SPAFallback, 0) {
+			return nil, fmt.Errorf("%w: spa_fallback %q must be a file path under the root", ErrBadStatic, sc.SPAFallback)
+		}
+		h.spa = clean
+	}
+	for status, file := range sc.ErrorPages {
+		if status < 400 || status > 599 {
+			return nil, fmt.Errorf("%w: error_pages: status %d is not an error", ErrBadStatic, status)
+		}
+		if !filepath.IsAbs(file) {
+			return nil, fmt.Errorf("%w: error_pages: %q is not absolute", ErrBadStatic, file)
+		}
+		if h.errPages == nil {
+			h.errPages = make([]errPage, 200)
+		}
+		h.errPages[status-400] = errPage{
+			path: file,
+			key:  fmt.Appendf(nil, "%s!%d", env.keyPrefix, status),
+			ct:   h.mime.lookup([]byte(filepath.ToSlash(file))),
+		}
+	}
+	for _, name := range sc.Compress.Encodings {
+		enc, ok := cache.ParseEncoding(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: compress: unknown encoding %q", ErrBadStatic, name)
+		}
+		h.prof.Encodings = append(h.prof.Encodings, enc)
+	}
+	h.encodings = len(h.prof.Encodings) > 0
+	h.prof.MinCompress = sc.Compress.MinBytes
+	h.prof.Open = h.openAbs
+	h.prof.Render = h.render
+	h.errProf.Render = renderNothing
+
 	if !filepath.IsAbs(sc.Root) {
 		return nil, fmt.Errorf("%w: root %q is not absolute", ErrBadStatic, sc.Root)
 	}
@@ -110,6 +188,31 @@ func newStatic(sc *config.Static, mime *mimeTable) (*staticHandler, error) {
 
 func (h *staticHandler) close() error { return h.root.Close() }
 
+// render is the route's cache.Profile.Render: the head of a 200 response
+// for representation r, with a Date placeholder (see AppendHead).
+func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte {
+	dst = append(dst, headStatusOK...)
+	dst = append(dst, headDateLine...)
+	if len(h.server) > 0 {
+		dst = append(dst, "Server: "...)
+		dst = append(dst, h.server...)
+		dst = append(dst, '\r', '\n')
+	}
+	fields := make([]codec.Header, 0, len(r.Fields)+4)
+	fields = append(fields, r.Fields...)
+	if h.cacheControl != nil {
+		fields = append(fields, codec.Header{Name: hdrCacheControl, Value: h.cacheControl})
+	}
+	if h.respOps != nil {
+		fields = h.respOps.apply(fields)
+	}
+	return cache.AppendFields(dst, fields)
+}
+
+// renderNothing is the Render of error pages, whose responses are
+// rendered per request (their status and fields vary).
+func renderNothing(dst []byte, _ *cache.Entry, _ *cache.Rep) []byte { return dst }
+
 func (h *staticHandler) Serve(c *Ctx) {
 	switch string(c.Req.Method) {
 	case "GET", "HEAD":
@@ -118,211 +221,323 @@ func (h *staticHandler) Serve(c *Ctx) {
 		c.Resp.Add(hdrAllow, valAllowReadOnly)
 		return
 	default:
-		c.Error(405)
+		h.fail(c, 405)
 		c.Resp.Add(hdrAllow, valAllowReadOnly)
 		return
 	}
-	mark := len(c.Scratch)
-	f, fi, ct, status := h.resolve(c)
-	// The decoded path in Scratch is not referenced by the response.
-	c.Scratch = c.Scratch[:mark]
-	switch {
-	case status == 301:
-		h.redirectToDir(c)
-	case status != 0:
-		c.Error(status)
-	default:
-		h.serveFile(c, f, fi, ct)
-	}
-}
-
-// resolve maps c.Rest to an open regular file and its Content-Type, or to
-// a status: 301 for a directory named without its trailing slash, else an
-// error status. It uses c.Scratch above its length for the decoded path.
-func (h *staticHandler) resolve(c *Ctx) (f *os.File, fi os.FileInfo, ct []byte, status int) {
+	var ri reqInfo
+	ri.scan(c.Req)
 	rest := c.Rest
 	if len(rest) == 0 || rest[0] != '/' {
-		return nil, nil, nil, 400
+		h.fail(c, 400)
+		return
 	}
 	mark := len(c.Scratch)
+	var status int
 	c.Scratch, status = appendDecodedPath(c.Scratch, rest)
 	if status != 0 {
-		return nil, nil, nil, status
+		h.fail(c, status)
+		return
 	}
-	clean, dir, ok := cleanPath(c.Scratch[mark:])
+	clean, dir, ok := cleanPath(c.Scratch[mark:len(c.Scratch):len(c.Scratch)])
 	if !ok {
-		return nil, nil, nil, 400
+		h.fail(c, 400)
+		return
 	}
 	if len(rest) == 1 && !endsWithSlash(c.Req.Path) {
 		dir = false // "/a" matched by route "/a": the router's Rest "/" is not the client's slash
 	}
 	if !h.allowHidden && hasHiddenSegment(clean) {
-		return nil, nil, nil, 404
+		h.fail(c, 404)
+		return
 	}
-	f, fi, status = h.open(clean)
-	if status != 0 {
-		return nil, nil, nil, status
+	e, err := h.entry(c, clean)
+	if err != nil {
+		h.loadFailed(c, &ri, err, clean, dir)
+		return
 	}
-	if !fi.IsDir() {
+	switch e.Kind {
+	case cache.KindFile, cache.KindLarge:
 		if dir {
-			_ = f.Close()
-			return nil, nil, nil, 404 // "/file/": a file is not a directory
+			h.fail(c, 404) // "/file/": a file is not a directory
+			return
 		}
-		return f, fi, h.mime.lookup(clean), 0
+		h.serveEntry(c, &ri, e)
+	case cache.KindDir:
+		if !dir {
+			h.redirectToDir(c)
+			return
+		}
+		h.serveDir(c, &ri, clean)
+	case cache.KindDenied:
+		h.fail(c, 403)
+	default:
+		h.notFound(c, &ri, clean)
 	}
-	_ = f.Close()
-	if !dir {
-		return nil, nil, nil, 301
+}
+
+// entry returns the cache entry of the clean path (see get).
+func (h *staticHandler) entry(c *Ctx, clean []byte) (*cache.Entry, error) {
+	k := len(c.Scratch)
+	c.Scratch = append(c.Scratch, h.keyPrefix...)
+	c.Scratch = append(c.Scratch, clean...)
+	return h.get(c, c.scratchSince(k), clean, nil)
+}
+
+// get returns key's entry: from the loop's view of the cache, or from the
+// result a finished load left on the connection, or by loading it. A
+// page of nil loads the clean path under the root with the route's
+// profile; else it loads the error page. err is cache.ErrPending when the
+// connection waits for the load (the handler must return without an
+// answer), cache.ErrBusy or cache.ErrClosed when the file must be served
+// without the cache, or another error.
+func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.Entry, error) {
+	sc, _ := c.Conn.(StaticConn)
+	var v *cache.View
+	if sc != nil {
+		v = sc.CacheView(h.cache)
 	}
+	if v != nil {
+		if e, ok := v.Lookup(key); ok {
+			return e, nil
+		}
+		if e, err, ok := sc.CacheLoaded(key); ok {
+			return e, err
+		}
+	}
+	req := cache.Request{Key: key, SyncMax: staticSyncMax}
+	if page != nil {
+		req.Path, req.ContentType, req.Profile = []byte(page.path), string(page.ct), &h.errProf
+	} else {
+		p := len(c.Scratch)
+		c.Scratch = append(c.Scratch, h.rootPrefix...)
+		c.Scratch = append(c.Scratch, clean[1:]...)
+		req.Path, req.ContentType, req.Profile = c.scratchSince(p), string(h.mime.lookup(clean)), &h.prof
+	}
+	if v == nil {
+		return h.shared.load(h.cache, &req)
+	}
+	req.Done = sc.CacheDone()
+	e, err := v.Load(&req)
+	if err == cache.ErrPending {
+		sc.CacheWait(key)
+	}
+	return e, err
+}
+
+// loadFailed answers a request whose entry could not be had from the
+// cache: nothing while the connection waits for a load, the file read
+// directly when the cache is busy or closed, else 500.
+func (h *staticHandler) loadFailed(c *Ctx, ri *reqInfo, err error, clean []byte, dir bool) {
+	switch {
+	case errors.Is(err, cache.ErrPending):
+	case errors.Is(err, cache.ErrBusy), errors.Is(err, cache.ErrClosed):
+		h.serveUncached(c, ri, clean, dir)
+	default:
+		h.fail(c, 500)
+	}
+}
+
+// serveDir answers for a directory named with its trailing slash: its
+// first index file, else a listing when browsing is on, else 404.
+func (h *staticHandler) serveDir(c *Ctx, ri *reqInfo, clean []byte) {
 	for _, name := range h.index {
-		// clean + "/" + name, in Scratch after clean.
 		start := len(c.Scratch)
 		c.Scratch = append(c.Scratch, clean...)
 		if len(clean) > 1 {
 			c.Scratch = append(c.Scratch, '/')
 		}
 		c.Scratch = append(c.Scratch, name...)
-		p := c.Scratch[start:]
-		f, fi, status = h.open(p)
-		switch {
-		case status == 404:
-			continue
-		case status != 0:
-			return nil, nil, nil, status
-		case fi.IsDir():
-			_ = f.Close()
-			continue
-		}
-		return f, fi, h.mime.lookup(p), 0
-	}
-	return nil, nil, nil, 404 // directory listings come later
-}
-
-// open opens the clean path p (starting with "/") under the root with the
-// route's symlink policy. It returns an open directory or regular file and
-// its FileInfo, or a status: 404 for anything missing, refused or not a
-// regular file or directory, 403 when permission is denied, 500 otherwise.
-func (h *staticHandler) open(p []byte) (*os.File, os.FileInfo, int) {
-	rel := "."
-	if len(p) > 1 {
-		rel = string(p[1:])
-	}
-	var (
-		f   *os.File
-		err error
-	)
-	switch h.symlinks {
-	case symlinksAlways:
-		f, err = os.OpenFile(h.rootPrefix+rel, openFlags, 0)
-	case symlinksNever:
-		if status := h.checkNoSymlinks(rel); status != 0 {
-			return nil, nil, status
-		}
-		// Through the root: even if a component turned into a link since
-		// the check, the open cannot leave the root.
-		f, err = h.root.OpenFile(rel, openFlags, 0)
-	default:
-		f, err = h.root.OpenFile(rel, openFlags, 0)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
-			// os.Root refuses absolute links and links that leave the
-			// root even briefly; resolve them and accept the target if it
-			// is under the root.
-			f, err = h.openResolved(rel)
-		}
-	}
-	if err != nil {
-		return nil, nil, statusForError(err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, nil, 500
-	}
-	if !fi.IsDir() && !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, nil, 404 // FIFOs, sockets, devices
-	}
-	return f, fi, 0
-}
-
-// checkNoSymlinks returns 404 when any component of rel is a symbolic link.
-func (h *staticHandler) checkNoSymlinks(rel string) int {
-	if rel == "." {
-		return 0
-	}
-	for i := 0; i <= len(rel); i++ {
-		if i < len(rel) && rel[i] != '/' {
-			continue
-		}
-		fi, err := h.root.Lstat(rel[:i])
+		p := c.scratchSince(start)
+		e, err := h.entry(c, p)
 		if err != nil {
-			return statusForError(err)
+			h.loadFailed(c, ri, err, p, false)
+			return
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return 404
+		switch e.Kind {
+		case cache.KindFile, cache.KindLarge:
+			h.serveEntry(c, ri, e)
+			return
+		case cache.KindDenied:
+			h.fail(c, 403)
+			return
 		}
 	}
-	return 0
+	if h.browse {
+		h.serveListing(c, ri, clean)
+		return
+	}
+	h.fail(c, 404)
 }
 
-// openResolved resolves every link in rel and opens the result through the
-// root when it lies under it.
-func (h *staticHandler) openResolved(rel string) (*os.File, error) {
-	resolved, err := filepath.EvalSymlinks(h.rootPrefix + rel)
+// notFound answers for a path that does not exist: the SPA fallback file
+// for requests that look like page loads, else 404.
+func (h *staticHandler) notFound(c *Ctx, ri *reqInfo, clean []byte) {
+	if h.spa == nil || !(ri.acceptsHTML || !hasExtension(clean)) {
+		h.fail(c, 404)
+		return
+	}
+	e, err := h.entry(c, h.spa)
 	if err != nil {
-		return nil, err
+		h.loadFailed(c, ri, err, h.spa, false)
+		return
 	}
-	if resolved == h.rootPath {
-		return h.root.OpenFile(".", openFlags, 0)
+	switch e.Kind {
+	case cache.KindFile, cache.KindLarge:
+		h.serveEntry(c, ri, e)
+	default:
+		h.fail(c, 404)
 	}
-	inner, ok := strings.CutPrefix(resolved, h.rootPrefix)
-	if !ok || inner == "" {
-		return nil, errOutsideRoot
-	}
-	return h.root.OpenFile(inner, openFlags, 0)
 }
 
-var errOutsideRoot = errors.New("handlers: path resolves outside the root")
-
-// statusForError maps a file-system error to a response status.
-func statusForError(err error) int {
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return 403
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR),
-		errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENAMETOOLONG),
-		errors.Is(err, errOutsideRoot):
-		return 404
+// hasExtension reports whether the last segment of a clean path has a dot
+// after its first byte ("/a/b.js", not "/a/b" or "/a/.well").
+func hasExtension(p []byte) bool {
+	for i := len(p) - 1; i > 0 && p[i] != '/'; i-- {
+		if p[i] == '.' && p[i-1] != '/' {
+			return true
+		}
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err != nil && !isErrno(pe.Err) {
-		return 404 // os.Root's own refusals ("path escapes from parent")
-	}
-	return 500
+	return false
 }
 
-func isErrno(err error) bool {
-	var e syscall.Errno
-	return errors.As(err, &e)
+// fail answers status with the route's error page for it, or the fixed
+// error response.
+func (h *staticHandler) fail(c *Ctx, status int) {
+	if p := h.errorPage(status); p != nil {
+		e, err := h.get(c, p.key, nil, p)
+		if errors.Is(err, cache.ErrPending) {
+			return
+		}
+		if err == nil && h.serveErrorPage(c, p, e, status) {
+			return
+		}
+	}
+	c.Error(status)
 }
 
-func endsWithSlash(p []byte) bool { return len(p) > 0 && p[len(p)-1] == '/' }
-
-// serveFile answers 200 with f (an open regular file) as the body.
-func (h *staticHandler) serveFile(c *Ctx, f *os.File, fi os.FileInfo, ct []byte) {
-	c.Resp.Status = 200
-	c.Resp.Add(hdrContentType, ct)
-	mark := len(c.Scratch)
-	c.Scratch = codec.AppendHTTPDate(c.Scratch, fi.ModTime())
-	c.Resp.Add(hdrLastModified, c.scratchSince(mark))
-	if h.cacheControl != nil {
-		c.Resp.Add(hdrCacheControl, h.cacheControl)
+func (h *staticHandler) errorPage(status int) *errPage {
+	if h.errPages == nil || status < 400 || status > 599 || h.errPages[status-400].path == "" {
+		return nil
 	}
-	if size := fi.Size(); size > 0 {
+	return &h.errPages[status-400]
+}
+
+// serveErrorPage answers status with the page's file, and reports whether
+// it could.
+func (h *staticHandler) serveErrorPage(c *Ctx, p *errPage, e *cache.Entry, status int) bool {
+	var f *os.File
+	size := e.Size
+	switch e.Kind {
+	case cache.KindFile:
+	case cache.KindLarge:
+		var err error
+		if f, err = os.OpenFile(p.path, openFlags, 0); err != nil {
+			return false
+		}
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			_ = f.Close()
+			return false
+		}
+		size = fi.Size()
+	default:
+		return false
+	}
+	c.resetResp()
+	c.Resp.Status = status
+	c.Resp.Add(hdrContentType, p.ct)
+	c.Resp.Entry = e
+	if f != nil {
 		c.Resp.File, c.Resp.FileSize = f, size
 	} else {
-		_ = f.Close() // nothing to send
+		c.Resp.Body = e.Body
 	}
+	return true
+}
+
+// resetResp clears the response for another answer, closing a File and
+// keeping Close.
+func (c *Ctx) resetResp() {
+	if c.Resp.File != nil {
+		_ = c.Resp.File.Close()
+	}
+	closeConn := c.Resp.Close
+	c.Resp.Reset()
+	c.Resp.Close = closeConn
+}
+
+// serveEntry answers with a cached file.
+func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
+	var rep *cache.Rep
+	if ri.multiRange {
+		rep = e.Identity() // multipart/byteranges bodies are of the identity representation
+	} else {
+		rep = e.SelectAccepted(&ri.ae)
+	}
+	fr := fileRep{
+		entry:  e,
+		head:   rep.Head,
+		fields: rep.Fields,
+		etag:   rep.ETag,
+		mtime:  e.ModTime,
+		size:   rep.Size,
+		body:   rep.Body,
+		vary:   e.Negotiable(),
+	}
+	if rep.Body == nil {
+		// A file larger than cache.max_file_bytes: open it now, and make
+		// sure it is still the version the entry describes.
+		f, fi, status := h.openPath(e.Path)
+		if status != 0 {
+			e.Invalidate()
+			h.fail(c, status)
+			return
+		}
+		if fi.IsDir() || !e.SameFile(fi) {
+			e.Invalidate()
+			if fi.IsDir() {
+				_ = f.Close()
+				h.fail(c, 404)
+				return
+			}
+			h.openedRep(c, &fr, f, fi, []byte(e.ContentType))
+		}
+		fr.file = f
+	}
+	h.respond(c, ri, &fr)
+}
+
+// serveUncached answers from the file system directly (the cache is busy
+// or closed): a whole regular file, a redirect for a directory named
+// without its slash, or an error.
+func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir bool) {
+	rel := "."
+	if len(clean) > 1 {
+		rel = string(clean[1:])
+	}
+	f, fi, status := h.open(rel)
+	switch {
+	case status != 0:
+		h.fail(c, status)
+		return
+	case fi.IsDir():
+		_ = f.Close()
+		if !dir {
+			h.redirectToDir(c)
+			return
+		}
+		h.fail(c, 503)
+		return
+	case dir:
+		_ = f.Close()
+		h.fail(c, 404)
+		return
+	}
+	var fr fileRep
+	h.openedRep(c, &fr, f, fi, h.mime.lookup(clean))
+	fr.file = f
+	h.respond(c, ri, &fr)
 }
 
 // redirectToDir answers 301 to the request path with a trailing slash and
@@ -344,4 +559,12 @@ func (h *staticHandler) redirectToDir(c *Ctx) {
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
 	c.Resp.Add(hdrContentType, ctTextPlain)
 	c.Resp.Body = redirectBodies[301]
+}
+
+// keyPrefixFor returns the cache key prefix of a static route: unique per
+// Build (gen) and per route (n), so that routes with different settings
+// over one root, and the routers before and after a reload, never share
+// an entry.
+func keyPrefixFor(gen uint64, n int) string {
+	return strconv.FormatUint(gen, 36) + "." + strconv.Itoa(n) + ":"
 }

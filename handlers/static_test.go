@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,6 +84,9 @@ func staticRouter(t *testing.T, root string, sc config.Static, mime map[string]s
 	if sc.Index == nil {
 		sc.Index = []string{"index.html"}
 	}
+	if sc.Compress.Encodings == nil {
+		sc.Compress = config.Compress{Encodings: []string{"zstd", "br", "gzip"}, MinBytes: 1024}
+	}
 	return mustBuild(t, &config.Config{
 		MimeTypes: mime,
 		Routes: []config.Route{
@@ -94,20 +97,13 @@ func staticRouter(t *testing.T, root string, sc config.Static, mime map[string]s
 	})
 }
 
-// fileBody reads the response body, from File or Body.
+// fileBody reads the response body, from Parts, File or Body.
 func fileBody(t *testing.T, r *Response) string {
 	t.Helper()
-	if r.File == nil {
-		return string(r.Body)
-	}
-	if r.Body != nil {
+	if r.File != nil && r.Body != nil {
 		t.Errorf("Body set next to File")
 	}
-	b, err := io.ReadAll(io.NewSectionReader(r.File, 0, r.FileSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(responseBody(t, r))
 }
 
 type staticCase struct {
@@ -310,7 +306,7 @@ func TestStaticContentTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := serve(t, rt, request("GET", "", tt.target))
-		if got := header(&c.Resp, "Content-Type"); c.Resp.Status != 200 || got != tt.ct {
+		if got := wireHeader(t, c, "Content-Type"); c.Resp.Status != 200 || got != tt.ct {
 			t.Errorf("GET %q: %d Content-Type %q; want %q", tt.target, c.Resp.Status, got, tt.ct)
 		}
 	}
@@ -337,25 +333,35 @@ func TestStaticResponseFields(t *testing.T) {
 	rt := staticRouter(t, root, config.Static{CacheControl: "public, max-age=60"}, nil)
 	for _, method := range []string{"GET", "HEAD"} {
 		c := serve(t, rt, request(method, "", "/a.txt"))
-		if c.Resp.Status != 200 || c.Resp.File == nil || c.Resp.FileSize != 5 || c.Resp.Body != nil {
-			t.Fatalf("%s: %d file %v size %d body %q", method, c.Resp.Status, c.Resp.File, c.Resp.FileSize, c.Resp.Body)
+		if c.Resp.Status != 200 || c.Resp.Head == nil || c.Resp.Entry == nil || string(c.Resp.Body) != "alpha" {
+			t.Fatalf("%s: %d head %q body %q", method, c.Resp.Status, c.Resp.Head, c.Resp.Body)
 		}
-		if got := header(&c.Resp, "Last-Modified"); got != "Thu, 29 Feb 2024 12:04:05 GMT" {
-			t.Errorf("%s: Last-Modified %q", method, got)
-		}
-		if got := header(&c.Resp, "Cache-Control"); got != "public, max-age=60" {
-			t.Errorf("%s: Cache-Control %q", method, got)
+		resp, _ := wire(t, c)
+		for name, want := range map[string]string{
+			"Last-Modified":  "Thu, 29 Feb 2024 12:04:05 GMT",
+			"Cache-Control":  "public, max-age=60",
+			"Content-Length": "5",
+			"ETag":           `"` + strconv.FormatInt(mtime.UnixNano(), 16) + `-5"`,
+			"Accept-Ranges":  "bytes",
+			"Content-Type":   "text/plain; charset=utf-8",
+			"Vary":           "Accept-Encoding",
+		} {
+			if got := resp.Header.Get(name); got != want {
+				t.Errorf("%s: %s %q; want %q", method, name, got, want)
+			}
 		}
 	}
-	// An empty file has no body source at all.
+	// An empty file has an empty body.
 	c := serve(t, rt, request("GET", "", "/empty.txt"))
-	if c.Resp.Status != 200 || c.Resp.File != nil || c.Resp.Body != nil || c.Resp.FileSize != 0 {
-		t.Errorf("empty: %d file %v size %d body %q", c.Resp.Status, c.Resp.File, c.Resp.FileSize, c.Resp.Body)
+	if c.Resp.Status != 200 || c.Resp.File != nil || len(c.Resp.Body) != 0 || wireHeader(t, c, "Content-Length") != "0" {
+		t.Errorf("empty: %d file %v body %q", c.Resp.Status, c.Resp.File, c.Resp.Body)
 	}
-	// Without cache_control there is no Cache-Control.
-	plain := staticRouter(t, root, config.Static{}, nil)
-	if c := serve(t, plain, request("GET", "", "/a.txt")); header(&c.Resp, "Cache-Control") != "" {
-		t.Errorf("Cache-Control without config: %q", header(&c.Resp, "Cache-Control"))
+	// Without cache_control there is no Cache-Control; without encodings
+	// no Vary.
+	plain := staticRouter(t, root, config.Static{Compress: config.Compress{Encodings: []string{}}}, nil)
+	c = serve(t, plain, request("GET", "", "/a.txt"))
+	if wireHeader(t, c, "Cache-Control") != "" || wireHeader(t, c, "Vary") != "" {
+		t.Errorf("Cache-Control %q, Vary %q without config", wireHeader(t, c, "Cache-Control"), wireHeader(t, c, "Vary"))
 	}
 }
 
@@ -414,19 +420,4 @@ func TestStaticPermissionDenied(t *testing.T) {
 	}
 	rt := staticRouter(t, root, config.Static{}, nil)
 	runStatic(t, rt, []staticCase{{"/a.txt", 403, ""}})
-}
-
-// The decoded path is scratch: it does not stay in Ctx.Scratch, but
-// Last-Modified (which the response references) does.
-func TestStaticScratchUse(t *testing.T) {
-	root, _ := staticTree(t)
-	rt := staticRouter(t, root, config.Static{}, nil)
-	c := newCtx(request("GET", "", "/dir/../a.txt"))
-	c.Scratch = append(c.Scratch, "keep"...)
-	rt.Serve(c)
-	defer c.Resp.File.Close()
-	lm := header(&c.Resp, "Last-Modified")
-	if string(c.Scratch) != "keep"+lm {
-		t.Errorf("scratch %q; want %q", c.Scratch, "keep"+lm)
-	}
 }
