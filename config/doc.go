@@ -11,7 +11,7 @@
 //
 // for example
 //
-//	gale.yaml:7:7: routes[1].static.rooot: unknown key "rooot"; did you mean "root"? (expected one of: root, index, hidden, follow_symlinks, cache_control)
+//	gale.yaml:7:7: routes[1].static.rooot: unknown key "rooot"; did you mean "root"? (expected one of: root, index, browse, spa_fallback, hidden, follow_symlinks, cache_control, error_pages, compress)
 //
 // and so that all problems are collected in one pass (an ErrorList) instead
 // of stopping at the first. Unknown keys, duplicate keys and values of the

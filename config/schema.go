@@ -22,12 +22,7 @@ import (
 // the key: its decoder below is already in place, except for the TLS
 // listener form, whose types land with the feature.
 var notSupportedYet = map[string]string{
-	"listen[]{}":                   "TLS listeners", // the object form {address, tls, redirect_to_https}
-	"cache":                        "cache settings",
-	"routes[].static.browse":       "directory listings (static.browse)",
-	"routes[].static.spa_fallback": "SPA fallback (static.spa_fallback)",
-	"routes[].static.error_pages":  "custom error pages (static.error_pages)",
-	"routes[].static.compress":     "compression settings (static.compress)",
+	"listen[]{}": "TLS listeners", // the object form {address, tls, redirect_to_https}
 }
 
 // Size and count bounds. Every size is finite; the caps only catch values

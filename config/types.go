@@ -68,13 +68,13 @@ type Timeouts struct {
 	Shutdown   time.Duration // default 30s: graceful stop deadline
 }
 
-// Cache configures the static file cache. The cache section is not
-// configurable yet: these are always the defaults.
+// Cache configures the static file cache, one per server, shared by every
+// static route.
 type Cache struct {
-	MaxBytes     int64         // default 256 MiB
-	MaxFileBytes int64         // default 1 MiB
-	Revalidate   time.Duration // default 1s
-	NegativeTTL  time.Duration // default 1s
+	MaxBytes     int64         // default 256 MiB: budget over bodies, compressed variants, rendered headers and pinned old versions; positive
+	MaxFileBytes int64         // default 1 MiB: larger files are streamed from disk; positive, at most MaxBytes
+	Revalidate   time.Duration // default 1s: a cached path is stat'ed at most this often
+	NegativeTTL  time.Duration // default 1s: how long "not found" and "denied" are remembered
 }
 
 // Log configures the process log.
@@ -142,19 +142,19 @@ type Redirect struct {
 type Static struct {
 	Root           string         // absolute after Load; must exist and be a directory
 	Index          []string       // default ["index.html"]; empty (not nil) = no index files; plain names, no slashes
-	Browse         bool           // directory listings (not configurable yet: always false)
-	SPAFallback    string         // "" = off; else a path under Root served for unknown page paths (not configurable yet: always "")
+	Browse         bool           // default false: directory listings (HTML, or JSON for clients that ask for it) when no index file exists
+	SPAFallback    string         // "" = off; else a path under Root ("/index.html") served for unknown page paths
 	Hidden         string         // "deny" (default) | "allow"
 	FollowSymlinks string         // "inside_root" (default) | "always" | "never"
 	CacheControl   string         // "" = none
-	ErrorPages     map[int]string // status -> file path (absolute after Load) (not configurable yet: always nil)
-	Compress       Compress       // not configurable yet: always the defaults
+	ErrorPages     map[int]string // status (400..599) -> file path (absolute after Load) served as the body of that error; nil = none
+	Compress       Compress       // precompressed sidecars and on-the-fly compression
 }
 
 // Compress configures response compression for a static route.
 type Compress struct {
-	Encodings []string // subset of "zstd", "br", "gzip" in preference order; default all three
-	MinBytes  int64    // default 1 KiB
+	Encodings []string // subset of "zstd", "br", "gzip" in preference order; default all three; empty (not nil) = identity only
+	MinBytes  int64    // default 1 KiB: smaller files are not compressed on the fly (sidecars are served whatever their size)
 }
 
 // Proxy forwards a route's requests to upstream servers.
