@@ -4,7 +4,7 @@
 //	gale serve -c gale.yaml     run (bare "gale" is "gale serve")
 //	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
 //	gale version                print the version
-//	gale file-server --root DIR --listen ADDR
+//	gale file-server --root DIR --listen ADDR [--browse]
 //	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
 package main
 
@@ -33,8 +33,9 @@ const usage = `usage:
   gale [serve] [-c FILE]                     run the server (default config: ./gale.yaml)
   gale validate -c FILE                      check a config file
   gale version                               print the version
-  gale file-server [--root DIR] [--listen ADDR]
+  gale file-server [--root DIR] [--listen ADDR] [--browse]
                                              serve a directory without a config file
+                                             (--browse lists directories without an index file)
   gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]
                                              forward every request to the upstreams
                                              (host:port, unix:/path or http://host:port)
@@ -138,6 +139,7 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("file-server", stderr)
 	root := fs.String("root", ".", "directory to serve")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	browse := fs.Bool("browse", false, "list directories that have no index file")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -147,6 +149,7 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	cfg.Routes[0].Static.Browse = *browse
 	return serve(cfg, "", stdout, stderr)
 }
 
