@@ -23,7 +23,7 @@ import (
 
 // gale is a real server on 127.0.0.1 started by a test.
 type gale struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *app.Server
 	addr string
 	logs *syncBuffer
@@ -49,7 +49,7 @@ func (s *syncBuffer) String() string {
 
 // startGale runs a server from yamlText (listen is added when missing),
 // with one event loop unless the text says otherwise.
-func startGale(t *testing.T, yamlText string) *gale {
+func startGale(t testing.TB, yamlText string) *gale {
 	t.Helper()
 	if !strings.Contains(yamlText, "listen:") {
 		yamlText = "listen: [\"127.0.0.1:0\"]\n" + yamlText
@@ -69,7 +69,7 @@ func startGale(t *testing.T, yamlText string) *gale {
 	return runGale(t, cfg)
 }
 
-func runGale(t *testing.T, cfg *config.Config) *gale {
+func runGale(t testing.TB, cfg *config.Config) *gale {
 	t.Helper()
 	logs := &syncBuffer{}
 	var w io.Writer = logs
@@ -227,7 +227,7 @@ func readHead(br *bufio.Reader) string {
 
 // rawConn is a client connection to the server for byte-exact exchanges.
 type rawConn struct {
-	t  *testing.T
+	t  testing.TB
 	c  net.Conn
 	br *bufio.Reader
 }
