@@ -109,6 +109,7 @@ func TestBoundedMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	heap0, rss0 := ms.HeapInuse, rssBytes()
 
+	fds0 := openFDs()
 	c, err := net.Dial("tcp", g.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +159,21 @@ func TestBoundedMemory(t *testing.T) {
 	eventually(t, 3*time.Second, "the upstream connection to close", func() bool {
 		return g.srv.ProxyStats().Truncated == 1
 	})
+	// Every duplicate the off-loop copy made is closed.
+	eventually(t, 3*time.Second, "the duplicated sockets to close", func() bool { return openFDs() <= fds0 })
+}
+
+// openFDs counts the process's open sockets (splice(2) pipes, which Go
+// keeps in a pool, are not counted).
+func openFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestHandoffComplete makes a slow client fall behind, so the body leaves

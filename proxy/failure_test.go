@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"gale/config"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,6 +73,7 @@ func TestBadUpstreams(t *testing.T) {
 			if resp, _ := rc.response("GET"); resp.StatusCode != 502 {
 				t.Errorf("%d, want 502", resp.StatusCode)
 			}
+			noUpstreamOpen(t, g)
 		})
 	}
 }
@@ -106,6 +110,7 @@ func TestTruncatedResponse(t *testing.T) {
 			if n, err := rc.br.Read(make([]byte, 1)); err == nil {
 				t.Errorf("connection still open (%d bytes)", n)
 			}
+			noUpstreamOpen(t, g)
 		})
 	}
 }
@@ -125,6 +130,7 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	if d := time.Since(start); resp.StatusCode != 504 || d < 250*time.Millisecond || d > time.Second {
 		t.Errorf("status %d after %v, want 504 after about 300ms", resp.StatusCode, d)
 	}
+	noUpstreamOpen(t, g)
 }
 
 // blackhole returns an address whose listener never accepts and whose
@@ -298,4 +304,80 @@ func TestClientBodyTimeout(t *testing.T) {
 	if strings.Contains(g.logs.String(), "out of service") {
 		t.Errorf("the upstream was blamed:\n%s", g.logs.String())
 	}
+}
+
+// noUpstreamOpen checks that no upstream connection is left open.
+func noUpstreamOpen(t *testing.T, g *gale) {
+	t.Helper()
+	eventually(t, 2*time.Second, "upstream connections to close", func() bool { return g.srv.ProxyStats().Open == 0 })
+}
+
+// TestIdlePool closes pooled connections idle for longer than
+// timeouts.idle, and keeps none with max_idle_per_upstream: 0.
+func TestIdlePool(t *testing.T) {
+	t.Parallel()
+	up := named(t, "a")
+	g := startGale(t, proxyRoute(up.hostport())+"      timeouts: {idle: 200ms}\n")
+	cl := newClient()
+	g.get(cl, "/")
+	if s := g.srv.ProxyStats(); s.Open != 1 {
+		t.Fatalf("open %d after a request, want 1 pooled", s.Open)
+	}
+	noUpstreamOpen(t, g)
+
+	up2 := named(t, "b")
+	g2 := startGale(t, proxyRoute(up2.hostport())+"      max_idle_per_upstream: 0\n")
+	for range 5 {
+		g2.get(cl, "/")
+	}
+	if n := up2.conns.Load(); n != 5 {
+		t.Errorf("%d upstream connections for 5 requests without pooling", n)
+	}
+	noUpstreamOpen(t, g2)
+}
+
+// TestReloadProxy swaps the upstream of a route on reload: new requests
+// go to the new one, and the old one's pooled connections close.
+func TestReloadProxy(t *testing.T) {
+	t.Parallel()
+	a, b := named(t, "a"), named(t, "b")
+	g := startGale(t, proxyRoute(a.hostport()))
+	cl := newClient()
+	if _, body := g.get(cl, "/"); body != "a" {
+		t.Fatalf("before reload: %q", body)
+	}
+	cfg, err := config.Parse([]byte("listen: [\""+g.addr+"\"]\nserver: {event_loops: 1}\n"+proxyRoute(b.hostport())), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := g.get(cl, "/"); body != "b" {
+		t.Errorf("after reload: %q", body)
+	}
+	// The old route retires after the server's grace period; its idle
+	// connection then closes at the next sweep.
+	eventually(t, 8*time.Second, "the old upstream's connection to close", func() bool { return g.srv.ProxyStats().Open == 1 })
+}
+
+// TestAccessLogProxied writes access log lines for proxied requests, with
+// the request as it came and the status the upstream gave.
+func TestAccessLogProxied(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(201)
+		io.WriteString(w, "made")
+	})
+	dir := t.TempDir()
+	g := startGale(t, fmt.Sprintf("access_log: {path: %q}\n", dir+"/access.log")+proxyRoute(up.hostport()))
+	rc := g.dial()
+	rc.send("POST /things?x=1 HTTP/1.1\r\nHost: a\r\nUser-Agent: tester/1\r\nReferer: http://r/\r\nContent-Length: 2\r\n\r\nhi")
+	if resp, _ := rc.response("POST"); resp.StatusCode != 201 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	eventually(t, 3*time.Second, "the access log line", func() bool {
+		b, _ := os.ReadFile(dir + "/access.log")
+		return strings.Contains(string(b), `"POST /things?x=1 HTTP/1.1" 201 4 "http://r/" "tester/1"`)
+	})
 }

@@ -55,11 +55,13 @@ type Stats struct {
 	Handoffs  atomic.Uint64 // response bodies copied off the loop
 	Tunnels   atomic.Uint64 // upgraded connections tunnelled
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
+	Open      atomic.Int64  // upstream connections open in gnet now (pooled or in use)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls uint64
+	Open                                                                                                   int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -75,6 +77,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Handoffs += s.Handoffs.Load()
 	d.Tunnels += s.Tunnels.Load()
 	d.Reenrolls += s.Reenrolls.Load()
+	d.Open += s.Open.Load()
 }
 
 // NewLoop returns the proxy state of event loop el (nil in tests that
@@ -322,6 +325,7 @@ func (uc *UpstreamConn) close() {
 // request waits for it any more.
 func (uc *UpstreamConn) OnOpen(c gnet.Conn) {
 	uc.c = c
+	uc.lp.Stats.Open.Add(1)
 	if uc.state == ucClosed {
 		// Given up while connecting and already discounted: close.
 		uc.state = ucDialing
@@ -371,6 +375,7 @@ func (uc *UpstreamConn) OnTraffic(c gnet.Conn) gnet.Action {
 // OnClose runs on the loop when the connection closed (by the upstream,
 // an error, or us).
 func (uc *UpstreamConn) OnClose(c gnet.Conn, err error) {
+	uc.lp.Stats.Open.Add(-1)
 	prev := uc.state
 	uc.state = ucClosed
 	if prev == ucIdle {
