@@ -19,11 +19,9 @@ import (
 // path pattern (list indexes written "[]"), with the feature's name for the
 // message "not supported yet: FEATURE". Such a key is rejected rather than
 // accepted and ignored, and is not checked further. Deleting a line enables
-// the key: its decoder below is already in place, except for the TLS
-// listener form, whose types land with the feature.
-var notSupportedYet = map[string]string{
-	"listen[]{}": "TLS listeners", // the object form {address, tls, redirect_to_https}
-}
+// the key: its decoder below is already in place. The pattern "listen[]{}"
+// stands for the object form of a listener.
+var notSupportedYet = map[string]string{}
 
 // Size and count bounds. Every size is finite; the caps only catch values
 // that cannot be meant (a typo of a few extra digits).
@@ -130,7 +128,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 }
 
-// listen decodes one address or a list of addresses.
+// listen decodes one address or a list of addresses, each a string or an
+// object {address, tls, redirect_to_https} (tls.go).
 func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 	n = deref(n)
 	one := func(item *yaml.Node, path string) (Listener, bool) {
@@ -139,6 +138,7 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 				d.errorf(item, path, "not supported yet: %s", feature)
 				return Listener{}, false
 			}
+			return d.listenerObject(item, path)
 		}
 		addr, ok := d.str(item, path)
 		if !ok {
@@ -177,6 +177,7 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 		}
 		out = append(out, l)
 	}
+	linkHTTPSRedirects(out)
 	return out
 }
 

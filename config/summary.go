@@ -10,6 +10,8 @@ import (
 // output, one listener or route per line, routes in file order:
 //
 //	listen  127.0.0.1:8080
+//	listen  :8443  tls (2 certificates)
+//	listen  :80  redirect to https
 //	route   */             static ./site
 //	route   */hello        respond 200
 //	route   */old/         redirect 308 /
@@ -22,7 +24,16 @@ import (
 func (c *Config) Summary() []string {
 	out := make([]string, 0, len(c.Listen)+len(c.Routes))
 	for _, l := range c.Listen {
-		out = append(out, "listen  "+l.Address)
+		line := "listen  " + l.Address
+		switch {
+		case l.TLS != nil && len(l.TLS.Certificates) == 1:
+			line += "  tls (1 certificate)"
+		case l.TLS != nil:
+			line += "  tls (" + strconv.Itoa(len(l.TLS.Certificates)) + " certificates)"
+		case l.RedirectToHTTPS != nil:
+			line += "  redirect to https"
+		}
+		out = append(out, line)
 	}
 	where := make([]string, len(c.Routes))
 	width := 0

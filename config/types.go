@@ -27,10 +27,37 @@ type Pos struct {
 	Line, Col int
 }
 
-// Listener is one address to accept connections on.
+// Listener is one address to accept connections on: a plain string in
+// the file, or the object form {address, tls, redirect_to_https}.
 type Listener struct {
-	Address string // "host:port" as written (port may be 0); host "" = all interfaces
-	Pos     Pos    // where the address is written
+	Address         string         // "host:port" as written (port may be 0); host "" = all interfaces
+	TLS             *TLS           // nil = plain HTTP
+	RedirectToHTTPS *HTTPSRedirect // non-nil: a plain listener that answers every request with a redirect to https (redirect_to_https: true)
+	Pos             Pos            // where the address (or the object) is written
+}
+
+// HTTPSRedirect is how a redirect_to_https listener redirects: to the
+// request's host, path and query over https, on the port of a TLS listener.
+type HTTPSRedirect struct {
+	Listener int // index in Config.Listen of the TLS listener whose port the Location carries (the first TLS listener); -1 when there is none: port 443
+}
+
+// TLS configures a listener that terminates TLS 1.2 and 1.3.
+type TLS struct {
+	Certificates     []Certificate // at least one; chosen by SNI among their leaves' DNS names (exact before wildcard), the first one when none matches
+	MinVersion       string        // "1.2" (default) | "1.3"
+	HandshakeTimeout time.Duration // default 10s: from accept to the end of the handshake, waiting for a free slot included
+	MaxHandshakes    int           // default 4096: handshakes in progress at once on this listener, 1..1048576; more wait for a slot
+}
+
+// Certificate is a certificate chain and its private key, both PEM files
+// that Load has read and checked (readable, parsable, the key matching the
+// chain's first certificate). The files are read again when the server
+// starts, and whenever they change while it runs.
+type Certificate struct {
+	Cert string // absolute path: the leaf certificate first, then the intermediates (a "fullchain" file)
+	Key  string // absolute path: the leaf's private key (PKCS #1, PKCS #8 or SEC 1)
+	Pos  Pos    // where the entry is written
 }
 
 // Server holds the reactor and HTTP protocol settings.
