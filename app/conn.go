@@ -59,6 +59,9 @@ type conn struct {
 	px *proxyConn // a proxied response pending, and proxy state (upstream.go); nil until the first proxied request
 
 	st staticConn // static routes: a request waiting for the file cache (static_glue.go)
+
+	tls     *tlsConn       // TLS transport (tls_conn.go); nil for plain connections
+	toHTTPS *httpsRedirect // set on redirect_to_https listeners: every request is redirected
 }
 
 // The transport seam. Everything the connection reads from or writes to
@@ -72,26 +75,48 @@ type conn struct {
 // slice aliases the connection's buffer and is valid until consume or the
 // end of the current event handler call.
 func (cs *conn) inbound() []byte {
+	if cs.tls != nil {
+		return cs.tls.inbound()
+	}
 	b, _ := cs.c.Peek(-1)
 	return b
 }
 
 // consume drops the first n bytes returned by inbound; n < 0 drops all.
 func (cs *conn) consume(n int) {
+	if cs.tls != nil {
+		cs.tls.consume(n)
+		if n >= 0 {
+			return
+		}
+	}
 	_, _ = cs.c.Discard(n)
 }
 
 // inboundBuffered is how many received bytes wait to be consumed.
-func (cs *conn) inboundBuffered() int { return cs.c.InboundBuffered() }
+func (cs *conn) inboundBuffered() int {
+	if cs.tls != nil {
+		return cs.c.InboundBuffered() + cs.tls.inboundBuffered()
+	}
+	return cs.c.InboundBuffered()
+}
 
 // send queues b for the client. b may be reused once send returns. A
 // failing write closes the connection (cs.dead is set by OnClose).
 func (cs *conn) send(b []byte) {
+	if cs.tls != nil {
+		cs.tls.send(b)
+		return
+	}
 	_, _ = cs.c.Write(b)
 }
 
 // sendv queues bs for the client, in order, like send.
 func (cs *conn) sendv(bs [][]byte) {
+	if cs.tls != nil {
+		cs.tls.sendv(bs)
+		return
+	}
 	_, _ = cs.c.Writev(bs)
 }
 
@@ -102,6 +127,10 @@ func (cs *conn) outboundBuffered() int { return cs.c.OutboundBuffered() }
 // closeWrite ends the connection's output half (after the final response)
 // while reading goes on.
 func (cs *conn) closeWrite() {
+	if cs.tls != nil {
+		cs.tls.closeWrite()
+		return
+	}
 	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
 }
 
@@ -124,6 +153,9 @@ func (cs *conn) release() {
 		cs.xfer.abandon()
 	}
 	cs.proxyClosed()
+	if cs.tls != nil {
+		cs.tls.release()
+	}
 	cs.ctx.Resp.Reset()
 }
 
@@ -136,6 +168,11 @@ func (cs *conn) idleNow() bool {
 
 func (cs *conn) onTraffic() gnet.Action {
 	cs.woke = false
+	if cs.tls != nil {
+		if a, handled := cs.tls.onTraffic(); handled {
+			return a
+		}
+	}
 	if cs.proxyPending() {
 		return cs.proxyInput()
 	}
@@ -164,6 +201,9 @@ func (cs *conn) onTraffic() gnet.Action {
 			return gnet.Close
 		}
 		return gnet.None
+	}
+	if cs.tls != nil {
+		return cs.tls.afterServe(cs.serve())
 	}
 	return cs.serve()
 }
@@ -288,6 +328,9 @@ func (cs *conn) serve() gnet.Action {
 // is sent and no request bytes may be left unread, else after a drain and
 // a linger.
 func (cs *conn) finish(now int64) gnet.Action {
+	if cs.tls != nil {
+		cs.tls.closeNotify()
+	}
 	cs.closing = true
 	if cs.inBody {
 		cs.linger = true
@@ -329,6 +372,8 @@ func (cs *conn) answer(set *settings, now int64) {
 		// CONNECT: gale is not a forward proxy.
 		ctx.Error(405)
 		ctx.Resp.Close = true
+	case cs.toHTTPS != nil:
+		cs.toHTTPS.serve(ctx)
 	default:
 		set.router.Serve(ctx)
 	}
@@ -468,6 +513,9 @@ func (cs *conn) flush() {
 func (cs *conn) check(now int64, set *settings) bool {
 	if cs.dead {
 		return false
+	}
+	if cs.tls != nil && cs.tls.handshaking() {
+		return cs.tls.checkHandshake(now)
 	}
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout

@@ -20,6 +20,7 @@ type loop struct {
 	bodies  []segment // large bodies between out's bytes
 	fileBuf []byte    // small file bodies are read here
 	alog    []byte    // access log lines not yet handed to the writer
+	tlsOut  []byte    // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
 	sweepFn gnet.Runnable
 	victims []*conn // scratch for the sweep
 	stats   Stats

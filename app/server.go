@@ -96,6 +96,9 @@ type Server struct {
 	px proxyLoops // the proxy state of each loop (upstream.go)
 
 	files *cache.Cache // the file cache of static routes (static_glue.go)
+
+	listeners []listenerInfo // per listener, in config order: TLS and redirect state (tls.go)
+	anyTLS    bool           // some listener is TLS or redirect_to_https
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -117,6 +120,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 			return nil, err
 		}
 		s.addrs = append(s.addrs, a)
+	}
+	if err := s.setupListeners(cfg); err != nil {
+		return nil, err
 	}
 	fdLimit := raiseFileLimit()
 	s.maxConns = int64(cfg.Server.Limits.Connections)
@@ -183,7 +189,10 @@ func (s *Server) Run() error {
 	for i, a := range s.addrs {
 		protoAddrs[i] = "tcp://" + a
 	}
+	stopWatch := make(chan struct{})
+	go s.watchCertificates(stopWatch, certPoll)
 	err := gnet.Rotate(s, protoAddrs, opts...)
+	close(stopWatch)
 	if s.access != nil {
 		s.access.close()
 	}
@@ -211,6 +220,12 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	old := s.set.Load().cfg
 	if fmt.Sprint(listenAddrs(old)) != fmt.Sprint(listenAddrs(cfg)) {
 		notes = append(notes, "listen changed: restart gale to apply it")
+	} else {
+		tlsNotes, err := s.reloadTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, tlsNotes...)
 	}
 	reactor := func(c *config.Config) config.Server {
 		v := c.Server
@@ -335,6 +350,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.open.Add(1)
 	l.open(c)
+	s.attachTransport(c)
 	return nil, gnet.None
 }
 

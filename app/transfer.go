@@ -155,6 +155,9 @@ func (x *transfer) run(fd int) error {
 	}
 	defer nc.Close()
 	w := nc.(*net.TCPConn)
+	if t := x.cs.tls; t != nil {
+		return x.runTLS(w, t) // tls_transfer.go
+	}
 	if err := x.step(w, func() error { _, err := w.Write(x.head); return err }); err != nil {
 		return err
 	}

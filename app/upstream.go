@@ -238,6 +238,9 @@ func (cs *conn) ProxyDup() (net.Conn, error) {
 	f := os.NewFile(uintptr(fd), "client")
 	nc, err := net.FileConn(f) // duplicates fd again
 	_ = f.Close()
+	if err == nil && cs.tls != nil {
+		return cs.tls.dup(nc) // records, not plaintext, on a TLS connection
+	}
 	return nc, err
 }
 

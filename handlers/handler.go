@@ -26,6 +26,7 @@ type Handler interface {
 type Ctx struct {
 	Req    *codec.Request // the parsed request head
 	Remote netip.AddrPort // the client's address
+	TLS    bool           // the request arrived over TLS (set by the server for the connection's life)
 	Resp   Response       // filled by the handler
 	Route  *Route         // the route that matched (set by the router; nil when none did)
 

@@ -1,0 +1,443 @@
+package app
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/config"
+)
+
+// TLS termination. Each TLS listener has one tlsListener, shared by the
+// loops: its tls.Config (immutable once built; the certificates and the
+// settings that may change on reload sit behind atomic pointers), a count
+// of the handshakes in progress, and the files its certificates came
+// from. The per-connection transport is in tls_conn.go.
+
+// certPoll is how often the certificate files of the TLS listeners are
+// checked for changes, off the loops.
+var certPoll = 3 * time.Second
+
+// errTLSListener wraps the errors of loading a listener's certificates.
+var errTLSListener = errors.New("app: tls")
+
+// listenerInfo is what a connection needs to know about the listener that
+// accepted it. It is immutable once the server is built.
+type listenerInfo struct {
+	addr    netip.AddrPort // the bound address (port resolved; the unspecified address for "all interfaces")
+	tls     *tlsListener   // nil for plain listeners
+	toHTTPS *httpsRedirect // non-nil for redirect_to_https listeners
+}
+
+// tlsListener is the TLS state of one listener. Its methods are safe for
+// concurrent use.
+type tlsListener struct {
+	index  int         // position in config.Listen
+	config *tls.Config // what handshakes start from; GetConfigForClient returns cur's
+	cur    atomic.Pointer[tlsSettings]
+	active atomic.Int64 // handshakes in progress (slots taken)
+	files  atomic.Pointer[[]fileStamp]
+	reload sync.Mutex // serializes loads (the poller and Reload)
+	log    func(msg string, args ...any)
+}
+
+// tlsSettings is one generation of a listener's TLS settings: replaced as
+// a whole when certificates or settings change. Immutable.
+type tlsSettings struct {
+	config  *tls.Config // per-handshake config: version floor, certificate choice
+	certs   certSet
+	timeout int64 // handshake timeout, nanoseconds
+	max     int64 // handshakes in progress at once
+	src     []config.Certificate
+	minVer  string
+}
+
+// fileStamp identifies one version of a certificate or key file.
+type fileStamp struct {
+	path  string
+	size  int64
+	mtime int64
+	ino   uint64
+	ctime int64
+}
+
+func stampOf(path string) fileStamp {
+	st := fileStamp{path: path}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return st
+	}
+	st.size, st.mtime = fi.Size(), fi.ModTime().UnixNano()
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+		st.ctime = sys.Ctim.Nano()
+	}
+	return st
+}
+
+// certSet picks a certificate by server name: an exact DNS name of a
+// leaf, then a wildcard one ("*.example.com" for one label under
+// example.com), then the first certificate of the listener. Among several
+// certificates for one name, the first one the client supports wins.
+type certSet struct {
+	all   []*tls.Certificate            // config order; all[0] is the default
+	exact map[string][]*tls.Certificate // lower-case DNS name
+	wild  map[string][]*tls.Certificate // "example.com" for "*.example.com"
+}
+
+func newCertSet(certs []*tls.Certificate) certSet {
+	s := certSet{all: certs, exact: map[string][]*tls.Certificate{}, wild: map[string][]*tls.Certificate{}}
+	for _, c := range certs {
+		names := c.Leaf.DNSNames
+		if len(names) == 0 && c.Leaf.Subject.CommonName != "" {
+			names = []string{c.Leaf.Subject.CommonName}
+		}
+		for _, n := range names {
+			n = strings.ToLower(strings.TrimSuffix(n, "."))
+			if rest, ok := strings.CutPrefix(n, "*."); ok {
+				s.wild[rest] = append(s.wild[rest], c)
+			} else {
+				s.exact[n] = append(s.exact[n], c)
+			}
+		}
+	}
+	return s
+}
+
+func (s *certSet) pick(hello *tls.ClientHelloInfo) *tls.Certificate {
+	name := hello.ServerName
+	if name != "" {
+		name = strings.ToLower(strings.TrimSuffix(name, "."))
+		if c := supported(hello, s.exact[name]); c != nil {
+			return c
+		}
+		if i := strings.IndexByte(name, '.'); i > 0 {
+			if c := supported(hello, s.wild[name[i+1:]]); c != nil {
+				return c
+			}
+		}
+	}
+	return supported(hello, s.all)
+}
+
+// supported returns the first of cs the client can use (its signature
+// algorithms and curves), the first of cs when it can use none, or nil
+// when cs is empty.
+func supported(hello *tls.ClientHelloInfo, cs []*tls.Certificate) *tls.Certificate {
+	if len(cs) == 0 {
+		return nil
+	}
+	if len(cs) > 1 {
+		for _, c := range cs {
+			if hello.SupportsCertificate(c) == nil {
+				return c
+			}
+		}
+	}
+	return cs[0]
+}
+
+// newTLSListener loads the certificates of l and builds its TLS config.
+func newTLSListener(index int, l *config.Listener, logf func(string, ...any)) (*tlsListener, error) {
+	tl := &tlsListener{index: index, log: logf}
+	set, stamps, err := loadTLSSettings(l.TLS)
+	if err != nil {
+		return nil, err
+	}
+	tl.cur.Store(set)
+	tl.files.Store(&stamps)
+	tl.config = &tls.Config{
+		// The base config holds what must stay the same for the
+		// listener's life: the session ticket keys (generated and
+		// rotated by crypto/tls), so that resumption survives reloads.
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return tl.cur.Load().config, nil
+		},
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+	}
+	return tl, nil
+}
+
+// loadTLSSettings reads the certificate files of t and builds a settings
+// generation, with the stamps of the files it read.
+func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
+	var stamps []fileStamp
+	certs := make([]*tls.Certificate, 0, len(t.Certificates))
+	for _, c := range t.Certificates {
+		// Stamp before reading: a change during the read is seen by
+		// the next poll.
+		stamps = append(stamps, stampOf(c.Cert), stampOf(c.Key))
+		pair, _, msg := config.LoadKeyPair(c.Cert, c.Key)
+		if msg != "" {
+			return nil, nil, fmt.Errorf("%w: %s", errTLSListener, msg)
+		}
+		certs = append(certs, pair)
+	}
+	set := &tlsSettings{
+		certs:   newCertSet(certs),
+		timeout: int64(t.HandshakeTimeout),
+		max:     int64(t.MaxHandshakes),
+		src:     t.Certificates,
+		minVer:  t.MinVersion,
+	}
+	minVersion := uint16(tls.VersionTLS12)
+	if t.MinVersion == "1.3" {
+		minVersion = tls.VersionTLS13
+	}
+	set.config = &tls.Config{
+		MinVersion: minVersion,
+		// Advertise h2 here once HTTP/2 is served.
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return set.certs.pick(hello), nil
+		},
+		// Full-size records: fewer records (and AEAD calls) per
+		// response, like nginx's default 16k ssl_buffer_size.
+		DynamicRecordSizingDisabled: true,
+	}
+	return set, stamps, nil
+}
+
+// changed reports whether any certificate or key file differs from when
+// it was last loaded.
+func (tl *tlsListener) changed() bool {
+	for _, st := range *tl.files.Load() {
+		if stampOf(st.path) != st {
+			return true
+		}
+	}
+	return false
+}
+
+// load replaces the listener's certificates and settings with those of t.
+// On failure the running ones stay.
+func (tl *tlsListener) load(t *config.TLS) error {
+	tl.reload.Lock()
+	defer tl.reload.Unlock()
+	set, stamps, err := loadTLSSettings(t)
+	if err != nil {
+		return err
+	}
+	tl.cur.Store(set)
+	tl.files.Store(&stamps)
+	return nil
+}
+
+// poll reloads the certificates when their files changed. A failed load
+// (a file half written, a key not yet matching its new certificate) is
+// logged and retried at the next poll, since the stamps stay those of the
+// last good load.
+func (tl *tlsListener) poll() {
+	if !tl.changed() {
+		return
+	}
+	cur := tl.cur.Load()
+	t := &config.TLS{Certificates: cur.src, MinVersion: cur.minVer,
+		HandshakeTimeout: time.Duration(cur.timeout), MaxHandshakes: int(cur.max)}
+	if err := tl.load(t); err != nil {
+		tl.log("tls: certificate files changed but cannot be loaded; keeping the running certificates", "err", err.Error())
+		return
+	}
+	tl.log("tls: certificates reloaded", "listener", tl.index, "certificates", len(cur.src))
+}
+
+// acquire takes a handshake slot if one is free.
+func (tl *tlsListener) acquire() bool {
+	max := tl.cur.Load().max
+	for {
+		n := tl.active.Load()
+		if n >= max {
+			return false
+		}
+		if tl.active.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (tl *tlsListener) releaseSlot() { tl.active.Add(-1) }
+
+// httpsRedirect answers every request of a redirect_to_https listener.
+type httpsRedirect struct {
+	port []byte // ":8443", or nil for 443
+}
+
+// setupListeners builds the per-listener state for cfg's listeners, whose
+// resolved addresses are s.addrs.
+func (s *Server) setupListeners(cfg *config.Config) error {
+	s.listeners = make([]listenerInfo, len(cfg.Listen))
+	logf := func(msg string, args ...any) { s.log.Info(msg, args...) }
+	for i := range cfg.Listen {
+		l := &cfg.Listen[i]
+		ap, err := netip.ParseAddrPort(s.addrs[i])
+		if err != nil {
+			// "host" empty: all interfaces.
+			_, port, _ := net.SplitHostPort(s.addrs[i])
+			p, _ := strconv.Atoi(port)
+			ap = netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p))
+		}
+		li := listenerInfo{addr: ap}
+		if l.TLS != nil {
+			tl, err := newTLSListener(i, l, logf)
+			if err != nil {
+				return fmt.Errorf("listen %s: %w", l.Address, err)
+			}
+			li.tls = tl
+			s.anyTLS = true
+		}
+		s.listeners[i] = li
+	}
+	for i := range cfg.Listen {
+		r := cfg.Listen[i].RedirectToHTTPS
+		if r == nil {
+			continue
+		}
+		h := &httpsRedirect{}
+		if r.Listener >= 0 && r.Listener < len(s.listeners) {
+			if p := s.listeners[r.Listener].addr.Port(); p != 443 {
+				h.port = []byte(":" + strconv.Itoa(int(p)))
+			}
+		}
+		s.listeners[i].toHTTPS = h
+		s.anyTLS = true
+	}
+	return nil
+}
+
+// listenerOf finds the listener that accepted c by its local address
+// (gnet reports the listener's own address for accepted connections).
+func (s *Server) listenerOf(c gnet.Conn) *listenerInfo {
+	ta, ok := c.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	port := uint16(ta.Port)
+	var byPort *listenerInfo
+	for i := range s.listeners {
+		li := &s.listeners[i]
+		if li.addr.Port() != port {
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(ta.IP)
+		if ip.Unmap() == li.addr.Addr().Unmap() {
+			return li
+		}
+		if byPort == nil {
+			byPort = li
+		}
+	}
+	return byPort
+}
+
+// attachTransport gives a newly opened client connection the transport
+// of its listener: TLS, or the https redirect. Plain listeners need
+// nothing.
+func (s *Server) attachTransport(c gnet.Conn) {
+	if !s.anyTLS {
+		return
+	}
+	cs, ok := c.Context().(*conn)
+	if !ok {
+		return
+	}
+	li := s.listenerOf(c)
+	if li == nil {
+		return
+	}
+	switch {
+	case li.tls != nil:
+		cs.tls = newTLSConn(cs, li.tls)
+		cs.ctx.TLS = true
+	case li.toHTTPS != nil:
+		cs.toHTTPS = li.toHTTPS
+	}
+}
+
+// watchCertificates polls the TLS listeners' certificate files every
+// interval until stop is closed.
+func (s *Server) watchCertificates(stop <-chan struct{}, interval time.Duration) {
+	if !s.anyTLS {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			for i := range s.listeners {
+				if tl := s.listeners[i].tls; tl != nil {
+					tl.poll()
+				}
+			}
+		}
+	}
+}
+
+// reloadTLS applies the TLS settings of cfg (whose listen addresses are
+// those running) to the running TLS listeners: certificates are read
+// again, even when their files did not change. A listener that changes
+// between plain, TLS and redirect needs a restart; that is returned as a
+// note.
+func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
+	type job struct {
+		tl *tlsListener
+		t  *config.TLS
+	}
+	var jobs []job
+	for i := range cfg.Listen {
+		if i >= len(s.listeners) {
+			break
+		}
+		l, li := &cfg.Listen[i], &s.listeners[i]
+		switch {
+		case (l.TLS != nil) != (li.tls != nil) || (l.RedirectToHTTPS != nil) != (li.toHTTPS != nil):
+			notes = append(notes, fmt.Sprintf("listen %s: switching between plain, TLS and redirect_to_https needs a restart", l.Address))
+		case l.TLS != nil:
+			jobs = append(jobs, job{li.tls, l.TLS})
+		}
+	}
+	// Load everything first, then swap: either all listeners get the new
+	// certificates or none does.
+	sets := make([]*tlsSettings, len(jobs))
+	stamps := make([][]fileStamp, len(jobs))
+	for i, j := range jobs {
+		if sets[i], stamps[i], err = loadTLSSettings(j.t); err != nil {
+			return nil, err
+		}
+	}
+	for i, j := range jobs {
+		j.tl.reload.Lock()
+		j.tl.cur.Store(sets[i])
+		j.tl.files.Store(&stamps[i])
+		j.tl.reload.Unlock()
+	}
+	return notes, nil
+}
+
+// URLs returns the base URL of every listener, "http://host:port" or
+// "https://host:port", ports resolved, in config order.
+func (s *Server) URLs() []string {
+	out := make([]string, len(s.addrs))
+	for i, a := range s.addrs {
+		scheme := "http://"
+		if i < len(s.listeners) && s.listeners[i].tls != nil {
+			scheme = "https://"
+		}
+		out[i] = scheme + a
+	}
+	return out
+}

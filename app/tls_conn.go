@@ -1,0 +1,534 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// The TLS transport of one client connection, with crypto/tls doing the
+// protocol and no goroutine per connection once the handshake is done.
+//
+// A tls.Conn sits on a shim net.Conn whose reads and writes each work in
+// one of three modes:
+//
+//   - handshake: the handshake runs in a short-lived goroutine. The shim's
+//     Read waits for ciphertext that the loop feeds it from OnTraffic; its
+//     Write appends to a pending buffer under a mutex and wakes the loop,
+//     which hands the pending bytes to gnet before it writes anything else
+//     on the connection (gnet runs I/O events before queued tasks, so an
+//     AsyncWrite of the final flight could be overtaken by a response).
+//   - loop: after the handshake the loop calls tls.Conn.Read and Write
+//     itself. Read takes ciphertext from gnet's inbound buffer and, when
+//     none is left, returns a net.Error whose Temporary() and Timeout()
+//     are true: crypto/tls then keeps a partial record for the next call
+//     instead of failing. Write appends the records to the loop's tlsOut
+//     buffer, which goes to gnet with one Write.
+//   - fd: a goroutine uses the same tls.Conn over a duplicate of the
+//     socket: a large body encrypted by the transfer goroutine, a proxied
+//     body copied off the loop, a tunnel (tls_dup.go). The loop does
+//     nothing on the connection in the direction handed off.
+//
+// A mode changes only while no other goroutine uses that direction: when
+// the handshake goroutine has finished (observed through an atomic), and
+// around a hand-off (started after, and observed finished before, any
+// loop use). Deadline methods are no-ops: timeouts are the sweep's (and
+// the hand-offs set them on the duplicate itself).
+
+const (
+	shimHandshake = iota
+	shimLoop
+	shimFD
+)
+
+// TLS connection phases, on the loop.
+const (
+	tlsWaiting     = iota // no handshake yet: waiting for the first bytes or a free slot
+	tlsHandshaking        // the handshake goroutine runs
+	tlsOpen               // application data flows on the loop
+	tlsFailed             // the handshake failed; the connection is closing
+)
+
+const (
+	// maxHandshakeInput bounds the ciphertext a client may send before its
+	// handshake completes (a ClientHello is at most a few records).
+	maxHandshakeInput = 256 << 10
+	// minPlainRead is the free room given to each tls.Conn.Read on the
+	// loop: one full record's plaintext.
+	minPlainRead = 16 << 10
+	// keepPlain is the largest plaintext buffer kept by an idle
+	// connection; a larger one (grown by a burst) is dropped.
+	keepPlain = 64 << 10
+	// recordHeaderLen is the length of a TLS record header: type,
+	// version, length.
+	recordHeaderLen = 5
+)
+
+// wouldBlock is the shim's "no ciphertext buffered" error on the loop.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "app: tls: no buffered ciphertext" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+var (
+	errWouldBlock net.Error = wouldBlock{}
+	errShimClosed           = errors.New("app: tls: connection closed")
+)
+
+// tlsConn is the TLS state of one connection. Fields are touched on the
+// connection's loop, except where the shim's comments say otherwise.
+type tlsConn struct {
+	cs    *conn
+	ln    *tlsListener
+	tc    *tls.Conn
+	sh    tlsShim
+	phase uint8
+	eof   bool        // no more application data will come: close_notify, or a fatal record error
+	fatal bool        // the TLS session failed (an alert was sent)
+	start int64       // when the connection opened, for the handshake timeout
+	plain []byte      // decrypted request bytes not yet consumed
+	dupc  *tlsDupConn // the duplicate handed off the loop (tls_dup.go), until reclaimed
+
+	hsDone atomic.Bool // set by the handshake goroutine when it returns
+	hsErr  error       // written by the handshake goroutine before hsDone
+}
+
+// tlsShim is the net.Conn under the tls.Conn.
+type tlsShim struct {
+	t     *tlsConn
+	rmode uint8 // where Read takes ciphertext from
+	wmode uint8 // where Write puts records
+
+	mu     sync.Mutex // guards in, inOff, out and closed in handshake mode
+	cond   sync.Cond
+	in     []byte // ciphertext fed by the loop, not yet read (handshake mode; drained first in loop mode)
+	inOff  int
+	out    []byte // ciphertext written by the handshake, not yet given to gnet
+	spare  []byte // the other out buffer, swapped in by the loop
+	closed bool
+
+	fd net.Conn // fd mode: the duplicate of the socket
+
+	// Record framing of the ciphertext handed to crypto/tls (see hand).
+	hdr     [recordHeaderLen]byte
+	hdrN    int // header bytes of the current record handed so far
+	recLeft int // payload bytes of the current record not handed yet
+}
+
+var _ net.Conn = (*tlsShim)(nil)
+
+func newTLSConn(cs *conn, ln *tlsListener) *tlsConn {
+	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano()}
+	t.sh.t = t
+	t.sh.cond.L = &t.sh.mu
+	t.tc = tls.Server(&t.sh, ln.config)
+	return t
+}
+
+// Read implements net.Conn for crypto/tls.
+func (s *tlsShim) Read(p []byte) (int, error) {
+	switch s.rmode {
+	case shimLoop:
+		if s.inOff < len(s.in) {
+			n := s.hand(p, s.in[s.inOff:])
+			s.inOff += n
+			if s.inOff == len(s.in) {
+				s.in, s.inOff = nil, 0
+			}
+			return n, nil
+		}
+		c := s.t.cs.c
+		b, _ := c.Peek(-1)
+		if len(b) == 0 {
+			return 0, errWouldBlock
+		}
+		n := s.hand(p, b)
+		_, _ = c.Discard(n)
+		return n, nil
+	case shimHandshake:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for s.inOff == len(s.in) && !s.closed {
+			s.cond.Wait()
+		}
+		if s.closed {
+			return 0, errShimClosed
+		}
+		n := s.hand(p, s.in[s.inOff:])
+		s.inOff += n
+		if s.inOff == len(s.in) {
+			s.in, s.inOff = s.in[:0], 0
+		}
+		return n, nil
+	case shimFD:
+		return s.fd.Read(p)
+	}
+	return 0, errShimClosed
+}
+
+// hand copies into p the bytes of b up to the end of the record being
+// read, and returns how many. Handing crypto/tls at most one record per
+// Read keeps its buffer free of whole records it has not processed: once
+// a tls.Conn.Read returned data, whether more can be decrypted is known
+// from the shim's own input alone, and the request path skips the Read
+// that would only find nothing (it costs an allocation in crypto/tls).
+func (s *tlsShim) hand(p, b []byte) int {
+	i, n := 0, min(len(p), len(b))
+	for s.hdrN < recordHeaderLen && i < n {
+		s.hdr[s.hdrN] = b[i]
+		s.hdrN++
+		i++
+		if s.hdrN == recordHeaderLen {
+			s.recLeft = int(s.hdr[3])<<8 | int(s.hdr[4])
+		}
+	}
+	k := min(s.recLeft, n-i)
+	copy(p, b[:i+k])
+	s.recLeft -= k
+	if s.hdrN == recordHeaderLen && s.recLeft == 0 {
+		s.hdrN = 0 // the record is complete: a header comes next
+	}
+	return i + k
+}
+
+// moreInput reports whether ciphertext waits in the shim or in gnet's
+// buffer (loop mode).
+func (s *tlsShim) moreInput() bool {
+	return s.inOff < len(s.in) || s.t.cs.c.InboundBuffered() > 0
+}
+
+// Write implements net.Conn for crypto/tls. p is copied (crypto/tls reuses
+// its buffer).
+func (s *tlsShim) Write(p []byte) (int, error) {
+	switch s.wmode {
+	case shimLoop:
+		l := s.t.cs.loop
+		l.tlsOut = append(l.tlsOut, p...)
+		return len(p), nil
+	case shimHandshake:
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return 0, errShimClosed
+		}
+		wake := len(s.out) == 0
+		s.out = append(s.out, p...)
+		s.mu.Unlock()
+		if wake {
+			_ = s.t.cs.c.Wake(nil)
+		}
+		return len(p), nil
+	case shimFD:
+		return s.fd.Write(p)
+	}
+	return 0, errShimClosed
+}
+
+// Close implements net.Conn: the loop owns the socket, so this only stops
+// a handshake in progress.
+func (s *tlsShim) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cond.Broadcast()
+	return nil
+}
+
+func (s *tlsShim) LocalAddr() net.Addr              { return s.t.cs.c.LocalAddr() }
+func (s *tlsShim) RemoteAddr() net.Addr             { return s.t.cs.c.RemoteAddr() }
+func (s *tlsShim) SetDeadline(time.Time) error      { return nil }
+func (s *tlsShim) SetReadDeadline(time.Time) error  { return nil }
+func (s *tlsShim) SetWriteDeadline(time.Time) error { return nil }
+
+// handshaking reports whether the connection is not open yet.
+func (t *tlsConn) handshaking() bool { return t.phase != tlsOpen }
+
+// inboundBuffered is how many received bytes wait: plaintext not yet
+// consumed and ciphertext not yet decrypted (gnet's is counted by the
+// caller).
+func (t *tlsConn) inboundBuffered() int {
+	if t.phase == tlsHandshaking {
+		t.sh.mu.Lock()
+		defer t.sh.mu.Unlock()
+	}
+	return len(t.plain) + len(t.sh.in) - t.sh.inOff
+}
+
+// onTraffic runs first in every OnTraffic of a TLS connection. While the
+// handshake is not done it handles the event itself (handled is true);
+// once the connection is open it returns handled false and the request
+// path runs, reading through inbound.
+func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
+	if t.phase == tlsOpen {
+		return gnet.None, false
+	}
+	if t.phase == tlsFailed {
+		return gnet.Close, true
+	}
+	c := t.cs.c
+	// Hand the handshake what arrived.
+	if n := c.InboundBuffered(); n > 0 {
+		buf, _ := c.Peek(-1)
+		t.sh.mu.Lock()
+		if len(t.sh.in)-t.sh.inOff+len(buf) > maxHandshakeInput {
+			t.sh.mu.Unlock()
+			return gnet.Close, true
+		}
+		t.sh.in = append(t.sh.in, buf...)
+		t.sh.mu.Unlock()
+		t.sh.cond.Signal()
+		_, _ = c.Discard(-1)
+	}
+	if t.phase == tlsWaiting {
+		if len(t.sh.in) == 0 || !t.startHandshake() {
+			return gnet.None, true // the sweep retries for a slot
+		}
+	}
+	// Whatever the handshake wrote goes out before anything else.
+	t.flushHandshake()
+	if t.cs.dead || !t.hsDone.Load() {
+		return gnet.None, true
+	}
+	return t.finishHandshake()
+}
+
+// startHandshake takes a slot and starts the handshake goroutine.
+func (t *tlsConn) startHandshake() bool {
+	if !t.ln.acquire() {
+		return false
+	}
+	t.phase = tlsHandshaking
+	t.sh.rmode, t.sh.wmode = shimHandshake, shimHandshake
+	c := t.cs.c
+	ln := t.ln
+	go func() {
+		err := t.tc.Handshake()
+		ln.releaseSlot()
+		t.hsErr = err
+		t.hsDone.Store(true)
+		_ = c.Wake(nil) // a no-op once the connection closed
+	}()
+	return true
+}
+
+// flushHandshake hands the handshake's pending output to gnet.
+func (t *tlsConn) flushHandshake() {
+	s := &t.sh
+	s.mu.Lock()
+	out := s.out
+	s.out = s.spare[:0]
+	s.mu.Unlock()
+	if len(out) > 0 {
+		_, _ = t.cs.c.Write(out)
+	}
+	s.spare = out[:0]
+}
+
+// finishHandshake switches to loop mode once the handshake goroutine has
+// returned (its output already flushed).
+func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
+	t.flushHandshake() // written between the last flush and the return
+	if t.cs.dead {
+		return gnet.None, true
+	}
+	if t.hsErr != nil {
+		t.phase = tlsFailed
+		if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
+			l.Debug("tls handshake failed", "remote", t.cs.remote.String(), "err", t.hsErr.Error())
+		}
+		if t.cs.outboundBuffered() > 0 {
+			// An alert is on its way: let the sweep close after it.
+			t.cs.closing, t.cs.closeAfter, t.cs.linger = true, true, false
+			return gnet.None, true
+		}
+		return gnet.Close, true
+	}
+	t.phase = tlsOpen
+	t.sh.rmode, t.sh.wmode = shimLoop, shimLoop
+	t.sh.out, t.sh.spare = nil, nil
+	if t.sh.inOff == len(t.sh.in) {
+		t.sh.in, t.sh.inOff = nil, 0
+	}
+	t.cs.lastActive = time.Now().UnixNano()
+	// Application data may already sit in the shim or in crypto/tls's
+	// buffer: the request path reads it now.
+	return gnet.None, false
+}
+
+// checkHandshake runs from the sweep while the handshake is not done and
+// reports whether the connection must be closed.
+func (t *tlsConn) checkHandshake(now int64) bool {
+	if t.phase == tlsFailed {
+		return t.cs.outboundBuffered() == 0
+	}
+	if now-t.start > t.ln.cur.Load().timeout {
+		t.cs.loop.stats.TimedOut.Add(1)
+		return true
+	}
+	if t.phase == tlsWaiting && len(t.sh.in) > 0 && t.startHandshake() {
+		t.flushHandshake()
+	}
+	return false
+}
+
+// release runs when the connection closed: a handshake in progress ends.
+func (t *tlsConn) release() {
+	if t.phase == tlsHandshaking {
+		t.sh.Close()
+	}
+	t.plain = nil
+}
+
+// inbound decrypts what arrived and returns the plaintext not yet
+// consumed. The slice is valid until consume or the next inbound.
+func (t *tlsConn) inbound() []byte {
+	if t.phase != tlsOpen {
+		return nil
+	}
+	if t.dupc != nil {
+		t.reclaim()
+	}
+	for !t.eof {
+		if cap(t.plain)-len(t.plain) < minPlainRead {
+			np := make([]byte, len(t.plain), 2*cap(t.plain)+minPlainRead)
+			copy(np, t.plain)
+			t.plain = np
+		}
+		room := cap(t.plain) - len(t.plain)
+		n, err := t.tc.Read(t.plain[len(t.plain):cap(t.plain)])
+		t.plain = t.plain[:len(t.plain)+n]
+		if err == nil {
+			if n < room && !t.sh.moreInput() {
+				break // crypto/tls holds no further record (see hand)
+			}
+			continue
+		}
+		if err == errWouldBlock {
+			break
+		}
+		t.eof = true
+		if err != io.EOF {
+			t.fatal = true // a bad record: crypto/tls sent an alert
+		}
+	}
+	t.flushOut() // alerts and post-handshake messages
+	return t.plain
+}
+
+// consume drops the first n plaintext bytes (all when n < 0).
+func (t *tlsConn) consume(n int) {
+	if n < 0 || n >= len(t.plain) {
+		if cap(t.plain) > keepPlain {
+			t.plain = nil
+		} else {
+			t.plain = t.plain[:0]
+		}
+		return
+	}
+	m := copy(t.plain, t.plain[n:])
+	t.plain = t.plain[:m]
+}
+
+// send encrypts b into records and hands them to gnet with one Write.
+func (t *tlsConn) send(b []byte) {
+	if t.phase != tlsOpen {
+		return
+	}
+	if t.dupc != nil {
+		t.reclaim()
+	}
+	_, _ = t.tc.Write(b)
+	t.flushOut()
+}
+
+// sendv encrypts bs in order and hands the records to gnet with one Write.
+func (t *tlsConn) sendv(bs [][]byte) {
+	if t.phase != tlsOpen {
+		return
+	}
+	if t.dupc != nil {
+		t.reclaim()
+	}
+	for _, b := range bs {
+		if len(b) > 0 {
+			_, _ = t.tc.Write(b)
+		}
+	}
+	t.flushOut()
+}
+
+// flushOut hands the records written on the loop to gnet.
+func (t *tlsConn) flushOut() {
+	l := t.cs.loop
+	if len(l.tlsOut) == 0 {
+		return
+	}
+	_, _ = t.cs.c.Write(l.tlsOut)
+	if cap(l.tlsOut) > 4<<20 {
+		l.tlsOut = nil
+	} else {
+		l.tlsOut = l.tlsOut[:0]
+	}
+}
+
+// closeNotify sends close_notify once, after the last response.
+func (t *tlsConn) closeNotify() {
+	if t.phase != tlsOpen || t.fatal || t.cs.dead {
+		return
+	}
+	if t.dupc != nil {
+		t.reclaim()
+		if t.dupc != nil {
+			return // a goroutine still writes
+		}
+	}
+	_ = t.tc.CloseWrite()
+	t.flushOut()
+}
+
+// closeWrite ends the output: close_notify, then a TCP half-close once it
+// left gnet's buffer.
+func (t *tlsConn) closeWrite() {
+	t.closeNotify()
+	if t.cs.dead {
+		return
+	}
+	if t.cs.c.OutboundBuffered() == 0 {
+		_ = unix.Shutdown(t.cs.c.Fd(), unix.SHUT_WR)
+	}
+}
+
+// afterServe runs after the request path on an open connection: when the
+// client sent close_notify (or the session failed), the connection
+// closes once the responses to what came before are out.
+func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
+	cs := t.cs
+	if a != gnet.None || cs.dead || !t.eof {
+		return a
+	}
+	if t.fatal {
+		if cs.outboundBuffered() == 0 {
+			return gnet.Close
+		}
+		cs.closing, cs.closeAfter, cs.linger = true, true, false
+		return gnet.None
+	}
+	if cs.closing {
+		return a
+	}
+	cs.closeAfter = true
+	if cs.xfer != nil || cs.paused || len(t.plain) > 0 || cs.proxyPending() {
+		return a // the pending work finishes first, then closes
+	}
+	return cs.finish(time.Now().UnixNano())
+}

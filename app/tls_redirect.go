@@ -1,0 +1,102 @@
+package app
+
+import "gale/handlers"
+
+var (
+	hdrLocation    = []byte("Location")
+	hdrContentType = []byte("Content-Type")
+	ctTextPlain    = []byte("text/plain; charset=utf-8")
+	bodyMovedPerm  = []byte("Moved Permanently\n")
+	bodyPermRedir  = []byte("Permanent Redirect\n")
+	httpsScheme    = "https://"
+	slash          = []byte("/")
+)
+
+const upperHex = "0123456789ABCDEF"
+
+// serve answers a request on a redirect_to_https listener with a redirect
+// to the same host, path and query over https: 301 for GET and HEAD, 308
+// (which keeps the method and body) for the others. A request without a
+// usable Host is answered 400. Location is built in ctx.Scratch: no
+// allocation once it has room.
+func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
+	req := ctx.Req
+	host := hostOnly(req.Host)
+	if len(host) == 0 {
+		ctx.Error(400)
+		return
+	}
+	mark := len(ctx.Scratch)
+	s := append(ctx.Scratch, httpsScheme...)
+	s = append(s, host...)
+	s = append(s, h.port...)
+	path := req.Path
+	if len(path) == 0 || path[0] != '/' {
+		path = slash
+	}
+	s = appendLocationSafe(s, path)
+	if req.Query != nil {
+		s = append(s, '?')
+		s = appendLocationSafe(s, req.Query)
+	}
+	ctx.Scratch = s
+	n := len(s)
+	ctx.Resp.Status = 308
+	ctx.Resp.Body = bodyPermRedir
+	if m := string(req.Method); m == "GET" || m == "HEAD" {
+		ctx.Resp.Status = 301
+		ctx.Resp.Body = bodyMovedPerm
+	}
+	ctx.Resp.Add(hdrLocation, s[mark:n:n])
+	ctx.Resp.Add(hdrContentType, ctTextPlain)
+}
+
+// hostOnly returns the host of a Host value without its port and
+// trailing dot, or nil when it holds a byte that a host name or an IP
+// literal cannot.
+func hostOnly(h []byte) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	if h[0] == '[' {
+		end := 1
+		for end < len(h) && h[end] != ']' {
+			c := h[end]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+				return nil
+			}
+			end++
+		}
+		if end == len(h) {
+			return nil
+		}
+		return h[:end+1]
+	}
+	for i, c := range h {
+		if c == ':' {
+			h = h[:i]
+			break
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return nil
+		}
+	}
+	for len(h) > 0 && h[len(h)-1] == '.' {
+		h = h[:len(h)-1]
+	}
+	return h
+}
+
+// appendLocationSafe appends p, percent-encoding the bytes that must not
+// appear raw in a Location value: controls, space, non-ASCII, '\\' (read
+// as '/' by browsers), '"', '<', '>' and '#'.
+func appendLocationSafe(dst, p []byte) []byte {
+	for _, b := range p {
+		if b <= ' ' || b >= 0x7f || b == '\\' || b == '"' || b == '<' || b == '>' || b == '#' {
+			dst = append(dst, '%', upperHex[b>>4], upperHex[b&15])
+			continue
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
