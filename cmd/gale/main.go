@@ -204,8 +204,8 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gale: %v\n", err)
 		return 1
 	}
-	for _, a := range srv.Addrs() {
-		fmt.Fprintf(stdout, "gale: listening on http://%s\n", a)
+	for _, u := range srv.URLs() {
+		fmt.Fprintf(stdout, "gale: listening on %s\n", u)
 	}
 	for _, line := range cfg.Summary() {
 		fmt.Fprintf(stdout, "gale: %s\n", line)
