@@ -21,6 +21,8 @@ type loop struct {
 	fileBuf []byte    // small file bodies are read here
 	alog    []byte    // access log lines not yet handed to the writer
 	tlsOut  []byte    // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
+	tlsIn   []byte    // plaintext decrypted on the loop, lent to one connection at a time (tls_conn.go)
+	tlsLent *tlsConn  // the connection whose plain aliases tlsIn, or nil
 	sweepFn gnet.Runnable
 	victims []*conn // scratch for the sweep
 	stats   Stats

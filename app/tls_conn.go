@@ -65,9 +65,9 @@ const (
 	// minPlainRead is the free room given to each tls.Conn.Read on the
 	// loop: one full record's plaintext.
 	minPlainRead = 16 << 10
-	// keepPlain is the largest plaintext buffer kept by an idle
-	// connection; a larger one (grown by a burst) is dropped.
-	keepPlain = 64 << 10
+	// keepPlain is the largest decryption buffer a loop keeps; a larger
+	// one (grown by a burst) is dropped once it is free.
+	keepPlain = 256 << 10
 	// recordHeaderLen is the length of a TLS record header: type,
 	// version, length.
 	recordHeaderLen = 5
@@ -96,7 +96,8 @@ type tlsConn struct {
 	eof   bool        // no more application data will come: close_notify, or a fatal record error
 	fatal bool        // the TLS session failed (an alert was sent)
 	start int64       // when the connection opened, for the handshake timeout
-	plain []byte      // decrypted request bytes not yet consumed
+	plain []byte      // decrypted request bytes not yet consumed: a prefix of the loop's tlsIn while lent, else owned
+	lent  bool        // plain aliases the loop's tlsIn (see inbound)
 	dupc  *tlsDupConn // the duplicate handed off the loop (tls_dup.go), until reclaimed
 
 	hsDone atomic.Bool // set by the handshake goroutine when it returns
@@ -386,7 +387,49 @@ func (t *tlsConn) release() {
 	if t.phase == tlsHandshaking {
 		t.sh.Close()
 	}
-	t.plain = nil
+	if l := t.cs.loop; l.tlsLent == t {
+		l.tlsLent = nil
+	}
+	t.plain, t.lent = nil, false
+}
+
+// Plaintext is decrypted into one buffer per loop (tlsIn), lent to the
+// connection being served: its plain is a prefix of tlsIn. A connection
+// keeps what it did not consume in tlsIn until another connection needs
+// the buffer; then the unconsumed bytes (part of a request that has not
+// fully arrived) are copied into memory of its own. So an idle TLS
+// connection holds no plaintext buffer, and a kept-alive request copies
+// nothing.
+
+// borrow lends the loop's buffer to t, with t's unconsumed bytes at its
+// start.
+func (t *tlsConn) borrow() {
+	l := t.cs.loop
+	if l.tlsLent == t {
+		return
+	}
+	if o := l.tlsLent; o != nil {
+		o.keep()
+	}
+	if cap(l.tlsIn) < len(t.plain)+minPlainRead {
+		l.tlsIn = make([]byte, 0, max(2*cap(l.tlsIn), len(t.plain)+minPlainRead, 32<<10))
+	}
+	t.plain = append(l.tlsIn[:0], t.plain...)
+	t.lent = true
+	l.tlsLent = t
+}
+
+// keep gives t's unconsumed bytes memory of their own, before the loop's
+// buffer is lent to another connection.
+func (t *tlsConn) keep() {
+	l := t.cs.loop
+	l.tlsLent = nil
+	t.lent = false
+	if len(t.plain) == 0 {
+		t.plain = nil
+		return
+	}
+	t.plain = append([]byte(nil), t.plain...)
 }
 
 // inbound decrypts what arrived and returns the plaintext not yet
@@ -398,11 +441,14 @@ func (t *tlsConn) inbound() []byte {
 	if t.dupc != nil {
 		t.reclaim()
 	}
+	t.borrow()
+	l := t.cs.loop
 	for !t.eof {
 		if cap(t.plain)-len(t.plain) < minPlainRead {
 			np := make([]byte, len(t.plain), 2*cap(t.plain)+minPlainRead)
 			copy(np, t.plain)
 			t.plain = np
+			l.tlsIn = np[:0]
 		}
 		room := cap(t.plain) - len(t.plain)
 		n, err := t.tc.Read(t.plain[len(t.plain):cap(t.plain)])
@@ -428,9 +474,13 @@ func (t *tlsConn) inbound() []byte {
 // consume drops the first n plaintext bytes (all when n < 0).
 func (t *tlsConn) consume(n int) {
 	if n < 0 || n >= len(t.plain) {
-		if cap(t.plain) > keepPlain {
-			t.plain = nil
-		} else {
+		switch l := t.cs.loop; {
+		case !t.lent:
+			t.plain = nil // owned memory is not kept
+		case cap(l.tlsIn) > keepPlain:
+			l.tlsIn, l.tlsLent = nil, nil
+			t.plain, t.lent = nil, false
+		default:
 			t.plain = t.plain[:0]
 		}
 		return

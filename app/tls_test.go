@@ -509,3 +509,55 @@ func TestTLSFailedHandshake(t *testing.T) {
 	}
 	ts.dialTLS(ts.clientConfig("localhost"))
 }
+
+// TestTLSInterleavedPartials: connections on one loop share its
+// decryption buffer; a request that arrives in pieces keeps its first
+// part while other connections are served in between.
+func TestTLSInterleavedPartials(t *testing.T) {
+	t.Parallel()
+	yaml := `listen:
+  - {address: "127.0.0.1:0", tls: {certificates: [$CERT]}}
+server: {event_loops: 1}
+` + tlsRoutes
+	ts := startTLSServer(t, yaml, nil, nil)
+	const n = 4
+	conns := make([]*tls.Conn, n)
+	readers := make([]*bufio.Reader, n)
+	for i := range conns {
+		conns[i] = ts.dialTLS(ts.clientConfig("localhost"))
+		readers[i] = bufio.NewReader(conns[i])
+	}
+	req := "GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + strings.Repeat("p", 3000) + "\r\n\r\n"
+	cuts := []int{0, 7, 100, 2500, len(req)}
+	for round := 0; round < 3; round++ {
+		for k := 1; k < len(cuts); k++ {
+			for i, c := range conns {
+				// Each connection is at a different point of its request.
+				a, b := cuts[k-1], cuts[k]
+				if i%2 == 1 && k > 1 {
+					a, b = cuts[k-2], cuts[k-1]
+				}
+				if i%2 == 1 && k == 1 {
+					continue
+				}
+				if _, err := io.WriteString(c, req[a:b]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for i, c := range conns {
+			if i%2 == 1 {
+				if _, err := io.WriteString(c, req[cuts[len(cuts)-2]:]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for i := range conns {
+			resp, body := readResponse(t, readers[i], "GET")
+			if resp.StatusCode != 200 || body != "hello\n" {
+				t.Fatalf("round %d, connection %d: %d %q", round, i, resp.StatusCode, body)
+			}
+		}
+	}
+}
