@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -261,4 +262,59 @@ func TestSlowUploadFastResponse(t *testing.T) {
 	if resp.StatusCode != 200 || body != "early" || !resp.Close {
 		t.Errorf("status %d body %q close %v; the unread body must close the connection", resp.StatusCode, body, resp.Close)
 	}
+}
+
+// TestClientsGoingAway has clients give up at random points (before the
+// response, in its head, in its body, during an off-loop copy): the
+// server survives, and every upstream connection ends pooled or closed.
+func TestClientsGoingAway(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		if r.URL.Query().Has("slow") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		buf := make([]byte, n)
+		pattern(buf, 0)
+		if r.URL.Query().Has("chunked") {
+			w.(http.Flusher).Flush()
+		}
+		w.Write(buf)
+	})
+	g := startGale(t, proxyRoute(up.hostport())+"server: {event_loops: 2, max_buffered_output: 64KiB}\n")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sizes := []int{0, 100, 70_000, 2_000_000}
+			for j := range 12 {
+				c, err := net.Dial("tcp", g.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				c.(*net.TCPConn).SetReadBuffer(16 << 10)
+				c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				q := []string{"", "?slow", "?chunked", "?slow&chunked"}[(i+j)%4]
+				fmt.Fprintf(c, "GET /%d%s HTTP/1.1\r\nHost: a\r\n\r\n", sizes[(i*7+j)%4], q)
+				buf := make([]byte, []int{0, 10, 1000, 100_000}[(i+j*3)%4])
+				io.ReadFull(c, buf)
+				if j%3 == 0 {
+					c.(*net.TCPConn).SetLinger(0) // a reset rather than a close
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	// Everything still works, and the pools hold only reusable
+	// connections, which the idle sweep would close in time.
+	if code, _ := g.get(newClient(), "/5"); code != 200 {
+		t.Errorf("after the storm: %d", code)
+	}
+	eventually(t, 5*time.Second, "the exchanges to end", func() bool {
+		s := g.srv.ProxyStats()
+		return s.Open <= 32
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -362,5 +363,45 @@ func TestPipelinedOrder(t *testing.T) {
 		if _, body := rc.response("GET"); body != want {
 			t.Fatalf("got %q, want %q", body, want)
 		}
+	}
+}
+
+// TestConcurrentClientsTwoLoops runs many clients at once over two event
+// loops: every answer is right, and each loop keeps its own pool.
+func TestConcurrentClientsTwoLoops(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	g := startGale(t, proxyRoute(up.hostport())+"server: {event_loops: 2}\n")
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := newClient()
+			for j := range 25 {
+				body := fmt.Sprintf("client %d request %d", i, j)
+				resp, err := cl.Post(g.url(fmt.Sprintf("/c%d/r%d", i, j)), "text/plain", strings.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var s seen
+				if err := json.Unmarshal(b, &s); err != nil || s.Body != body || s.URI != fmt.Sprintf("/c%d/r%d", i, j) {
+					errs <- fmt.Errorf("client %d request %d: %s (%v)", i, j, b, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := up.conns.Load(); n > 40 {
+		t.Errorf("%d upstream connections for 20 clients on 2 loops", n)
 	}
 }
