@@ -23,7 +23,7 @@ import (
 // testCA is a generated root and intermediate CA (ECDSA P-256) that
 // issues leaf certificates for the TLS tests.
 type testCA struct {
-	t         *testing.T
+	t         testing.TB
 	root      *x509.Certificate
 	rootKey   *ecdsa.PrivateKey
 	inter     *x509.Certificate
@@ -36,7 +36,7 @@ type testCA struct {
 	interPEM  []byte
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	ca := &testCA{t: t, notBefore: time.Now().Add(-time.Hour), notAfter: time.Now().Add(24 * time.Hour)}
 	ca.serial.Store(100)
@@ -61,7 +61,7 @@ func newTestCA(t *testing.T) *testCA {
 	return ca
 }
 
-func genKey(t *testing.T) *ecdsa.PrivateKey {
+func genKey(t testing.TB) *ecdsa.PrivateKey {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func (ca *testCA) issue(dir, base string, names ...string) *x509.Certificate {
 	return leaf
 }
 
-func writeAtomic(t *testing.T, path string, data []byte) {
+func writeAtomic(t testing.TB, path string, data []byte) {
 	t.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
