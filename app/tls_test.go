@@ -268,7 +268,7 @@ func TestTLSResumption(t *testing.T) {
 func TestTLSHandshakeTimeout(t *testing.T) {
 	t.Parallel()
 	yaml := `listen:
-  - {address: "127.0.0.1:0", tls: {certificates: [$CERT], handshake_timeout: 1s, max_handshakes: 1}}
+  - {address: "127.0.0.1:0", tls: {certificates: [$CERT], handshake_timeout: 1500ms, max_handshakes: 1}}
 ` + tlsRoutes
 	ts := startTLSServer(t, yaml, nil, nil)
 
@@ -300,7 +300,7 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 			t.Errorf("%s client closed after %v", name, d)
 		}
 	}
-	if waited < 300*time.Millisecond {
+	if waited < 500*time.Millisecond {
 		t.Errorf("a second handshake ran at once (%v) with max_handshakes 1", waited)
 	}
 	if ts.srv.Stats().TimedOut < 2 {
