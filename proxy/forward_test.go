@@ -405,3 +405,33 @@ func TestConcurrentClientsTwoLoops(t *testing.T) {
 		t.Errorf("%d upstream connections for 20 clients on 2 loops", n)
 	}
 }
+
+// TestInformational relays 1xx responses (103 Early Hints here) to
+// HTTP/1.1 clients ahead of the final response, and drops them for
+// HTTP/1.0 clients.
+func TestInformational(t *testing.T) {
+	t.Parallel()
+	up := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for readHead(br) != "" {
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+			time.Sleep(10 * time.Millisecond)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone")
+		}
+	})
+	g := startGale(t, proxyRoute(up.addr()))
+	rc := g.dial()
+	rc.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	head := readHead(rc.br)
+	if !strings.HasPrefix(head, "HTTP/1.1 103 Early Hints\r\n") || !strings.Contains(head, "Link: </style.css>; rel=preload\r\n") {
+		t.Fatalf("interim response:\n%s", head)
+	}
+	if resp, body := rc.response("GET"); resp.StatusCode != 200 || body != "done" {
+		t.Fatalf("final: %d %q", resp.StatusCode, body)
+	}
+	rc10 := g.dial()
+	rc10.send("GET / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n")
+	if resp, body := rc10.response("GET"); resp.StatusCode != 200 || body != "done" {
+		t.Fatalf("HTTP/1.0: %d %q (no 1xx may reach it)", resp.StatusCode, body)
+	}
+}
