@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,24 +44,25 @@ type listenerInfo struct {
 // tlsListener is the TLS state of one listener. Its methods are safe for
 // concurrent use.
 type tlsListener struct {
-	index  int         // position in config.Listen
-	config *tls.Config // what handshakes start from; GetConfigForClient returns cur's
-	cur    atomic.Pointer[tlsSettings]
-	active atomic.Int64 // handshakes in progress (slots taken)
-	files  atomic.Pointer[[]fileStamp]
-	reload sync.Mutex // serializes loads (the poller and Reload)
+	index  int                         // position in config.Listen
+	config *tls.Config                 // what handshakes start from; GetConfigForClient returns cur's
+	cur    atomic.Pointer[tlsSettings] // the settings generation new handshakes use
+	active atomic.Int64                // handshakes in progress (slots taken)
 	log    func(msg string, args ...any)
+
+	reload sync.Mutex  // serializes loads (the poller and Reload); guards files and bad
+	files  []fileStamp // the certificate and key files of cur, as they were read
+	bad    []fileStamp // the files as they were when loading them last failed (reported once)
 }
 
 // tlsSettings is one generation of a listener's TLS settings: replaced as
 // a whole when certificates or settings change. Immutable.
 type tlsSettings struct {
 	config  *tls.Config // per-handshake config: version floor, certificate choice
-	certs   certSet
-	timeout int64 // handshake timeout, nanoseconds
-	max     int64 // handshakes in progress at once
-	src     []config.Certificate
-	minVer  string
+	certs   certSet     // the loaded certificates
+	timeout int64       // handshake timeout, nanoseconds
+	max     int64       // handshakes in progress at once
+	src     *config.TLS // what this generation was loaded from
 }
 
 // fileStamp identifies one version of a certificate or key file.
@@ -156,7 +158,7 @@ func newTLSListener(index int, l *config.Listener, logf func(string, ...any)) (*
 		return nil, err
 	}
 	tl.cur.Store(set)
-	tl.files.Store(&stamps)
+	tl.files = stamps
 	tl.config = &tls.Config{
 		// The base config holds what must stay the same for the
 		// listener's life: the session ticket keys (generated and
@@ -189,8 +191,7 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 		certs:   newCertSet(certs),
 		timeout: int64(t.HandshakeTimeout),
 		max:     int64(t.MaxHandshakes),
-		src:     t.Certificates,
-		minVer:  t.MinVersion,
+		src:     t,
 	}
 	minVersion := uint16(tls.VersionTLS12)
 	if t.MinVersion == "1.3" {
@@ -210,47 +211,42 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 	return set, stamps, nil
 }
 
-// changed reports whether any certificate or key file differs from when
-// it was last loaded.
-func (tl *tlsListener) changed() bool {
-	for _, st := range *tl.files.Load() {
-		if stampOf(st.path) != st {
-			return true
-		}
+// stampsNow returns the current stamps of the files in stamps.
+func stampsNow(stamps []fileStamp) []fileStamp {
+	now := make([]fileStamp, len(stamps))
+	for i, st := range stamps {
+		now[i] = stampOf(st.path)
 	}
-	return false
+	return now
 }
 
-// load replaces the listener's certificates and settings with those of t.
-// On failure the running ones stay.
-func (tl *tlsListener) load(t *config.TLS) error {
-	tl.reload.Lock()
-	defer tl.reload.Unlock()
-	set, stamps, err := loadTLSSettings(t)
-	if err != nil {
-		return err
-	}
+// swapNolock makes set (read from the files as stamped) the listener's
+// settings. The caller holds tl.reload.
+func (tl *tlsListener) swapNolock(set *tlsSettings, stamps []fileStamp) {
 	tl.cur.Store(set)
-	tl.files.Store(&stamps)
-	return nil
+	tl.files, tl.bad = stamps, nil
 }
 
 // poll reloads the certificates when their files changed. A failed load
 // (a file half written, a key not yet matching its new certificate) is
-// logged and retried at the next poll, since the stamps stay those of the
-// last good load.
+// logged once and retried at every poll, since the stamps stay those of
+// the last good load.
 func (tl *tlsListener) poll() {
-	if !tl.changed() {
+	tl.reload.Lock()
+	defer tl.reload.Unlock()
+	now := stampsNow(tl.files)
+	if slices.Equal(now, tl.files) || slices.Equal(now, tl.bad) {
 		return
 	}
-	cur := tl.cur.Load()
-	t := &config.TLS{Certificates: cur.src, MinVersion: cur.minVer,
-		HandshakeTimeout: time.Duration(cur.timeout), MaxHandshakes: int(cur.max)}
-	if err := tl.load(t); err != nil {
+	src := tl.cur.Load().src
+	set, stamps, err := loadTLSSettings(src)
+	if err != nil {
+		tl.bad = now
 		tl.log("tls: certificate files changed but cannot be loaded; keeping the running certificates", "err", err.Error())
 		return
 	}
-	tl.log("tls: certificates reloaded", "listener", tl.index, "certificates", len(cur.src))
+	tl.swapNolock(set, stamps)
+	tl.log("tls: certificates reloaded", "listener", tl.index, "certificates", len(src.Certificates))
 }
 
 // acquire takes a handshake slot if one is free.
@@ -421,8 +417,7 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 	}
 	for i, j := range jobs {
 		j.tl.reload.Lock()
-		j.tl.cur.Store(sets[i])
-		j.tl.files.Store(&stamps[i])
+		j.tl.swapNolock(sets[i], stamps[i])
 		j.tl.reload.Unlock()
 	}
 	return notes, nil
