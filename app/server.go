@@ -197,6 +197,7 @@ func (s *Server) Run() error {
 		s.access.close()
 	}
 	s.files.Close()
+	s.stopProxies()
 	return err
 }
 

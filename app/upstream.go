@@ -42,6 +42,16 @@ func (s *Server) startProxies(set *settings) {
 	}
 }
 
+// stopProxies stops the health checks of the running proxy routes (once
+// the engine stopped; a reload closes the routes it replaced).
+func (s *Server) stopProxies() {
+	for _, r := range s.set.Load().router.Routes() {
+		if h, ok := r.Handler.(*proxy.Handler); ok {
+			_ = h.Close()
+		}
+	}
+}
+
 // proxyLoops holds the proxy state of every event loop.
 type proxyLoops struct {
 	mu    sync.Mutex
