@@ -251,3 +251,36 @@ func TestAllUpstreamsDown(t *testing.T) {
 		t.Errorf("only upstream out of service: %d %q", code, body)
 	}
 }
+
+// TestClientIPHashBehindProxy hashes the client address a trusted proxy
+// reports, not the proxy's own.
+func TestClientIPHashBehindProxy(t *testing.T) {
+	t.Parallel()
+	a, b, c := named(t, "a"), named(t, "b"), named(t, "c")
+	g := startGale(t, proxyRoute(a.hostport(), b.hostport(), c.hostport())+
+		"      load_balancing: client-ip-hash\n      trusted_proxies: [127.0.0.0/8, 10.0.0.0/8]\n")
+	rc := g.dial()
+	used := map[string]bool{}
+	for i := 1; i <= 8; i++ {
+		first := ""
+		for j := range 4 {
+			// The client, then a trusted hop in front of us; the list may
+			// come in one field or two.
+			xff := fmt.Sprintf("X-Forwarded-For: 203.0.113.%d, 10.1.1.%d\r\n", i, j)
+			if j%2 == 1 {
+				xff = fmt.Sprintf("X-Forwarded-For: 203.0.113.%d\r\nX-Forwarded-For: 10.1.1.%d\r\n", i, j)
+			}
+			rc.send("GET / HTTP/1.1\r\nHost: a\r\n" + xff + "\r\n")
+			_, body := rc.response("GET")
+			if first == "" {
+				first = body
+			} else if body != first {
+				t.Fatalf("client 203.0.113.%d went to %s then %s", i, first, body)
+			}
+		}
+		used[first] = true
+	}
+	if len(used) < 2 {
+		t.Errorf("8 clients behind a trusted proxy all went to %v", used)
+	}
+}

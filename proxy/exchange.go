@@ -82,7 +82,8 @@ type exchange struct {
 	lineEnd    int    // end of the request line in head
 	host       []byte // the client's Host, kept for preserve_host
 	ruleHost   bool   // header rules set Host: add none
-	ip         netip.Addr
+	ip         netip.Addr // the client connection's address
+	clientIP   netip.Addr // the client's, for client-ip-hash: ip, or what trusted proxies say
 	clientV    codec.Version
 	clientKeep bool
 	isHead     bool
@@ -140,6 +141,7 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.upgrade = req.Upgrade
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
+	ex.clientIP = ex.ip
 	ex.body.Init(req, ex.set.BodyBytes)
 	ex.reqDone = !req.HasBody()
 	ex.renderRequest(c)
@@ -182,7 +184,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 	now := ex.now
 	up := ex.up
 	if !fresh || up == nil {
-		up = ex.h.pick(ex.lp, ex.ip, ex.tried, now)
+		up = ex.h.pick(ex.lp, ex.clientIP, ex.tried, now)
 		if up == nil {
 			return false
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"strconv"
 
 	"gale/codec"
@@ -262,6 +263,9 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 				v = append(v, ", "...)
 			}
 		}
+		if h.policy == policyIPHash {
+			ex.clientIP = h.forwardedClient(v, ex.ip)
+		}
 	}
 	if ex.ip.IsValid() {
 		v = ex.ip.AppendTo(v)
@@ -310,6 +314,33 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	if h.conf.PreserveHost && len(req.Host) > 0 {
 		ex.host = append(ex.host, req.Host...)
 	}
+}
+
+// forwardedClient returns the client address that trusted proxies report
+// in an X-Forwarded-For list ("a, b, c, "): the rightmost address that is
+// not itself a trusted proxy, or def when the list says nothing usable.
+// It runs only for client-ip-hash balancing behind trusted proxies.
+func (h *Handler) forwardedClient(list []byte, def netip.Addr) netip.Addr {
+	for len(list) > 0 {
+		i := len(list) - 1
+		for i >= 0 && list[i] != ',' {
+			i--
+		}
+		elem := trimOWS(list[i+1:])
+		list = list[:max(i, 0)]
+		if len(elem) == 0 {
+			continue
+		}
+		a, err := netip.ParseAddr(string(elem))
+		if err != nil {
+			return def
+		}
+		if !h.isTrusted(a) {
+			return a.Unmap()
+		}
+		def = a.Unmap()
+	}
+	return def
 }
 
 // filterResponse puts the end-to-end fields of the parsed response head
