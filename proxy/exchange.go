@@ -78,10 +78,10 @@ type exchange struct {
 	why    string
 
 	// The request.
-	head       []byte // request line, then the header lines after Host and the empty line
-	lineEnd    int    // end of the request line in head
-	host       []byte // the client's Host, kept for preserve_host
-	ruleHost   bool   // header rules set Host: add none
+	head       []byte     // request line, then the header lines after Host and the empty line
+	lineEnd    int        // end of the request line in head
+	host       []byte     // the client's Host, kept for preserve_host
+	ruleHost   bool       // header rules set Host: add none
 	ip         netip.Addr // the client connection's address
 	clientIP   netip.Addr // the client's, for client-ip-hash: ip, or what trusted proxies say
 	clientV    codec.Version
