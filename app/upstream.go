@@ -223,16 +223,35 @@ func (cs *conn) proxyClosed() {
 	p.Closed()
 }
 
-// The proxy.Client implementation, over the connection's transport seam.
+// The proxy.Client implementation, over the connection's transport seam
+// (see proxy.Client for each method's contract). All run on the
+// connection's loop but ProxyWake.
 
-func (cs *conn) ProxyInbound() []byte       { return cs.inbound() }
-func (cs *conn) ProxyConsume(n int)         { cs.consume(n) }
-func (cs *conn) ProxyInboundBuffered() int  { return cs.inboundBuffered() }
-func (cs *conn) ProxySend(b []byte)         { cs.send(b) }
+// ProxyInbound returns the unconsumed request bytes.
+func (cs *conn) ProxyInbound() []byte { return cs.inbound() }
+
+// ProxyConsume drops the first n unconsumed bytes (n < 0: all).
+func (cs *conn) ProxyConsume(n int) { cs.consume(n) }
+
+// ProxyInboundBuffered is how many received bytes wait.
+func (cs *conn) ProxyInboundBuffered() int { return cs.inboundBuffered() }
+
+// ProxySend queues b for the client.
+func (cs *conn) ProxySend(b []byte) { cs.send(b) }
+
+// ProxyOutboundBuffered is how many bytes wait to leave for the client.
 func (cs *conn) ProxyOutboundBuffered() int { return cs.outboundBuffered() }
-func (cs *conn) ProxyWake()                 { _ = cs.c.Wake(nil) }
-func (cs *conn) ProxyLoop() *proxy.Loop     { return cs.proxyState().loop }
-func (cs *conn) ProxyClosing() bool         { return cs.closeAfter || cs.loop.srv.draining.Load() }
+
+// ProxyWake runs the connection's events again soon; safe from any
+// goroutine (gnet's Wake is).
+func (cs *conn) ProxyWake() { _ = cs.c.Wake(nil) }
+
+// ProxyLoop returns the proxy state of the connection's loop.
+func (cs *conn) ProxyLoop() *proxy.Loop { return cs.proxyState().loop }
+
+// ProxyClosing reports whether the connection closes after the current
+// response whatever it is.
+func (cs *conn) ProxyClosing() bool { return cs.closeAfter || cs.loop.srv.draining.Load() }
 
 var errNoDup = errors.New("app: the connection has no descriptor to duplicate")
 

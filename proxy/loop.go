@@ -301,7 +301,7 @@ const (
 // Upstream returns the upstream the connection goes to.
 func (uc *UpstreamConn) Upstream() *Upstream { return uc.pool.up }
 
-// Network returns "tcp" or "unix", and Address the address to dial.
+// Network returns the network the connection dials: "tcp" or "unix".
 func (uc *UpstreamConn) Network() string { return uc.pool.up.network }
 
 // Address returns the address the connection dials.
