@@ -246,7 +246,7 @@ func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstre
 			return nil
 		}
 	}
-	slot := &h.rr[lp.idx%len(h.rr)]
+	slot := h.slot(lp)
 	switch h.policy {
 	case policyLeastConn:
 		start := int(slot.n % uint32(n))
@@ -294,6 +294,21 @@ func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstre
 		}
 		return nil
 	}
+}
+
+// slot returns loop lp's round-robin counter for the route. A loop beyond
+// the count the route was built for (a reload that changed event_loops,
+// which takes effect only on restart) keeps its counter in the Loop.
+func (h *Handler) slot(lp *Loop) *rrSlot {
+	if lp.idx < len(h.rr) {
+		return &h.rr[lp.idx]
+	}
+	s := lp.rr[h]
+	if s == nil {
+		s = &rrSlot{}
+		lp.rr[h] = s
+	}
+	return s
 }
 
 func popcount(x uint64) int {

@@ -22,11 +22,12 @@ type Loop struct {
 	log  *slog.Logger
 	dial func(uc *UpstreamConn) // starts a connection; the default dials and enrolls (SetDial replaces it in tests)
 
-	active  []*exchange // exchanges in flight, for the sweep; exchange.idx is the position
-	free    []*exchange // recycled exchanges
-	pools   []*pool     // every pool of this loop, for the sweep
-	extra   map[*Upstream]*pool
-	victims []*exchange // scratch for the sweep
+	active  []*exchange          // exchanges in flight, for the sweep; exchange.idx is the position
+	free    []*exchange          // recycled exchanges
+	pools   []*pool              // every pool of this loop, for the sweep
+	extra   map[*Upstream]*pool  // pools of upstreams whose per-loop slots do not reach this loop
+	rr      map[*Handler]*rrSlot // likewise for round-robin counters
+	victims []*exchange          // scratch for the sweep
 
 	buf   []byte            // rendering of heads on their way out
 	vbuf  []byte            // header values built for a request (X-Forwarded-For)
@@ -90,6 +91,7 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger) *Loop {
 		idx:   idx,
 		log:   log,
 		extra: map[*Upstream]*pool{},
+		rr:    map[*Handler]*rrSlot{},
 		buf:   make([]byte, 0, 4<<10),
 		vbuf:  make([]byte, 0, 256),
 		hdrs:  make([]codec.Header, 0, 32),
@@ -189,6 +191,11 @@ func (lp *Loop) Sweep(now int64) {
 		lp.victims[i] = nil
 		if ex.idx >= 0 {
 			ex.check(now)
+		}
+	}
+	for h := range lp.rr {
+		if h.closed.Load() {
+			delete(lp.rr, h)
 		}
 	}
 	for i := 0; i < len(lp.pools); i++ {
