@@ -30,7 +30,8 @@
 // removed first; then X-Forwarded-For, X-Forwarded-Proto and
 // X-Forwarded-Host are set (a client's own are kept, and X-Forwarded-For
 // appended to, only when it is a trusted proxy; Forwarded from untrusted
-// clients is dropped); then the route's request header rules apply. The
+// clients is dropped) and "Via: 1.1 gale" added (RFC 9110 section 7.6.3);
+// then the route's request header rules apply. The
 // upstream always gets HTTP/1.1; bodies are forwarded as they arrive with
 // their own framing (Content-Length or chunked). "Expect: 100-continue" is
 // forwarded, and the upstream's 100 Continue (like every 1xx) is relayed to

@@ -82,6 +82,9 @@ func TestForwardExact(t *testing.T) {
 			if s.Host != up.hostport() {
 				t.Errorf("Host %q, want the upstream's %q", s.Host, up.hostport())
 			}
+			if v := s.Header.Values("Via"); len(v) != 1 || v[0] != "1.1 gale" {
+				t.Errorf("Via %q, want 1.1 gale", v)
+			}
 			if got := resp.Header.Values("Set-Cookie"); strings.Join(got, "|") != "a=1|b=2" {
 				t.Errorf("Set-Cookie %q", got)
 			}

@@ -20,6 +20,9 @@ var (
 	hdrXFF    = []byte("X-Forwarded-For")
 	hdrXFP    = []byte("X-Forwarded-Proto")
 	hdrXFH    = []byte("X-Forwarded-Host")
+	hdrVia    = []byte("Via")
+	valVia11  = []byte("1.1 gale")
+	valVia10  = []byte("1.0 gale")
 	valHTTP   = []byte("http")
 	crlf      = "\r\n"
 	valUpLine = "Connection: Upgrade\r\nUpgrade: "
@@ -181,7 +184,7 @@ func appendPath(dst, rewrite, rest []byte) []byte {
 // is sent, since it names the upstream chosen then (unless preserve_host
 // or a header rule sets it). Order of work: hop-by-hop fields and those
 // Connection names go first; then the X-Forwarded fields (a client's own
-// kept only from a trusted proxy); then the route's request rules. The
+// kept only from a trusted proxy) and Via; then the route's request rules. The
 // head is rendered while c.Req's bytes are valid, so the exchange keeps
 // nothing that aliases them.
 func (ex *exchange) renderRequest(c *handlers.Ctx) {
@@ -280,6 +283,13 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	}
 	if !haveHost && len(req.Host) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFH, Value: req.Host})
+	}
+	// A gateway adds itself to Via, after the hops the request already
+	// went through (RFC 9110 section 7.6.3).
+	if req.Version == codec.HTTP10 {
+		hs = append(hs, codec.Header{Name: hdrVia, Value: valVia10})
+	} else {
+		hs = append(hs, codec.Header{Name: hdrVia, Value: valVia11})
 	}
 
 	// The route's request rules, last.
