@@ -93,6 +93,7 @@ func TestTLSListeners(t *testing.T) {
 	tests := []struct {
 		name, listen string
 		want         string // the rendered outcome; for configs only the Listen part
+		summary      string // for configs: lines of Summary
 	}{
 		{
 			name: "two certificates and a redirect",
@@ -147,6 +148,7 @@ func TestTLSListeners(t *testing.T) {
       }
     }
   ],`,
+			summary: "listen  127.0.0.1:8080  redirect to https\nlisten  127.0.0.1:8443  tls (2 certificates)\n",
 		},
 		{
 			name:   "defaults",
@@ -208,6 +210,11 @@ x.yaml:7:49: listen[5].tls.certificates[0].cert: the certificate chain "$DIR" is
 			got := renderOutcome(cfg, err, file, dir)
 			if !strings.Contains(got, tt.want) {
 				t.Errorf("outcome:\n%s\nwant it to contain:\n%s", got, tt.want)
+			}
+			if cfg != nil && tt.summary != "" {
+				if got := strings.Join(cfg.Summary(), "\n"); !strings.Contains(got, tt.summary) {
+					t.Errorf("Summary:\n%s\nwant it to contain:\n%s", got, tt.summary)
+				}
 			}
 		})
 	}
