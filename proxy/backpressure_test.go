@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -317,4 +318,62 @@ func TestClientsGoingAway(t *testing.T) {
 		s := g.srv.ProxyStats()
 		return s.Open <= 32
 	})
+}
+
+// TestHandoffUnixUpstream leaves the loop with an upstream on a Unix
+// socket, and enrolls it back into the pool afterwards.
+func TestHandoffUnixUpstream(t *testing.T) {
+	t.Parallel()
+	const size = 16 << 20 // more than the kernel's socket buffers hold
+	sock := t.TempDir() + "/big.sock"
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				body := make([]byte, size)
+				pattern(body, 0)
+				for readHead(br) != "" {
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+					if _, err := c.Write(body); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	g := startGale(t, proxyRoute("unix:"+sock))
+	conn, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for round := range 2 {
+		fmt.Fprintf(conn, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", round)
+		time.Sleep(200 * time.Millisecond)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || len(body) != size || checkPattern(body, 0) >= 0 {
+			t.Fatalf("round %d: %d bytes, %v", round, len(body), err)
+		}
+	}
+	if s := g.srv.ProxyStats(); s.Handoffs != 2 || s.Reenrolls != 2 || conns.Load() != 1 {
+		t.Errorf("handoffs %d re-enrolled %d upstream connections %d; want 2, 2, 1", s.Handoffs, s.Reenrolls, conns.Load())
+	}
 }
