@@ -166,6 +166,7 @@ func (s *Server) Run() error {
 	if loops <= 0 {
 		loops = runtime.NumCPU()
 	}
+	spareProc(loops)
 	opts := []gnet.Option{
 		gnet.WithMulticore(loops > 1),
 		gnet.WithNumEventLoop(loops),

@@ -120,6 +120,12 @@ func (cs *conn) staticResume() gnet.Action {
 		return gnet.None
 	}
 	cs.st.waiting = false
+	if cs.closeAfter && !cs.closing {
+		// A graceful stop began while the request waited: it has not
+		// been answered yet, so serve it (answer adds "Connection:
+		// close" while the server drains) rather than drop it.
+		cs.closeAfter = false
+	}
 	return cs.serve()
 }
 
