@@ -1,0 +1,214 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"gale/config"
+)
+
+// TestLargeFileRSS measures (it asserts only the bound the design
+// promises) the peak RSS of a gale process while 200 clients download a
+// 256 MiB file, 20 of them reading at 1 MB/s, for 20 seconds. It takes
+// that long and writes the file, so it runs only when asked:
+//
+//	GALE_RSS=1 go test -run TestLargeFileRSS -v ./app
+//
+// GALE_RSS_SECONDS, GALE_RSS_CLIENTS and GALE_RSS_SLOW change the run.
+// The server is this test binary started again as a child process
+// (TestRSSServerChild), so the clients' memory is not counted.
+func TestLargeFileRSS(t *testing.T) {
+	if os.Getenv("GALE_RSS") == "" || testing.Short() {
+		t.Skip("set GALE_RSS=1 to measure (20 s, a 256 MiB file)")
+	}
+	seconds := envInt("GALE_RSS_SECONDS", 20)
+	clients := envInt("GALE_RSS_CLIENTS", 200)
+	slow := envInt("GALE_RSS_SLOW", 20)
+	const size = 256 << 20
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	if err := os.MkdirAll(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(site, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := pseudoRandom(1<<20, 42)
+	for range size >> 20 {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	cfgPath := filepath.Join(dir, "gale.yaml")
+	if err := os.WriteFile(cfgPath, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    static: {root: ./site}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestRSSServerChild$")
+	child.Env = append(os.Environ(), "GALE_RSS_CHILD="+cfgPath)
+	out, _ := child.StdoutPipe()
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	sc := bufio.NewScanner(out)
+	var addr string
+	for addr == "" && sc.Scan() {
+		addr, _ = strings.CutPrefix(sc.Text(), "rss-child-listening ")
+	}
+	if addr == "" {
+		t.Fatal("the child server did not start")
+	}
+	go io.Copy(io.Discard, out)
+	pid := child.Process.Pid
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bytesRead, completed, failed atomic.Int64
+	for i := range clients {
+		wg.Add(1)
+		go func(slow bool) {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					failed.Add(1)
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				fmt.Fprint(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReaderSize(c, 64<<10), nil)
+				if err != nil {
+					failed.Add(1)
+					c.Close()
+					continue
+				}
+				var got int64
+				for {
+					if slow { // 1 MB/s: 64 KiB every 64 ms
+						select {
+						case <-stop:
+							c.Close()
+							return
+						case <-time.After(64 * time.Millisecond):
+						}
+					}
+					n, err := resp.Body.Read(buf)
+					got += int64(n)
+					bytesRead.Add(int64(n))
+					if err != nil {
+						break
+					}
+					select {
+					case <-stop:
+						c.Close()
+						return
+					default:
+					}
+				}
+				c.Close()
+				if got == size {
+					completed.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}(i < slow)
+	}
+	var peak int64
+	start := time.Now()
+	for time.Since(start) < time.Duration(seconds)*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		peak = max(peak, procStatus(pid, "VmRSS"))
+	}
+	hwm := procStatus(pid, "VmHWM")
+	close(stop)
+	wg.Wait()
+	t.Logf("%d clients (%d at 1 MB/s), %d s: peak RSS sampled %.1f MiB, VmHWM %.1f MiB; %.1f GiB served, %d complete downloads, %d failed",
+		clients, slow, seconds, float64(peak)/1024, float64(hwm)/1024, float64(bytesRead.Load())/(1<<30), completed.Load(), failed.Load())
+	if m := max(peak, hwm); m > 64<<10 {
+		t.Errorf("peak RSS %.1f MiB; want under 64 MiB", float64(m)/1024)
+	}
+	if failed.Load() != 0 {
+		t.Errorf("%d downloads failed", failed.Load())
+	}
+	_ = child.Process.Signal(syscall.SIGTERM)
+	_ = child.Wait()
+}
+
+// TestRSSServerChild is the server process of TestLargeFileRSS; it does
+// nothing unless started by it.
+func TestRSSServerChild(t *testing.T) {
+	cfgPath := os.Getenv("GALE_RSS_CHILD")
+	if cfgPath == "" {
+		t.Skip("the server half of TestLargeFileRSS")
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run() }()
+	<-srv.Booted()
+	fmt.Printf("rss-child-listening %s\n", srv.Addrs()[0])
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	select {
+	case <-sigs:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Stop(ctx)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// procStatus returns a field of /proc/PID/status in KiB.
+func procStatus(pid int, key string) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
