@@ -242,8 +242,8 @@ func TestHandoffComplete(t *testing.T) {
 				t.Errorf("no handoff: the client did not fall behind")
 			}
 			if c.framing == "length" || c.framing == "chunked" && !c.http10 {
-				if s.Reenrolls != 2 || up.conns.Load() != 1 {
-					t.Errorf("re-enrolled %d, upstream connections %d; want 2 and 1", s.Reenrolls, up.conns.Load())
+				if s.Reenrolls != s.Handoffs || up.conns.Load() != 1 {
+					t.Errorf("re-enrolled %d of %d, upstream connections %d; want all, and 1", s.Reenrolls, s.Handoffs, up.conns.Load())
 				}
 			}
 		})
@@ -373,7 +373,9 @@ func TestHandoffUnixUpstream(t *testing.T) {
 			t.Fatalf("round %d: %d bytes, %v", round, len(body), err)
 		}
 	}
-	if s := g.srv.ProxyStats(); s.Handoffs != 2 || s.Reenrolls != 2 || conns.Load() != 1 {
-		t.Errorf("handoffs %d re-enrolled %d upstream connections %d; want 2, 2, 1", s.Handoffs, s.Reenrolls, conns.Load())
+	// Whether the second round falls behind too depends on the
+	// machine's speed; every handoff must give its connection back.
+	if s := g.srv.ProxyStats(); s.Handoffs == 0 || s.Reenrolls != s.Handoffs || conns.Load() != 1 {
+		t.Errorf("handoffs %d re-enrolled %d upstream connections %d; want at least 1, as many, and 1", s.Handoffs, s.Reenrolls, conns.Load())
 	}
 }
