@@ -26,6 +26,10 @@ func TestTLSProxy(t *testing.T) {
 	sum := sha256.Sum256(big)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p != "https" {
+			http.Error(w, "X-Forwarded-Proto: "+p, 500)
+			return
+		}
 		_, _ = io.WriteString(w, "small\n")
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,7 @@ var (
 	valVia11  = []byte("1.1 gale")
 	valVia10  = []byte("1.0 gale")
 	valHTTP   = []byte("http")
+	valHTTPS  = []byte("https")
 	crlf      = "\r\n"
 	valUpLine = "Connection: Upgrade\r\nUpgrade: "
 )
@@ -279,7 +280,11 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 		hs = append(hs, codec.Header{Name: hdrXFF, Value: v[:len(v):len(v)]})
 	}
 	if !haveProto {
-		hs = append(hs, codec.Header{Name: hdrXFP, Value: valHTTP})
+		proto := valHTTP
+		if c.TLS {
+			proto = valHTTPS
+		}
+		hs = append(hs, codec.Header{Name: hdrXFP, Value: proto})
 	}
 	if !haveHost && len(req.Host) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFH, Value: req.Host})
