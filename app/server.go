@@ -178,6 +178,11 @@ func (s *Server) Run() error {
 		gnet.WithWriteBufferCap(sc.WriteBuffer),
 		gnet.WithTCPNoDelay(nodelay),
 		gnet.WithTicker(true),
+		// SO_REUSEADDR on the listeners (and so on the connections they
+		// accept): without it the TIME_WAIT sockets of closed connections
+		// keep a restarted gale from binding its port for a minute. It
+		// does not allow binding a port another socket listens on.
+		gnet.WithReuseAddr(true),
 		gnet.WithLogger(gnetLogger{s.log}),
 	}
 	if sc.SocketRecvBuffer > 0 {

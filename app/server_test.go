@@ -537,3 +537,30 @@ func TestAddressInUseRefused(t *testing.T) {
 		t.Fatalf("New on a used address: %v", err)
 	}
 }
+
+// A restarted server binds its port again at once, although the
+// connections it closed itself are still in TIME_WAIT on that port.
+func TestRestartAfterClosedConnections(t *testing.T) {
+	ts := startServer(t, siteConfig, siteFiles)
+	for i := 0; i < 20; i++ {
+		c := ts.dial()
+		fmt.Fprint(c, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		br := bufio.NewReader(c)
+		readResponse(t, br, "GET")
+		expectClosed(t, br)
+	}
+	ts.stop()
+	cfg, err := config.ForDirectory(filepath.Join(ts.dir, "site"), ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := runServer(t, cfg, ts.dir)
+	resp, err := http.Get(again.url("/a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
