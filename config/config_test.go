@@ -637,3 +637,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Port 0 picks a free port per listener: the same ":0" address twice is
+// two listeners.
+func TestListenPortZeroTwice(t *testing.T) {
+	cfg, err := Parse([]byte("listen: [\"127.0.0.1:0\", \"127.0.0.1:0\"]\nroutes:\n  - path: /\n    respond: {}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Listen) != 2 {
+		t.Fatalf("%d listeners, want 2", len(cfg.Listen))
+	}
+}

@@ -171,7 +171,9 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 		if !ok {
 			continue
 		}
-		if j := slices.IndexFunc(out, func(o Listener) bool { return o.Address == l.Address }); j >= 0 {
+		// Port 0 picks a free port per listener, so "127.0.0.1:0" twice
+		// is two listeners, not a repeat.
+		if j := slices.IndexFunc(out, func(o Listener) bool { return o.Address == l.Address && !strings.HasSuffix(l.Address, ":0") }); j >= 0 {
 			d.errorf(item, index(path, i), "address %s is listed twice; first at line %d, column %d", quote(l.Address), out[j].Pos.Line, out[j].Pos.Col)
 			continue
 		}
