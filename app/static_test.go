@@ -551,3 +551,127 @@ func TestStaticCurl(t *testing.T) {
 		t.Errorf("curl --compressed: %d bytes differ", len(got))
 	}
 }
+
+// Revalidation by stat: a file changed in place becomes a new version, a
+// deleted one disappears, and a path that did not exist is remembered
+// for negative_ttl, then found.
+func TestStaticRevalidateAndNegative(t *testing.T) {
+	ts := startServer(t, "cache: {revalidate: 50ms, negative_ttl: 50ms}\n"+siteConfig, map[string]string{"v.txt": "one"})
+	cl := client()
+	path := filepath.Join(ts.dir, "site", "v.txt")
+	if _, body := get(t, cl, ts.url("/v.txt")); string(body) != "one" {
+		t.Fatalf("first: %q", body)
+	}
+	if err := os.WriteFile(path, []byte("two!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, future, future); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(70 * time.Millisecond)
+	resp, body := get(t, cl, ts.url("/v.txt"))
+	if string(body) != "two!" || resp.Header.Get("Last-Modified") != future.UTC().Format(http.TimeFormat) {
+		t.Fatalf("after a change: %q %v", body, resp.Header)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(70 * time.Millisecond)
+	if resp, _ := get(t, cl, ts.url("/v.txt")); resp.StatusCode != 404 {
+		t.Fatalf("after a delete: %d", resp.StatusCode)
+	}
+	// Not found is cached: repeating it reads nothing.
+	if resp, _ := get(t, cl, ts.url("/later.txt")); resp.StatusCode != 404 {
+		t.Fatal("missing file found")
+	}
+	loads := ts.srv.files.Stats().Loads
+	for range 20 {
+		get(t, cl, ts.url("/later.txt"))
+	}
+	if got := ts.srv.files.Stats().Loads; got != loads {
+		t.Fatalf("a cached miss was loaded again: %d loads, then %d", loads, got)
+	}
+	if err := os.WriteFile(filepath.Join(ts.dir, "site", "later.txt"), []byte("here"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(70 * time.Millisecond)
+	if _, body := get(t, cl, ts.url("/later.txt")); string(body) != "here" {
+		t.Fatalf("after negative_ttl: %q", body)
+	}
+}
+
+// The per-route options over a real connection: index list, listings
+// (HTML and JSON), SPA fallback, hidden files, symbolic links, error
+// pages, Cache-Control and the MIME table.
+func TestStaticRouteOptions(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside.txt")
+	if err := os.WriteFile(outside, []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, `
+mime_types: {".thing": text/x-thing}
+routes:
+  - path: /
+    static:
+      root: ./site
+      index: [home.htm, index.html]
+      browse: true
+      cache_control: "public, max-age=30"
+      error_pages: {404: ./site/errors/404.html}
+  - path: /app/
+    static: {root: ./site/app, spa_fallback: /shell.html}
+  - path: /strict/
+    static: {root: ./site, follow_symlinks: never, hidden: allow}
+`, map[string]string{
+		"home.htm":         "home",
+		"index.html":       "not this one",
+		"list/b.txt":       "b",
+		"list/a <x>.thing": "a",
+		"list/.hidden":     "h",
+		"errors/404.html":  "<p>custom 404</p>",
+		"app/shell.html":   "<shell>",
+		"app/main.js":      "js",
+		".env":             "secret",
+	})
+	site := filepath.Join(ts.dir, "site")
+	if err := os.Symlink(outside, filepath.Join(site, "out.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("home.htm", filepath.Join(site, "in.txt")); err != nil {
+		t.Fatal(err)
+	}
+	cl := client()
+	for _, tt := range []struct {
+		path, accept string
+		status       int
+		ct, body     string // body: a substring
+	}{
+		{"/", "", 200, "text/html; charset=utf-8", "home"},
+		{"/list/", "", 200, "text/html; charset=utf-8", `<a href="a%20%3Cx%3E.thing">a &lt;x&gt;.thing</a>`},
+		{"/list/", "application/json", 200, "application/json; charset=utf-8", `"name":"a \u003cx\u003e.thing"`},
+		{"/list/a%20%3Cx%3E.thing", "", 200, "text/x-thing; charset=utf-8", "a"},
+		{"/list/.hidden", "", 404, "text/html; charset=utf-8", "custom 404"},
+		{"/.env", "", 404, "text/html; charset=utf-8", "custom 404"},
+		{"/nothing", "", 404, "text/html; charset=utf-8", "custom 404"},
+		{"/in.txt", "", 200, "text/plain; charset=utf-8", "home"},
+		{"/out.txt", "", 404, "text/html; charset=utf-8", "custom 404"},
+		{"/app/users/7", "text/html", 200, "text/html; charset=utf-8", "<shell>"},
+		{"/app/main.js", "", 200, "text/javascript; charset=utf-8", "js"},
+		{"/app/missing.js", "", 404, "text/plain; charset=utf-8", "404 Not Found"},
+		{"/strict/in.txt", "", 404, "text/plain; charset=utf-8", ""},
+		{"/strict/.env", "", 200, "application/octet-stream", "secret"},
+	} {
+		resp, body := get(t, cl, ts.url(tt.path), "Accept", tt.accept)
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != tt.ct || !strings.Contains(string(body), tt.body) {
+			t.Errorf("GET %s (Accept %q): %d %q %q", tt.path, tt.accept, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		if strings.Contains(string(body), ".hidden") {
+			t.Errorf("GET %s lists a hidden file", tt.path)
+		}
+	}
+	if resp, _ := get(t, cl, ts.url("/home.htm")); resp.Header.Get("Cache-Control") != "public, max-age=30" {
+		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+}
