@@ -1,6 +1,10 @@
 package cache
 
-import "strings"
+import (
+	"strings"
+
+	"gale/codec"
+)
 
 // Encoding is a content coding a cached file can be served in.
 type Encoding uint8
@@ -148,26 +152,26 @@ func (a *AcceptEncoding) set(name []byte, q int16) {
 	var e Encoding
 	switch len(name) { // dispatch on length, then compare ignoring case
 	case 2:
-		if !equalFoldASCII(name, "br") {
+		if !codec.EqualFold(name, "br") {
 			return
 		}
 		e = Brotli
 	case 4:
 		switch {
-		case equalFoldASCII(name, "gzip"):
+		case codec.EqualFold(name, "gzip"):
 			e = Gzip
-		case equalFoldASCII(name, "zstd"):
+		case codec.EqualFold(name, "zstd"):
 			e = Zstd
 		default:
 			return
 		}
 	case 6:
-		if !equalFoldASCII(name, "x-gzip") {
+		if !codec.EqualFold(name, "x-gzip") {
 			return
 		}
 		e = Gzip
 	case 8:
-		if !equalFoldASCII(name, "identity") {
+		if !codec.EqualFold(name, "identity") {
 			return
 		}
 		e = Identity
@@ -285,24 +289,6 @@ var tokenTable = func() (t [256]bool) {
 	}
 	return t
 }()
-
-// equalFoldASCII reports whether b equals the lower-case ASCII string s,
-// ignoring ASCII case in b.
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // Compressible reports whether a body of this media type is worth
 // compressing on the fly: text/*, JavaScript, JSON, XML (and the +json and

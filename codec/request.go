@@ -53,7 +53,7 @@ func (r *Request) Reset() {
 // case-insensitive), or nil. The result aliases the parse buffer.
 func (r *Request) Header(name string) []byte {
 	for i := range r.Headers {
-		if equalFold(r.Headers[i].Name, name) {
+		if EqualFold(r.Headers[i].Name, name) {
 			return r.Headers[i].Value
 		}
 	}
@@ -62,25 +62,6 @@ func (r *Request) Header(name string) []byte {
 
 // HasBody reports whether a message body follows the head.
 func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 }
-
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if lower(b[i]) != lower(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
 
 // The parser's errors. Each reason names one class of input; the fuzz test
 // keeps a table of those classes that net/http accepts and we reject.
@@ -467,7 +448,7 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 		// on length first.
 		switch len(name) {
 		case 4:
-			if equalFold(name, "host") {
+			if EqualFold(name, "host") {
 				hosts++
 				if hosts > 1 {
 					return errDupHost
@@ -475,11 +456,11 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 				host = value
 			}
 		case 6:
-			if equalFold(name, "expect") {
+			if EqualFold(name, "expect") {
 				for rest := value; len(rest) > 0; {
 					var tok []byte
 					tok, rest = nextElement(rest)
-					if len(tok) > 0 && !equalFold(tok, "100-continue") {
+					if len(tok) > 0 && !EqualFold(tok, "100-continue") {
 						badExpect = true
 					} else if len(tok) > 0 {
 						r.Expect100 = true
@@ -487,28 +468,28 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 				}
 			}
 		case 7:
-			if equalFold(name, "upgrade") {
+			if EqualFold(name, "upgrade") {
 				upgrade = upgrade || len(value) > 0
-			} else if equalFold(name, "trailer") {
+			} else if EqualFold(name, "trailer") {
 				trailer = true
 			}
 		case 10:
-			if equalFold(name, "connection") {
+			if EqualFold(name, "connection") {
 				for rest := value; len(rest) > 0; {
 					var tok []byte
 					tok, rest = nextElement(rest)
 					switch {
-					case equalFold(tok, "close"):
+					case EqualFold(tok, "close"):
 						connClose = true
-					case equalFold(tok, "keep-alive"):
+					case EqualFold(tok, "keep-alive"):
 						connKeep = true
-					case equalFold(tok, "upgrade"):
+					case EqualFold(tok, "upgrade"):
 						connUpgrade = true
 					}
 				}
 			}
 		case 14:
-			if equalFold(name, "content-length") {
+			if EqualFold(name, "content-length") {
 				lengths++
 				if lengths > 1 {
 					return errDupLength
@@ -520,7 +501,7 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 				r.ContentLength = n
 			}
 		case 17:
-			if equalFold(name, "transfer-encoding") {
+			if EqualFold(name, "transfer-encoding") {
 				codings++
 				coding = value
 			}
@@ -545,7 +526,7 @@ done:
 		if lengths > 0 {
 			return errTEAndLength
 		}
-		if codings > 1 || !equalFold(coding, "chunked") {
+		if codings > 1 || !EqualFold(coding, "chunked") {
 			return errTransferCoding
 		}
 		r.Chunked = true
@@ -601,17 +582,7 @@ func nextElement(v []byte) (elem, rest []byte) {
 	} else {
 		elem = v
 	}
-	return trimOWS(elem), rest
-}
-
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return TrimOWS(elem), rest
 }
 
 // trailerNamesFraming reports whether a Trailer field lists a field that
@@ -619,13 +590,13 @@ func trimOWS(b []byte) []byte {
 // Transfer-Encoding, Content-Length or Trailer (RFC 9110 section 6.5.1).
 func trailerNamesFraming(hs []Header) bool {
 	for i := range hs {
-		if !equalFold(hs[i].Name, "trailer") {
+		if !EqualFold(hs[i].Name, "trailer") {
 			continue
 		}
 		for rest := hs[i].Value; len(rest) > 0; {
 			var tok []byte
 			tok, rest = nextElement(rest)
-			if equalFold(tok, "transfer-encoding") || equalFold(tok, "content-length") || equalFold(tok, "trailer") {
+			if EqualFold(tok, "transfer-encoding") || EqualFold(tok, "content-length") || EqualFold(tok, "trailer") {
 				return true
 			}
 		}
@@ -674,7 +645,7 @@ func validPercent(t []byte) bool {
 }
 
 func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
+	return len(b) >= len(prefix) && EqualFold(b[:len(prefix)], prefix)
 }
 
 // validHost reports whether v is a valid Host value (RFC 9110 section 7.2):

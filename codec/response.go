@@ -344,7 +344,7 @@ func AcceptsJSONOnly(accept []byte) bool {
 		media, params := elem, []byte(nil)
 		for i, c := range elem {
 			if c == ';' {
-				media, params = trimOWS(elem[:i]), elem[i+1:]
+				media, params = TrimOWS(elem[:i]), elem[i+1:]
 				break
 			}
 		}
@@ -352,10 +352,10 @@ func AcceptsJSONOnly(accept []byte) bool {
 			continue
 		}
 		switch {
-		case equalFold(media, "application/json"):
+		case EqualFold(media, "application/json"):
 			json = true
-		case equalFold(media, "text/html"), equalFold(media, "text/plain"),
-			equalFold(media, "text/*"), equalFold(media, "*/*"):
+		case EqualFold(media, "text/html"), EqualFold(media, "text/plain"),
+			EqualFold(media, "text/*"), EqualFold(media, "*/*"):
 			return false
 		}
 	}
@@ -374,15 +374,15 @@ func zeroWeight(params []byte) bool {
 				break
 			}
 		}
-		p = trimOWS(p)
+		p = TrimOWS(p)
 		if len(p) < 2 || lower(p[0]) != 'q' {
 			continue
 		}
-		v := trimOWS(p[1:])
+		v := TrimOWS(p[1:])
 		if len(v) == 0 || v[0] != '=' {
 			continue
 		}
-		v = trimOWS(v[1:])
+		v = TrimOWS(v[1:])
 		if len(v) == 0 || v[0] != '0' {
 			return false
 		}

@@ -41,7 +41,7 @@ func (r *Response) Reset() {
 // case-insensitive), or nil. The result aliases the parse buffer.
 func (r *Response) Header(name string) []byte {
 	for i := range r.Headers {
-		if equalFold(r.Headers[i].Name, name) {
+		if EqualFold(r.Headers[i].Name, name) {
 			return r.Headers[i].Value
 		}
 	}
@@ -326,22 +326,22 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 
 		switch len(name) {
 		case 10:
-			if equalFold(name, "connection") {
+			if EqualFold(name, "connection") {
 				for rest := value; len(rest) > 0; {
 					var tok []byte
 					tok, rest = nextElement(rest)
 					switch {
-					case equalFold(tok, "close"):
+					case EqualFold(tok, "close"):
 						connClose = true
-					case equalFold(tok, "keep-alive"):
+					case EqualFold(tok, "keep-alive"):
 						connKeep = true
-					case equalFold(tok, "upgrade"):
+					case EqualFold(tok, "upgrade"):
 						r.ConnUpgrade = true
 					}
 				}
 			}
 		case 14:
-			if equalFold(name, "content-length") {
+			if EqualFold(name, "content-length") {
 				lengths++
 				if lengths > 1 {
 					return errRespDupLength
@@ -353,7 +353,7 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 				r.ContentLength = n
 			}
 		case 17:
-			if equalFold(name, "transfer-encoding") {
+			if EqualFold(name, "transfer-encoding") {
 				codings++
 				coding = value
 			}
@@ -366,7 +366,7 @@ done:
 			return errRespTE10
 		case lengths > 0:
 			return errRespTEAndLen
-		case codings > 1 || !equalFold(coding, "chunked"):
+		case codings > 1 || !EqualFold(coding, "chunked"):
 			return errRespCoding
 		}
 		r.Chunked = true

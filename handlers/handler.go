@@ -136,7 +136,7 @@ func (r *Response) Del(name []byte) {
 // case-insensitive), or nil. The result aliases whatever the field does.
 func (r *Response) Get(name []byte) []byte {
 	for i := range r.Headers {
-		if equalFoldBytes(r.Headers[i].Name, name) {
+		if codec.EqualFoldBytes(r.Headers[i].Name, name) {
 			return r.Headers[i].Value
 		}
 	}
@@ -177,31 +177,12 @@ func (c *Ctx) scratchSince(mark int) []byte {
 func delHeader(hs []codec.Header, name []byte) []codec.Header {
 	h := hs[:0]
 	for _, f := range hs {
-		if !equalFoldBytes(f.Name, name) {
+		if !codec.EqualFoldBytes(f.Name, name) {
 			h = append(h, f)
 		}
 	}
 	clear(hs[len(h):])
 	return h
-}
-
-func equalFoldBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // HandlerFunc adapts a function to Handler.

@@ -49,34 +49,34 @@ func (ri *reqInfo) scan(r *codec.Request) {
 		n := f.Name
 		switch len(n) {
 		case 5:
-			if ri.rng == nil && eqFold(n, "range") {
+			if ri.rng == nil && codec.EqualFold(n, "range") {
 				ri.rng = f.Value
 			}
 		case 6:
-			if accept == nil && eqFold(n, "accept") {
+			if accept == nil && codec.EqualFold(n, "accept") {
 				accept = f.Value
 			}
 		case 8:
 			switch {
-			case ri.ifMatch == nil && eqFold(n, "if-match"):
+			case ri.ifMatch == nil && codec.EqualFold(n, "if-match"):
 				ri.ifMatch = f.Value
-			case ri.ifRange == nil && eqFold(n, "if-range"):
+			case ri.ifRange == nil && codec.EqualFold(n, "if-range"):
 				ri.ifRange = f.Value
 			}
 		case 13:
-			if ri.ifNoneMatch == nil && eqFold(n, "if-none-match") {
+			if ri.ifNoneMatch == nil && codec.EqualFold(n, "if-none-match") {
 				ri.ifNoneMatch = f.Value
 			}
 		case 15:
-			if eqFold(n, "accept-encoding") {
+			if codec.EqualFold(n, "accept-encoding") {
 				ri.ae.Add(f.Value)
 			}
 		case 17:
-			if ri.ifModSince == nil && eqFold(n, "if-modified-since") {
+			if ri.ifModSince == nil && codec.EqualFold(n, "if-modified-since") {
 				ri.ifModSince = f.Value
 			}
 		case 19:
-			if ri.ifUnmodSince == nil && eqFold(n, "if-unmodified-since") {
+			if ri.ifUnmodSince == nil && codec.EqualFold(n, "if-unmodified-since") {
 				ri.ifUnmodSince = f.Value
 			}
 		}
@@ -103,7 +103,7 @@ func (ri *reqInfo) preconditions(etag []byte, mtime int64) int {
 	secs := unixSeconds(mtime)
 	ch := condNone
 	switch {
-	case len(trimOWS(ri.ifMatch)) > 0:
+	case len(codec.TrimOWS(ri.ifMatch)) > 0:
 		ch = condFalse
 		if listMatches(ri.ifMatch, etag, true) {
 			ch = condTrue
@@ -119,7 +119,7 @@ func (ri *reqInfo) preconditions(etag []byte, mtime int64) int {
 	if ch == condFalse {
 		return 412
 	}
-	if len(trimOWS(ri.ifNoneMatch)) > 0 {
+	if len(codec.TrimOWS(ri.ifNoneMatch)) > 0 {
 		if listMatches(ri.ifNoneMatch, etag, false) {
 			return 304
 		}
@@ -144,7 +144,7 @@ func (ri *reqInfo) rangeApplies(etag []byte, mtime int64) bool {
 		return strongMatch(tag, etag)
 	}
 	secs := unixSeconds(mtime)
-	t, ok := parseHTTPDate(trimOWS(ri.ifRange))
+	t, ok := parseHTTPDate(codec.TrimOWS(ri.ifRange))
 	return ok && secs != 0 && t == secs
 }
 
@@ -153,7 +153,7 @@ func (ri *reqInfo) rangeApplies(etag []byte, mtime int64) bool {
 // or weakly.
 func listMatches(list, etag []byte, strong bool) bool {
 	for {
-		list = trimOWS(list)
+		list = codec.TrimOWS(list)
 		if len(list) == 0 {
 			return false
 		}
@@ -178,7 +178,7 @@ func listMatches(list, etag []byte, strong bool) bool {
 // scanETag returns the entity-tag at the start of s (W/"x" or "x") and
 // what follows it; nil when s does not start with one.
 func scanETag(s []byte) (etag, rest []byte) {
-	s = trimOWS(s)
+	s = codec.TrimOWS(s)
 	start := 0
 	if len(s) >= 2 && s[0] == 'W' && s[1] == '/' {
 		start = 2
@@ -230,7 +230,7 @@ func unixSeconds(ns int64) int64 {
 // the Unix epoch: the IMF-fixdate form without allocating, and the
 // obsolete RFC 850 and asctime forms through package time.
 func parseHTTPDate(b []byte) (int64, bool) {
-	b = trimOWS(b)
+	b = codec.TrimOWS(b)
 	if t, ok := parseIMFFixdate(b); ok {
 		return t, true
 	}
@@ -347,40 +347,11 @@ func daysFromCivil(y, m, d int) int64 {
 	return int64(era)*146097 + int64(doe) - 719468
 }
 
-// trimOWS trims optional whitespace (spaces and tabs) at both ends.
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// eqFold reports whether b equals the lower-case ASCII string s, ignoring
-// ASCII case in b.
-func eqFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // containsFold reports whether b contains the lower-case ASCII string s,
 // ignoring ASCII case in b.
 func containsFold(b []byte, s string) bool {
 	for i := 0; i+len(s) <= len(b); i++ {
-		if eqFold(b[i:i+len(s)], s) {
+		if codec.EqualFold(b[i:i+len(s)], s) {
 			return true
 		}
 	}

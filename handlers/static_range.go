@@ -1,6 +1,10 @@
 package handlers
 
-import "bytes"
+import (
+	"bytes"
+
+	"gale/codec"
+)
 
 // Range requests (RFC 9110 section 14), parsed the way golang/go
 // src/net/http/fs.go parseRange does:
@@ -47,8 +51,8 @@ const (
 // parseRanges parses a Range field value for a representation of size
 // bytes into rs. It does not allocate.
 func parseRanges(v []byte, size int64, rs *rangeSet) int {
-	v = trimOWS(v)
-	if len(v) < 6 || !eqFold(v[:6], "bytes=") {
+	v = codec.TrimOWS(v)
+	if len(v) < 6 || !codec.EqualFold(v[:6], "bytes=") {
 		return rangesIgnore
 	}
 	list := v[6:]
@@ -61,7 +65,7 @@ func parseRanges(v []byte, size int64, rs *rangeSet) int {
 		} else {
 			ra, list = list, nil
 		}
-		ra = trimOWS(ra)
+		ra = codec.TrimOWS(ra)
 		if len(ra) == 0 {
 			continue
 		}
@@ -69,7 +73,7 @@ func parseRanges(v []byte, size int64, rs *rangeSet) int {
 		if dash < 0 {
 			return rangesInvalid
 		}
-		first, last := trimOWS(ra[:dash]), trimOWS(ra[dash+1:])
+		first, last := codec.TrimOWS(ra[:dash]), codec.TrimOWS(ra[dash+1:])
 		var r byteRange
 		if len(first) == 0 {
 			n, ok := parseDecimal(last)

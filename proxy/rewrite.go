@@ -29,43 +29,6 @@ var (
 	valUpLine = "Connection: Upgrade\r\nUpgrade: "
 )
 
-// equalFold reports whether b equals the lower-case ASCII string s, ASCII
-// case-insensitively.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalFoldBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 // hopByHop reports whether a field is hop-by-hop: the fields of RFC 9110
 // section 7.6.1 and those net/http/httputil removes for the same reason
 // (Proxy-Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade,
@@ -73,19 +36,19 @@ func equalFoldBytes(a, b []byte) bool {
 func hopByHop(name []byte) bool {
 	switch len(name) {
 	case 2:
-		return equalFold(name, "te")
+		return codec.EqualFold(name, "te")
 	case 7:
-		return equalFold(name, "upgrade") || equalFold(name, "trailer")
+		return codec.EqualFold(name, "upgrade") || codec.EqualFold(name, "trailer")
 	case 10:
-		return equalFold(name, "connection") || equalFold(name, "keep-alive")
+		return codec.EqualFold(name, "connection") || codec.EqualFold(name, "keep-alive")
 	case 16:
-		return equalFold(name, "proxy-connection")
+		return codec.EqualFold(name, "proxy-connection")
 	case 17:
-		return equalFold(name, "transfer-encoding")
+		return codec.EqualFold(name, "transfer-encoding")
 	case 18:
-		return equalFold(name, "proxy-authenticate")
+		return codec.EqualFold(name, "proxy-authenticate")
 	case 19:
-		return equalFold(name, "proxy-authorization")
+		return codec.EqualFold(name, "proxy-authorization")
 	}
 	return false
 }
@@ -99,8 +62,8 @@ func namedIn(conns [][]byte, name []byte) bool {
 			for i < len(v) && v[i] != ',' {
 				i++
 			}
-			tok := trimOWS(v[:i])
-			if equalFoldBytes(tok, name) {
+			tok := codec.TrimOWS(v[:i])
+			if codec.EqualFoldBytes(tok, name) {
 				return true
 			}
 			if i == len(v) {
@@ -112,20 +75,10 @@ func namedIn(conns [][]byte, name []byte) bool {
 	return false
 }
 
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
 // connectionValues collects the values of the Connection fields of hs.
 func connectionValues(dst [][]byte, hs []codec.Header) [][]byte {
 	for i := range hs {
-		if equalFold(hs[i].Name, "connection") {
+		if codec.EqualFold(hs[i].Name, "connection") {
 			dst = append(dst, hs[i].Value)
 		}
 	}
@@ -144,19 +97,19 @@ const (
 func forwardingField(name []byte) uint8 {
 	switch len(name) {
 	case 9:
-		if equalFold(name, "forwarded") {
+		if codec.EqualFold(name, "forwarded") {
 			return fwdForwarded
 		}
 	case 15:
-		if equalFold(name, "x-forwarded-for") {
+		if codec.EqualFold(name, "x-forwarded-for") {
 			return fwdFor
 		}
 	case 16:
-		if equalFold(name, "x-forwarded-host") {
+		if codec.EqualFold(name, "x-forwarded-host") {
 			return fwdHost
 		}
 	case 17:
-		if equalFold(name, "x-forwarded-proto") {
+		if codec.EqualFold(name, "x-forwarded-proto") {
 			return fwdProto
 		}
 	}
@@ -212,7 +165,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	for _, f := range req.Headers {
 		name := f.Name
 		if hopByHop(name) {
-			if ex.upgrade && equalFold(name, "upgrade") {
+			if ex.upgrade && codec.EqualFold(name, "upgrade") {
 				upgrade = f.Value
 			}
 			continue
@@ -222,11 +175,11 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 		}
 		switch len(name) {
 		case 4:
-			if equalFold(name, "host") {
+			if codec.EqualFold(name, "host") {
 				continue // ours goes first, when sent
 			}
 		case 6:
-			if equalFold(name, "accept") {
+			if codec.EqualFold(name, "accept") {
 				ex.json = codec.AcceptsJSONOnly(f.Value)
 			}
 		}
@@ -305,7 +258,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 
 	ex.ruleHost = false
 	for _, f := range hs {
-		if len(f.Name) == 4 && equalFold(f.Name, "host") {
+		if len(f.Name) == 4 && codec.EqualFold(f.Name, "host") {
 			ex.ruleHost = true
 		}
 		b = append(b, f.Name...)
@@ -341,7 +294,7 @@ func (h *Handler) forwardedClient(list []byte, def netip.Addr) netip.Addr {
 		for i >= 0 && list[i] != ',' {
 			i--
 		}
-		elem := trimOWS(list[i+1:])
+		elem := codec.TrimOWS(list[i+1:])
 		list = list[:max(i, 0)]
 		if len(elem) == 0 {
 			continue
@@ -371,7 +324,7 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 		if hopByHop(name) {
 			// The trailer fields come with a relayed chunked body; they
 			// are dropped when it is de-chunked.
-			if len(name) == 7 && equalFold(name, "trailer") && !ex.dechunk && ex.kind == codec.BodyChunked {
+			if len(name) == 7 && codec.EqualFold(name, "trailer") && !ex.dechunk && ex.kind == codec.BodyChunked {
 				hs = append(hs, f)
 			}
 			continue
@@ -379,7 +332,7 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
-		if bodiless && len(name) == 14 && equalFold(name, "content-length") {
+		if bodiless && len(name) == 14 && codec.EqualFold(name, "content-length") {
 			continue
 		}
 		hs = append(hs, f)
@@ -392,7 +345,7 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 	}
 	date := false
 	for i := range hs {
-		if len(hs[i].Name) == 4 && equalFold(hs[i].Name, "date") {
+		if len(hs[i].Name) == 4 && codec.EqualFold(hs[i].Name, "date") {
 			date = true
 			break
 		}
