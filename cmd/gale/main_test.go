@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,15 +46,7 @@ func TestValidate(t *testing.T) {
 // bound address, serves, reloads on SIGHUP (keeping the running config
 // when the new file is invalid) and exits 0 on SIGTERM.
 func TestServeBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gale")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	cfg := filepath.Join(dir, "gale.yaml")
 	write := func(body string) {
 		text := "listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /hello\n    respond: {body: " + body + "}\n"
@@ -67,29 +55,9 @@ func TestServeBinary(t *testing.T) {
 		}
 	}
 	write(`"one\n"`)
-	cmd := exec.Command(bin, "serve", "-c", cfg)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	addrRE := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-	lines := bufio.NewScanner(stdout)
-	var base string
-	deadline := time.Now().Add(10 * time.Second)
-	for base == "" && time.Now().Before(deadline) && lines.Scan() {
-		if m := addrRE.FindStringSubmatch(lines.Text()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no listening line; stderr: %s", stderr.String())
-	}
-	go io.Copy(io.Discard, stdout)
+	p := startGale(t, "serve", "-c", cfg)
 	get := func() string {
-		resp, err := http.Get(base + "/hello")
+		resp, err := http.Get(p.base + "/hello")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,44 +69,15 @@ func TestServeBinary(t *testing.T) {
 		t.Fatalf("before reload: %q", got)
 	}
 	write(`"two\n"`)
-	cmd.Process.Signal(syscall.SIGHUP)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
 	waitFor(t, func() bool { return get() == "two\n" })
-	os.WriteFile(cfg, []byte("listen: nope\n"), 0o644)
-	cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "keeping the running config") })
+	_ = os.WriteFile(cfg, []byte("listen: nope\n"), 0o644)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { return strings.Contains(p.stderr.String(), "keeping the running config") })
 	if got := get(); got != "two\n" {
 		t.Fatalf("after a bad reload: %q", got)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v; stderr: %s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("gale did not exit on SIGTERM")
-	}
-}
-
-// lockedBuffer is a bytes.Buffer that exec's copying goroutine and the
-// test may use at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	p.stop(t)
 }
 
 func waitFor(t *testing.T, cond func() bool) {
