@@ -447,12 +447,18 @@ func (cs *conn) answer(set *settings, now int64) {
 		cs.closeAfter = true
 	}
 	cs.lastActive = now
+	cs.record(head.Status, sent, now)
+}
+
+// record counts one answered request and writes its access log line.
+func (cs *conn) record(status int, bodyBytes, now int64) {
+	l := cs.loop
 	l.stats.Requests.Add(1)
-	if c := head.Status / 100; c >= 1 && c <= 5 {
+	if c := status / 100; c >= 1 && c <= 5 {
 		l.stats.ByClass[c].Add(1)
 	}
 	if l.srv.access != nil {
-		l.alog = l.srv.access.appendLine(l.alog, cs, head.Status, sent, now)
+		l.alog = l.srv.access.appendLine(l.alog, cs, status, bodyBytes, now)
 		if len(l.alog) >= accessFlushBytes {
 			l.flushAccessLog(true)
 		}
@@ -464,13 +470,7 @@ func (cs *conn) answer(set *settings, now int64) {
 func (cs *conn) writeError(set *settings, status int) {
 	l := cs.loop
 	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
-	l.stats.Requests.Add(1)
-	if c := status / 100; c >= 1 && c <= 5 {
-		l.stats.ByClass[c].Add(1)
-	}
-	if l.srv.access != nil {
-		l.alog = l.srv.access.appendLine(l.alog, cs, status, 0, time.Now().UnixNano())
-	}
+	cs.record(status, 0, time.Now().UnixNano())
 }
 
 // flush hands the loop's output to the connection: one write, or one

@@ -296,18 +296,11 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	if now == 0 {
 		now = time.Now().UnixNano()
 	}
-	l.stats.Requests.Add(1)
-	if c := r.Status / 100; c >= 1 && c <= 5 {
-		l.stats.ByClass[c].Add(1)
-	}
 	l.stats.BytesOut.Add(uint64(r.BytesOut))
 	if l.srv.access != nil {
-		cs.restoreLogRequest()
-		l.alog = l.srv.access.appendLine(l.alog, cs, r.Status, r.BodyBytes, now)
-		if len(l.alog) >= accessFlushBytes {
-			l.flushAccessLog(true)
-		}
+		cs.restoreLogRequest() // the log line names the proxied request
 	}
+	cs.record(r.Status, r.BodyBytes, now)
 	cs.lastActive = now
 	if cs.dead {
 		return
