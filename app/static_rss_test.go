@@ -28,18 +28,13 @@ import (
 // 256 MiB file, 20 of them reading at 1 MB/s, for 20 seconds. It takes
 // that long and writes the file, so it runs only when asked:
 //
-//	GALE_RSS=1 go test -run TestLargeFileRSS -v ./app
+//	GALE_RSS=1 go test -run 'RSS$' -v ./app
 //
 // GALE_RSS_SECONDS, GALE_RSS_CLIENTS and GALE_RSS_SLOW change the run.
 // The server is this test binary started again as a child process
 // (TestRSSServerChild), so the clients' memory is not counted.
 func TestLargeFileRSS(t *testing.T) {
-	if os.Getenv("GALE_RSS") == "" || testing.Short() {
-		t.Skip("set GALE_RSS=1 to measure (20 s, a 256 MiB file)")
-	}
-	seconds := envInt("GALE_RSS_SECONDS", 20)
-	clients := envInt("GALE_RSS_CLIENTS", 200)
-	slow := envInt("GALE_RSS_SLOW", 20)
+	skipUnlessRSS(t)
 	const size = 256 << 20
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
@@ -57,8 +52,52 @@ func TestLargeFileRSS(t *testing.T) {
 		}
 	}
 	f.Close()
+	measureRSS(t, dir, "routes:\n  - path: /\n    static: {root: ./site}\n",
+		size, envInt("GALE_RSS_CLIENTS", 200), envInt("GALE_RSS_SLOW", 20))
+}
+
+// TestProxyRSS is the proxy's counterpart: 20 clients reading at 1 MB/s
+// pull a 256 MiB response through gale from an upstream that writes as
+// fast as gale takes it, for 20 seconds. The upstream lives in this
+// process; only the gale child is measured.
+func TestProxyRSS(t *testing.T) {
+	skipUnlessRSS(t)
+	const size = 256 << 20
+	chunk := pseudoRandom(1<<20, 7)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		for range size >> 20 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})}
+	go up.Serve(ln)
+	defer up.Close()
+	slow := envInt("GALE_RSS_SLOW", 20)
+	measureRSS(t, t.TempDir(), fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: [%q]}\n", ln.Addr().String()),
+		size, envInt("GALE_RSS_CLIENTS", slow), slow)
+}
+
+func skipUnlessRSS(t *testing.T) {
+	if os.Getenv("GALE_RSS") == "" || testing.Short() {
+		t.Skip("set GALE_RSS=1 to measure (20 s, a 256 MiB body)")
+	}
+}
+
+// measureRSS starts gale as a child process with routes (written to a
+// config in dir, listening on a free port), runs clients that download
+// /big.bin (size bytes) over and over, slow of them at 1 MB/s, samples
+// the child's RSS every 100 ms for GALE_RSS_SECONDS, and fails above
+// 64 MiB or on any download that went wrong.
+func measureRSS(t *testing.T, dir, routes string, size int64, clients, slow int) {
+	seconds := envInt("GALE_RSS_SECONDS", 20)
 	cfgPath := filepath.Join(dir, "gale.yaml")
-	if err := os.WriteFile(cfgPath, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    static: {root: ./site}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte("listen: [\"127.0.0.1:0\"]\n"+routes), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestRSSServerChild$")
@@ -148,7 +187,7 @@ func TestLargeFileRSS(t *testing.T) {
 	hwm := procStatus(pid, "VmHWM")
 	close(stop)
 	wg.Wait()
-	t.Logf("%d clients (%d at 1 MB/s), %d s: peak RSS sampled %.1f MiB, VmHWM %.1f MiB; %.1f GiB served, %d complete downloads, %d failed",
+	t.Logf("%d clients (%d at 1 MB/s), %d s: peak RSS sampled %.1f MiB, VmHWM %.1f MiB; %.2f GiB served, %d complete downloads, %d failed",
 		clients, slow, seconds, float64(peak)/1024, float64(hwm)/1024, float64(bytesRead.Load())/(1<<30), completed.Load(), failed.Load())
 	if m := max(peak, hwm); m > 64<<10 {
 		t.Errorf("peak RSS %.1f MiB; want under 64 MiB", float64(m)/1024)
