@@ -98,6 +98,17 @@ var (
 	errHTTPVersion    = &Error{505, "unsupported HTTP version"}
 )
 
+// requestFieldErrors answers each fault of a request's field line.
+var requestFieldErrors = [...]*Error{
+	faultObsFold:    errObsFold,
+	faultSpaceColon: errSpaceColon,
+	faultNoColon:    errNoColon,
+	faultEmptyName:  errEmptyName,
+	faultName:       errFieldName,
+	faultValue:      errFieldValue,
+	faultLineEnd:    errFieldValue,
+}
+
 // Parse parses one request head from the start of buf into r. It returns
 // the number of bytes the head occupies, ErrNeedMore when buf holds no
 // complete head yet (nothing is consumed; call again with more bytes), or an
@@ -387,62 +398,20 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 		badExpect               bool
 	)
 	for {
-		if p >= len(b) {
-			return errFieldValue // unreachable: frame found the empty line
+		f, next, fault := fieldLine(b, p)
+		if fault == fieldEnd {
+			r.HeadLen = next
+			break
 		}
-		switch b[p] {
-		case '\r':
-			if p+1 >= len(b) || b[p+1] != '\n' {
-				return errFieldValue
-			}
-			r.HeadLen = p + 2
-			goto done
-		case ' ', '\t':
-			return errObsFold
+		if fault != fieldOK {
+			return requestFieldErrors[fault]
 		}
-		n0 := p
-		for p < len(b) && charClass[b[p]]&cToken != 0 {
-			p++
-		}
-		if p >= len(b) || b[p] != ':' {
-			if p < len(b) && (b[p] == ' ' || b[p] == '\t') {
-				q := p
-				for q < len(b) && (b[q] == ' ' || b[q] == '\t') {
-					q++
-				}
-				if q < len(b) && b[q] == ':' {
-					return errSpaceColon
-				}
-				return errFieldName
-			}
-			if p < len(b) && b[p] == '\r' {
-				return errNoColon
-			}
-			return errFieldName
-		}
-		if p == n0 {
-			return errEmptyName
-		}
-		name := b[n0:p:p]
-		p++
-		for p < len(b) && (b[p] == ' ' || b[p] == '\t') {
-			p++
-		}
-		v0 := p
-		p = scanValue(b, p)
-		if p+1 >= len(b) || b[p] != '\r' || b[p+1] != '\n' {
-			return errFieldValue
-		}
-		v1 := p
-		for v1 > v0 && (b[v1-1] == ' ' || b[v1-1] == '\t') {
-			v1--
-		}
-		p += 2
+		p = next
 		if len(r.Headers) >= l.MaxHeaders {
 			return errTooManyFields
 		}
-		value := b[v0:v1:v1]
-		r.Headers = append(r.Headers, Header{Name: name, Value: value})
+		r.Headers = append(r.Headers, f)
+		name, value := f.Name, f.Value
 
 		// Fields that shape framing and connection handling, dispatched
 		// on length first.
@@ -507,7 +476,6 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 			}
 		}
 	}
-done:
 	if r.Version == HTTP11 && hosts == 0 {
 		return errNoHost
 	}

@@ -123,6 +123,17 @@ var (
 	errRespFields     = &Error{502, "too many header fields in response"}
 )
 
+// responseFieldErrors answers each fault of a response's field line.
+var responseFieldErrors = [...]*Error{
+	faultObsFold:    errRespObsFold,
+	faultSpaceColon: errRespSpaceColon,
+	faultNoColon:    errRespFieldName,
+	faultEmptyName:  errRespFieldName,
+	faultName:       errRespFieldName,
+	faultValue:      errRespFieldValue,
+	faultLineEnd:    errRespFieldName,
+}
+
 // ParseResponse parses one response head from the start of buf into r. It
 // returns the number of bytes the head occupies, ErrNeedMore when buf holds
 // no complete head yet (nothing is consumed; call again with more bytes),
@@ -274,55 +285,20 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 	var coding []byte
 	var connClose, connKeep bool
 	for {
-		if p >= len(b) {
-			return errRespFieldValue // unreachable: frame found the empty line
+		f, next, fault := fieldLine(b, p)
+		if fault == fieldEnd {
+			r.HeadLen = next
+			break
 		}
-		switch b[p] {
-		case '\r':
-			if p+1 >= len(b) || b[p+1] != '\n' {
-				return errRespFieldName
-			}
-			r.HeadLen = p + 2
-			goto done
-		case ' ', '\t':
-			return errRespObsFold
+		if fault != fieldOK {
+			return responseFieldErrors[fault]
 		}
-		n0 := p
-		for p < len(b) && charClass[b[p]]&cToken != 0 {
-			p++
-		}
-		if p == n0 || p >= len(b) || b[p] != ':' {
-			if p > n0 && p < len(b) && (b[p] == ' ' || b[p] == '\t') {
-				q := p
-				for q < len(b) && (b[q] == ' ' || b[q] == '\t') {
-					q++
-				}
-				if q < len(b) && b[q] == ':' {
-					return errRespSpaceColon
-				}
-			}
-			return errRespFieldName
-		}
-		name := b[n0:p:p]
-		p++
-		for p < len(b) && (b[p] == ' ' || b[p] == '\t') {
-			p++
-		}
-		v0 := p
-		p = scanValue(b, p)
-		if p+1 >= len(b) || b[p] != '\r' || b[p+1] != '\n' {
-			return errRespFieldValue
-		}
-		v1 := p
-		for v1 > v0 && (b[v1-1] == ' ' || b[v1-1] == '\t') {
-			v1--
-		}
-		p += 2
+		p = next
 		if len(r.Headers) >= maxFields {
 			return errRespFields
 		}
-		value := b[v0:v1:v1]
-		r.Headers = append(r.Headers, Header{Name: name, Value: value})
+		r.Headers = append(r.Headers, f)
+		name, value := f.Name, f.Value
 
 		switch len(name) {
 		case 10:
@@ -359,7 +335,6 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 			}
 		}
 	}
-done:
 	if codings > 0 {
 		switch {
 		case r.Version == HTTP10:
