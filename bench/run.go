@@ -391,6 +391,7 @@ type measurement struct {
 	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
 	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
 	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
+	ServerBusy     float64        `json:"server_busy"` // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
 	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // the larger of HWMKiB and SampledRSSKiB
 	HWMKiB         int64          `json:"hwm_kib"`         // VmHWM summed over the process tree, at the end
 	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
@@ -553,6 +554,9 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	if res.Requests > 0 {
 		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
+	}
+	if res.DurationSec > 0 {
+		m.ServerBusy = m.CPUSeconds / (res.DurationSec * float64(len(r.serverCPUs)))
 	}
 	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
 	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
