@@ -391,7 +391,7 @@ type measurement struct {
 	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
 	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
 	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
-	ServerBusy     float64        `json:"server_busy"` // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
+	ServerBusy     float64        `json:"server_busy"`     // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
 	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // the larger of HWMKiB and SampledRSSKiB
 	HWMKiB         int64          `json:"hwm_kib"`         // VmHWM summed over the process tree, at the end
 	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
