@@ -129,6 +129,31 @@ func syntaxError(file string, err error) *Error {
 // the offending argument as Key ("root" or "listen"), without file or
 // position, and the *Config is nil. ForDirectory is safe for concurrent use.
 func ForDirectory(root, listen string) (*Config, error) {
+	return forFlags(listen, func(wd string, errs *ErrorList) Route {
+		st := defaultStatic()
+		switch {
+		case root == "":
+			*errs = append(*errs, &Error{Key: "root", Msg: `expected a directory path such as "./site", got ""`})
+		default:
+			if filepath.IsAbs(root) {
+				st.Root = filepath.Clean(root)
+			} else {
+				st.Root = filepath.Join(wd, root)
+			}
+			if msg := checkDir(st.Root, root); msg != "" {
+				*errs = append(*errs, &Error{Key: "root", Msg: msg})
+			}
+		}
+		return Route{Path: "/", Static: st}
+	})
+}
+
+// forFlags builds the config of a command that runs without a file: every
+// setting at its default, relative paths resolved against the working
+// directory, the one listener listen, and the one route (for any host and
+// path "/") that route returns. route appends what is wrong with its
+// arguments to errs; any error, listen's included, means no config.
+func forFlags(listen string, route func(wd string, errs *ErrorList) Route) (*Config, error) {
 	c := defaults()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -139,24 +164,11 @@ func ForDirectory(root, listen string) (*Config, error) {
 	if msg := checkAddress(listen); msg != "" {
 		errs = append(errs, &Error{Key: "listen", Msg: msg})
 	}
-	st := defaultStatic()
-	switch {
-	case root == "":
-		errs = append(errs, &Error{Key: "root", Msg: `expected a directory path such as "./site", got ""`})
-	default:
-		if filepath.IsAbs(root) {
-			st.Root = filepath.Clean(root)
-		} else {
-			st.Root = filepath.Join(wd, root)
-		}
-		if msg := checkDir(st.Root, root); msg != "" {
-			errs = append(errs, &Error{Key: "root", Msg: msg})
-		}
-	}
+	r := route(wd, &errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	c.Listen = []Listener{{Address: listen}}
-	c.Routes = []Route{{Path: "/", Static: st}}
+	c.Routes = []Route{r}
 	return c, nil
 }

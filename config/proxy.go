@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -358,38 +357,25 @@ func checkHealthPath(p string) string {
 // ("listen" or "to"), without file or position, and the *Config is nil.
 // ForProxy is safe for concurrent use.
 func ForProxy(listen string, to []string) (*Config, error) {
-	c := defaults()
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, ErrorList{{Msg: "cannot resolve relative paths: " + err.Error()}}
-	}
-	c.Dir = wd
-	var errs ErrorList
-	if msg := checkAddress(listen); msg != "" {
-		errs = append(errs, &Error{Key: "listen", Msg: msg})
-	}
-	p := defaultProxy()
-	seen := map[string]bool{}
-	for _, raw := range to {
-		u, msg := parseUpstream(raw, wd)
-		if msg != "" {
-			errs = append(errs, &Error{Key: "to", Msg: msg})
-			continue
+	return forFlags(listen, func(wd string, errs *ErrorList) Route {
+		p := defaultProxy()
+		seen := map[string]bool{}
+		for _, raw := range to {
+			u, msg := parseUpstream(raw, wd)
+			if msg != "" {
+				*errs = append(*errs, &Error{Key: "to", Msg: msg})
+				continue
+			}
+			if seen[u.Network+" "+u.Address] {
+				*errs = append(*errs, &Error{Key: "to", Msg: "upstream " + quote(raw) + " is listed twice"})
+				continue
+			}
+			seen[u.Network+" "+u.Address] = true
+			p.To = append(p.To, u)
 		}
-		if seen[u.Network+" "+u.Address] {
-			errs = append(errs, &Error{Key: "to", Msg: "upstream " + quote(raw) + " is listed twice"})
-			continue
+		if len(to) == 0 {
+			*errs = append(*errs, &Error{Key: "to", Msg: `expected at least one upstream, e.g. "127.0.0.1:9000"`})
 		}
-		seen[u.Network+" "+u.Address] = true
-		p.To = append(p.To, u)
-	}
-	if len(to) == 0 {
-		errs = append(errs, &Error{Key: "to", Msg: `expected at least one upstream, e.g. "127.0.0.1:9000"`})
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	c.Listen = []Listener{{Address: listen}}
-	c.Routes = []Route{{Path: "/", Proxy: p}}
-	return c, nil
+		return Route{Path: "/", Proxy: p}
+	})
 }
