@@ -82,23 +82,29 @@ func pct(r *wrkResult, p string) float64 {
 
 // headToHead compares a with b over the rounds both succeeded in.
 type headToHead struct {
-	RPSRatio   float64 // median(a req/s) / median(b req/s)
-	CPURatio   float64 // median(a CPU/req) / median(b CPU/req)
-	Rounds     int     // rounds where both succeeded
-	FasterIn   int     // rounds where a served more req/s
-	CheaperIn  int     // rounds where a used less CPU per request
-	Comparable bool
+	RPSRatio  float64 // median(a req/s) / median(b req/s)
+	CPURatio  float64 // median(a CPU/req) / median(b CPU/req)
+	Rounds    int     // rounds where both succeeded
+	FasterIn  int     // rounds where a served more req/s
+	CheaperIn int     // rounds where a used less CPU per request
+	// CPUPerRound summarises a's CPU/req over b's within each round both
+	// ran: adjacent runs share the machine's state, so these ratios drift
+	// less than the medians of either series.
+	CPUPerRound summary
+	Comparable  bool
 }
 
 func compare(a, b seriesStats) headToHead {
 	h := headToHead{RPSRatio: ratio(a.RPS.Median, b.RPS.Median), CPURatio: ratio(a.CPU.Median, b.CPU.Median)}
 	h.Comparable = a.OK > 0 && b.OK > 0
+	var perRound []float64
 	for round, ma := range a.byRound {
 		mb, ok := b.byRound[round]
 		if !ok {
 			continue
 		}
 		h.Rounds++
+		perRound = append(perRound, ratio(ma.CPUUsPerReq, mb.CPUUsPerReq))
 		if ma.Wrk.ReqPerSec > mb.Wrk.ReqPerSec {
 			h.FasterIn++
 		}
@@ -106,6 +112,7 @@ func compare(a, b seriesStats) headToHead {
 			h.CheaperIn++
 		}
 	}
+	h.CPUPerRound = summarize(perRound)
 	return h
 }
 
@@ -310,6 +317,30 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 				continue
 			}
 			fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+
+	b.WriteString("CPU per request, gale ÷ peer within each round (both measured back to back, so slow drifts of the machine cancel): median (min–max) over rounds.\n\n")
+	b.WriteString("| workload |")
+	for _, p := range peers {
+		fmt.Fprintf(b, " vs %s |", p)
+	}
+	b.WriteString("\n|---|")
+	for range peers {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, rr := range ratios {
+		fmt.Fprintf(b, "| %s |", rr.workload)
+		for _, p := range peers {
+			h, ok := rr.cells[p]
+			if !ok || !h.Comparable || h.CPUPerRound.N == 0 {
+				b.WriteString(" — |")
+				continue
+			}
+			fmt.Fprintf(b, " %s× (%s–%s) |", fmtF(h.CPUPerRound.Median, 2), fmtF(h.CPUPerRound.Min, 2), fmtF(h.CPUPerRound.Max, 2))
 		}
 		b.WriteString("\n")
 	}

@@ -53,6 +53,8 @@ func TestRenderMarkdownCompare(t *testing.T) {
 		"| gale | not supported: server exited at start (exit status 1): gale.yaml:11:5: routes[1].proxy: not supported yet \\| x |",
 		"- nginx: 5000.0 upstream requests per upstream connection",
 		"| static-128 | 1.14× (2/3) | 0.75× (3/3) |",
+		// Per round: 6/8, 6.5/8.2, 5.5/7.9.
+		"| static-128 | 0.75× (0.70–0.79) |",
 		"| proxy-128 | — | — |",
 		"- **nginx** `nginx/1.22.1`",
 		"  - access_log off",
