@@ -3,6 +3,7 @@
 //
 //	go run ./bench -h          # the comparison and its flags
 //	go run ./bench sweep -h    # the reactor-tuning lab
+//	go run ./bench report R.json  # render R.md and R.svg again from a run
 //
 // Each server runs pinned to the server CPUs with the same number of
 // workers, wrk runs pinned to the client CPUs, rounds are interleaved with
@@ -28,6 +29,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "sweep" {
 		return runSweep(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "report" {
+		return runReport(args[1:], stdout, stderr)
 	}
 	return runCompare(args, stdout, stderr)
 }

@@ -52,7 +52,9 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		p99 = append(p99, pct(m.Wrk, "99"))
 		rss = append(rss, float64(m.PeakRSSKiB)/1024)
 		others = append(others, 100*m.ServerCPUs.Others)
-		busy = append(busy, 100*m.ServerBusy)
+		if m.ServerBusy > 0 {
+			busy = append(busy, 100*m.ServerBusy)
+		} // runs recorded before server_busy existed show a dash
 		s.SockErrs += m.Wrk.SocketErrors()
 		s.Non2xx += m.Wrk.Non2xx
 		if m.IdleOpened > 0 || m.IdleFailed > 0 {
@@ -143,6 +145,13 @@ func fmtF(v float64, prec int) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func fmtPct(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", v)
 }
 
 func fmtMs(us float64) string {
@@ -357,8 +366,8 @@ func writeRow(b *strings.Builder, label string, s seriesStats) {
 		fmt.Fprintf(b, "| %s | %s: %s | — | — | — | — | — | — | — | 0/%d |", label, what, mdEscape(shorten(s.Reason, 160)), s.Total)
 		return
 	}
-	fmt.Fprintf(b, "| %s | %s | %s | %s%% | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
-		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtF(s.Busy.Median, 0), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
+	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
+		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtPct(s.Busy.Median), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
 		fmtF(s.RSS.Median, 1), s.SockErrs, s.Non2xx, fmtF(s.Others.Median, 0), s.OK, s.Total)
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +140,48 @@ func TestFormatting(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
+	}
+}
+
+// TestReportCommand renders a results.json again and refuses bad usage.
+func TestReportCommand(t *testing.T) {
+	res := testResults()
+	for i := range res.Measurements {
+		res.Measurements[i].ServerBusy = 0 // as recorded before server_busy existed
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"report", in}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	md, err := os.ReadFile(strings.TrimSuffix(in, ".json") + ".md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| static-128 | 0.75× (0.70–0.79) |",
+		"| gale | 120,000 (110,000–130,000) | 6.00 (5.50–6.50) | — | 0.50 ms",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if svg, err := os.ReadFile(strings.TrimSuffix(in, ".json") + ".svg"); err != nil || !strings.HasPrefix(string(svg), "<svg") {
+		t.Errorf("svg: %v %.40q", err, svg)
+	}
+	for _, args := range [][]string{{"report"}, {"report", "x.md"}, {"report", "a.json", "b.json"}} {
+		if code := run(args, &stdout, &stderr); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	if code := run([]string{"report", filepath.Join(t.TempDir(), "missing.json")}, &stdout, &stderr); code != 1 {
+		t.Errorf("missing file: exit %d, want 1", code)
 	}
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// runReport renders the Markdown and the chart again from a results.json,
+// so that a committed run picks up what the report has learned to show
+// since (it measures nothing). Usage: report FILE.json; it writes FILE.md
+// and FILE.svg next to it.
+func runReport(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || !strings.HasSuffix(args[0], ".json") {
+		fmt.Fprintln(stderr, "usage: go run ./bench report RESULTS.json   (writes RESULTS.md and RESULTS.svg next to it)")
+		return 2
+	}
+	in := args[0]
+	b, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		fmt.Fprintf(stderr, "bench: %s: %v\n", in, err)
+		return 1
+	}
+	base := strings.TrimSuffix(in, ".json")
+	if err := os.WriteFile(base+".md", []byte(renderMarkdown(&res)), 0o644); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	if err := os.WriteFile(base+".svg", []byte(renderSVG(&res)), 0o644); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s.md and %s.svg\n", base, base)
+	return 0
+}
