@@ -819,6 +819,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: go run ./bench [flags]
        go run ./bench sweep [flags]   (gale reactor-tuning lab; see sweep -h)
+       go run ./bench report R.json   (write R.md and R.svg again from a run's JSON)
 
 Compares gale with nginx, Caddy and lighttpd on the same machine: each server
 pinned to -server-cpus with -workers workers, wrk pinned to -client-cpus.
