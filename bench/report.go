@@ -90,8 +90,8 @@ type headToHead struct {
 	FasterIn  int     // rounds where a served more req/s
 	CheaperIn int     // rounds where a used less CPU per request
 	// CPUPerRound summarises a's CPU/req over b's within each round both
-	// ran: adjacent runs share the machine's state, so these ratios drift
-	// less than the medians of either series.
+	// ran: a round measures every server on a workload one after the
+	// other, so these ratios drift less than the medians of either series.
 	CPUPerRound summary
 	Comparable  bool
 }
@@ -331,7 +331,7 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 	}
 	b.WriteString("\n")
 
-	b.WriteString("CPU per request, gale ÷ peer within each round (both measured back to back, so slow drifts of the machine cancel): median (min–max) over rounds.\n\n")
+	b.WriteString("CPU per request, gale ÷ peer within each round (a round measures every server on a workload one after the other, so slow drifts of the machine cancel): median (min–max) over rounds.\n\n")
 	b.WriteString("| workload |")
 	for _, p := range peers {
 		fmt.Fprintf(b, " vs %s |", p)
