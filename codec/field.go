@@ -74,3 +74,88 @@ func fieldLine(b []byte, p int) (Header, int, fieldFault) {
 	}
 	return Header{Name: name, Value: b[v0:v1:v1]}, p + 2, fieldOK
 }
+
+// Faults of the fields that frame a message, found by framing.
+const (
+	faultDupLength   fieldFault = iota + faultLineEnd + 1 // a second Content-Length
+	faultBadLength                                        // a Content-Length that is not 1*DIGIT within int64
+	faultTE10                                             // Transfer-Encoding in HTTP/1.0
+	faultTEAndLength                                      // Transfer-Encoding with Content-Length
+	faultCoding                                           // a coding other than exactly one "chunked"
+)
+
+// framing gathers, field by field, what requests and responses alike are
+// framed by (RFC 9112 section 6) and what their Connection field says
+// (RFC 9110 section 7.6.1).
+type framing struct {
+	lengths, codings int
+	length           int64 // the Content-Length, when lengths is 1
+	coding           []byte
+	close, keepAlive bool // Connection tokens "close" and "keep-alive"
+	upgrade          bool // Connection token "upgrade"
+}
+
+// see takes one field. It reports a repeated or malformed Content-Length
+// at once; other fields it does not frame by are ignored.
+func (f *framing) see(name, value []byte) fieldFault {
+	switch len(name) {
+	case 10:
+		if EqualFold(name, "connection") {
+			for rest := value; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextElement(rest)
+				switch {
+				case EqualFold(tok, "close"):
+					f.close = true
+				case EqualFold(tok, "keep-alive"):
+					f.keepAlive = true
+				case EqualFold(tok, "upgrade"):
+					f.upgrade = true
+				}
+			}
+		}
+	case 14:
+		if EqualFold(name, "content-length") {
+			f.lengths++
+			if f.lengths > 1 {
+				return faultDupLength
+			}
+			n, ok := parseLength(value)
+			if !ok {
+				return faultBadLength
+			}
+			f.length = n
+		}
+	case 17:
+		if EqualFold(name, "transfer-encoding") {
+			f.codings++
+			f.coding = value
+		}
+	}
+	return fieldOK
+}
+
+// chunked reports whether, after every field was seen, the body of a
+// message of version v is chunked, or the fault in its Transfer-Encoding:
+// only HTTP/1.1, never with Content-Length, and exactly one coding,
+// "chunked" (RFC 9112 section 6.1).
+func (f *framing) chunked(v Version) (bool, fieldFault) {
+	switch {
+	case f.codings == 0:
+		return false, fieldOK
+	case v == HTTP10:
+		return false, faultTE10
+	case f.lengths > 0:
+		return false, faultTEAndLength
+	case f.codings > 1 || !EqualFold(f.coding, "chunked"):
+		return false, faultCoding
+	}
+	return true, fieldOK
+}
+
+// persistent reports whether the connection stays open after a message of
+// version v: HTTP/1.1 unless "close", HTTP/1.0 only with "keep-alive"
+// (RFC 9112 section 9.3).
+func (f *framing) persistent(v Version) bool {
+	return !f.close && (v == HTTP11 || f.keepAlive)
+}

@@ -100,13 +100,18 @@ var (
 
 // requestFieldErrors answers each fault of a request's field line.
 var requestFieldErrors = [...]*Error{
-	faultObsFold:    errObsFold,
-	faultSpaceColon: errSpaceColon,
-	faultNoColon:    errNoColon,
-	faultEmptyName:  errEmptyName,
-	faultName:       errFieldName,
-	faultValue:      errFieldValue,
-	faultLineEnd:    errFieldValue,
+	faultObsFold:     errObsFold,
+	faultSpaceColon:  errSpaceColon,
+	faultNoColon:     errNoColon,
+	faultEmptyName:   errEmptyName,
+	faultName:        errFieldName,
+	faultValue:       errFieldValue,
+	faultLineEnd:     errFieldValue,
+	faultDupLength:   errDupLength,
+	faultBadLength:   errBadLength,
+	faultTE10:        errTE10,
+	faultTEAndLength: errTEAndLength,
+	faultCoding:      errTransferCoding,
 }
 
 // Parse parses one request head from the start of buf into r. It returns
@@ -390,12 +395,12 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 	// Field lines, then the empty line.
 	p := v + 10
 	var (
-		hosts, lengths, codings int
-		host, coding            []byte
-		trailer                 bool
-		connClose, connKeep     bool
-		connUpgrade, upgrade    bool
-		badExpect               bool
+		fr        framing
+		hosts     int
+		host      []byte
+		trailer   bool
+		upgrade   bool
+		badExpect bool
 	)
 	for {
 		f, next, fault := fieldLine(b, p)
@@ -413,8 +418,8 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 		r.Headers = append(r.Headers, f)
 		name, value := f.Name, f.Value
 
-		// Fields that shape framing and connection handling, dispatched
-		// on length first.
+		// Fields only requests carry, dispatched on length first; those
+		// both requests and responses are framed by go to fr.
 		switch len(name) {
 		case 4:
 			if EqualFold(name, "host") {
@@ -442,38 +447,9 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 			} else if EqualFold(name, "trailer") {
 				trailer = true
 			}
-		case 10:
-			if EqualFold(name, "connection") {
-				for rest := value; len(rest) > 0; {
-					var tok []byte
-					tok, rest = nextElement(rest)
-					switch {
-					case EqualFold(tok, "close"):
-						connClose = true
-					case EqualFold(tok, "keep-alive"):
-						connKeep = true
-					case EqualFold(tok, "upgrade"):
-						connUpgrade = true
-					}
-				}
-			}
-		case 14:
-			if EqualFold(name, "content-length") {
-				lengths++
-				if lengths > 1 {
-					return errDupLength
-				}
-				n, ok := parseLength(value)
-				if !ok {
-					return errBadLength
-				}
-				r.ContentLength = n
-			}
-		case 17:
-			if EqualFold(name, "transfer-encoding") {
-				codings++
-				coding = value
-			}
+		}
+		if fault := fr.see(name, value); fault != fieldOK {
+			return requestFieldErrors[fault]
 		}
 	}
 	if r.Version == HTTP11 && hosts == 0 {
@@ -487,16 +463,14 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 	} else {
 		r.Host = host
 	}
-	if codings > 0 {
-		if r.Version == HTTP10 {
-			return errTE10
-		}
-		if lengths > 0 {
-			return errTEAndLength
-		}
-		if codings > 1 || !EqualFold(coding, "chunked") {
-			return errTransferCoding
-		}
+	if fr.lengths > 0 {
+		r.ContentLength = fr.length
+	}
+	chunked, fault := fr.chunked(r.Version)
+	if fault != fieldOK {
+		return requestFieldErrors[fault]
+	}
+	if chunked {
 		r.Chunked = true
 		if trailer && trailerNamesFraming(r.Headers) {
 			return errTrailerField
@@ -511,8 +485,8 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 	if r.Version == HTTP10 {
 		r.Expect100 = false // RFC 9110 section 10.1.1: ignored in HTTP/1.0
 	}
-	r.KeepAlive = !connClose && (r.Version == HTTP11 || connKeep)
-	r.Upgrade = r.Version == HTTP11 && connUpgrade && upgrade
+	r.KeepAlive = fr.persistent(r.Version)
+	r.Upgrade = r.Version == HTTP11 && fr.upgrade && upgrade
 	return nil
 }
 

@@ -125,13 +125,18 @@ var (
 
 // responseFieldErrors answers each fault of a response's field line.
 var responseFieldErrors = [...]*Error{
-	faultObsFold:    errRespObsFold,
-	faultSpaceColon: errRespSpaceColon,
-	faultNoColon:    errRespFieldName,
-	faultEmptyName:  errRespFieldName,
-	faultName:       errRespFieldName,
-	faultValue:      errRespFieldValue,
-	faultLineEnd:    errRespFieldName,
+	faultObsFold:     errRespObsFold,
+	faultSpaceColon:  errRespSpaceColon,
+	faultNoColon:     errRespFieldName,
+	faultEmptyName:   errRespFieldName,
+	faultName:        errRespFieldName,
+	faultValue:       errRespFieldValue,
+	faultLineEnd:     errRespFieldName,
+	faultDupLength:   errRespDupLength,
+	faultBadLength:   errRespLength,
+	faultTE10:        errRespTE10,
+	faultTEAndLength: errRespTEAndLen,
+	faultCoding:      errRespCoding,
 }
 
 // ParseResponse parses one response head from the start of buf into r. It
@@ -281,9 +286,7 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 	}
 	p += 2
 
-	var lengths, codings int
-	var coding []byte
-	var connClose, connKeep bool
+	var fr framing
 	for {
 		f, next, fault := fieldLine(b, p)
 		if fault == fieldEnd {
@@ -298,54 +301,19 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 			return errRespFields
 		}
 		r.Headers = append(r.Headers, f)
-		name, value := f.Name, f.Value
-
-		switch len(name) {
-		case 10:
-			if EqualFold(name, "connection") {
-				for rest := value; len(rest) > 0; {
-					var tok []byte
-					tok, rest = nextElement(rest)
-					switch {
-					case EqualFold(tok, "close"):
-						connClose = true
-					case EqualFold(tok, "keep-alive"):
-						connKeep = true
-					case EqualFold(tok, "upgrade"):
-						r.ConnUpgrade = true
-					}
-				}
-			}
-		case 14:
-			if EqualFold(name, "content-length") {
-				lengths++
-				if lengths > 1 {
-					return errRespDupLength
-				}
-				n, ok := parseLength(value)
-				if !ok {
-					return errRespLength
-				}
-				r.ContentLength = n
-			}
-		case 17:
-			if EqualFold(name, "transfer-encoding") {
-				codings++
-				coding = value
-			}
+		if fault := fr.see(f.Name, f.Value); fault != fieldOK {
+			return responseFieldErrors[fault]
 		}
 	}
-	if codings > 0 {
-		switch {
-		case r.Version == HTTP10:
-			return errRespTE10
-		case lengths > 0:
-			return errRespTEAndLen
-		case codings > 1 || !EqualFold(coding, "chunked"):
-			return errRespCoding
-		}
-		r.Chunked = true
+	if fr.lengths > 0 {
+		r.ContentLength = fr.length
 	}
-	r.KeepAlive = !connClose && (r.Version == HTTP11 || connKeep)
+	chunked, fault := fr.chunked(r.Version)
+	if fault != fieldOK {
+		return responseFieldErrors[fault]
+	}
+	r.Chunked = chunked
+	r.ConnUpgrade = fr.upgrade
+	r.KeepAlive = fr.persistent(r.Version)
 	return nil
 }
