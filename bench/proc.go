@@ -143,39 +143,48 @@ type treeSample struct {
 	Threads  int    // tasks whose schedstat was read
 	CPUTicks uint64 // utime+stime summed over the tree, in clock ticks
 	CPUNanos uint64 // on-CPU time of every live thread (schedstat), ns; 0 if unavailable
+	Runs     uint64 // times a live thread was switched onto a CPU (schedstat)
 	HWMKiB   int64  // VmHWM summed over the tree
 	RSSKiB   int64  // VmRSS summed over the tree
 }
 
-// parseSchedstat returns the first field of /proc/PID/task/TID/schedstat:
-// the nanoseconds the task has run on a CPU (the kernel's
-// sum_exec_runtime, from which utime+stime are derived).
-func parseSchedstat(b []byte) (uint64, error) {
+// parseSchedstat parses /proc/PID/task/TID/schedstat: the nanoseconds the
+// task has run on a CPU (the kernel's sum_exec_runtime, from which
+// utime+stime are derived) and the number of times it was switched onto
+// one (every wake-up after sleeping counts, and so does every return after
+// being preempted).
+func parseSchedstat(b []byte) (ns, runs uint64, err error) {
 	f := strings.Fields(string(b))
 	if len(f) != 3 {
-		return 0, fmt.Errorf("bench: malformed schedstat %q", b)
+		return 0, 0, fmt.Errorf("bench: malformed schedstat %q", b)
 	}
-	return strconv.ParseUint(f[0], 10, 64)
+	if ns, err = strconv.ParseUint(f[0], 10, 64); err != nil {
+		return 0, 0, err
+	}
+	runs, err = strconv.ParseUint(f[2], 10, 64)
+	return ns, runs, err
 }
 
-// threadNanos sums the schedstat run time of every thread of pid.
-func threadNanos(pid int) (ns uint64, threads int) {
+// threadSched sums the schedstat run time and switch-ins of every thread
+// of pid.
+func threadSched(pid int) (ns, runs uint64, threads int) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
 		if err != nil {
 			continue
 		}
-		if v, err := parseSchedstat(b); err == nil {
+		if v, r, err := parseSchedstat(b); err == nil {
 			ns += v
+			runs += r
 			threads++
 		}
 	}
-	return ns, threads
+	return ns, runs, threads
 }
 
 // sampleTree reads the stat and status files of root's process tree.
@@ -204,8 +213,9 @@ func sampleTree(root int) (treeSample, error) {
 		}
 		t.PIDs = append(t.PIDs, pid)
 		t.CPUTicks += st.Utime + st.Stime
-		ns, n := threadNanos(pid)
+		ns, runs, n := threadSched(pid)
 		t.CPUNanos += ns
+		t.Runs += runs
 		t.Threads += n
 		t.HWMKiB += m.VmHWM
 		t.RSSKiB += m.VmRSS

@@ -185,7 +185,7 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.CPUTicks != 6+120+230+2 || s.HWMKiB != 3060 || s.RSSKiB != 520 || len(s.PIDs) != 4 ||
-		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 {
+		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 || s.Runs != 8*7 {
 		t.Fatalf("sample = %+v", s)
 	}
 	if got := sumRSS([]int{11, 12, 99}); got != 500 {
@@ -203,11 +203,11 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 }
 
 func TestParseSchedstat(t *testing.T) {
-	if v, err := parseSchedstat([]byte("1344061 361130 10\n")); err != nil || v != 1344061 {
-		t.Fatalf("got %d, %v", v, err)
+	if v, runs, err := parseSchedstat([]byte("1344061 361130 10\n")); err != nil || v != 1344061 || runs != 10 {
+		t.Fatalf("got %d, %d, %v", v, runs, err)
 	}
-	for _, bad := range []string{"", "1 2", "x 2 3", "1 2 3 4"} {
-		if _, err := parseSchedstat([]byte(bad)); err == nil {
+	for _, bad := range []string{"", "1 2", "x 2 3", "1 2 x", "1 2 3 4"} {
+		if _, _, err := parseSchedstat([]byte(bad)); err == nil {
 			t.Errorf("parseSchedstat(%q) accepted", bad)
 		}
 	}

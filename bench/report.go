@@ -25,13 +25,14 @@ type seriesStats struct {
 	UpReuse  summary // upstream requests per upstream connection
 	Others   summary // foreign load on the server CPUs, percent
 	Busy     summary // the server's own CPU time over the run, percent of its CPUs
+	Switches summary // the server's threads switched onto a CPU, per request
 	byRound  map[int]measurement
 }
 
 // aggregate summarises the measurements of label on workload.
 func aggregate(ms []measurement, workload, label string) seriesStats {
 	s := seriesStats{Label: label, IdleMin: -1, byRound: map[int]measurement{}}
-	var rps, cpu, p50, p99, rss, reuse, others, busy []float64
+	var rps, cpu, p50, p99, rss, reuse, others, busy, switches []float64
 	for _, m := range ms {
 		if m.Workload != workload || m.Label != label {
 			continue
@@ -55,6 +56,9 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		if m.ServerBusy > 0 {
 			busy = append(busy, 100*m.ServerBusy)
 		} // runs recorded before server_busy existed show a dash
+		if m.SwitchIns > 0 && m.Wrk.Requests > 0 {
+			switches = append(switches, float64(m.SwitchIns)/float64(m.Wrk.Requests))
+		} // and so do those before server_switch_ins
 		s.SockErrs += m.Wrk.SocketErrors()
 		s.Non2xx += m.Wrk.Non2xx
 		if m.IdleOpened > 0 || m.IdleFailed > 0 {
@@ -70,7 +74,7 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		s.Status, s.Reason = "ok", ""
 	}
 	s.RPS, s.CPU, s.P50, s.P99, s.RSS, s.UpReuse = summarize(rps), summarize(cpu), summarize(p50), summarize(p99), summarize(rss), summarize(reuse)
-	s.Others, s.Busy = summarize(others), summarize(busy)
+	s.Others, s.Busy, s.Switches = summarize(others), summarize(busy), summarize(switches)
 	return s
 }
 
@@ -224,6 +228,7 @@ func renderMarkdown(res *results) string {
 	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (every process and thread, read at ns resolution from schedstat) over the measured run divided by completed requests: " +
 		"with a closed-loop load generator on a shared machine, req/s is capped by the client, so CPU per request is the figure that separates servers. " +
 		"Server busy is that CPU time over the run's duration and the server CPUs: below about 95% the server waited for the client, and part of its CPU per request is the cost of going idle and waking up, which a saturated server does not pay. " +
+		"Switch-ins/req counts how often the server's threads were put on a CPU (schedstat), per request: each is a wake-up after sleeping or a return after preemption, and each costs a few µs of the CPU per request. " +
 		"p50/p99 are medians of each run's wrk percentiles. Peak RSS is VmHWM summed over the server's processes, or the highest VmRSS sum sampled every 100 ms if larger. Errors are wrk socket errors / non-2xx-or-3xx responses. " +
 		"\"Others on server CPUs\" is the median share of the server CPUs' time spent by other processes during the run (/proc/stat): high values mean the run competed with foreign load.\n\n")
 	if worst, n := foreignLoad(res.Measurements); n > 0 {
@@ -254,11 +259,11 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 	for _, wid := range res.Workloads {
 		w, _ := findWorkload(wid)
 		fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
-		b.WriteString("| server | req/s | CPU µs/req | server busy | p50 | p99 | peak RSS MiB | errors | others on server CPUs | n |")
+		b.WriteString("| server" + rowColumns)
 		if hasGale {
 			b.WriteString(" gale ÷ server req/s | gale ÷ server CPU/req |")
 		}
-		b.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		b.WriteString("\n|---" + rowAlign)
 		if hasGale {
 			b.WriteString("---:|---:|")
 		}
@@ -356,6 +361,13 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 	b.WriteString("\n")
 }
 
+// rowColumns and rowAlign are the header and alignment cells of the
+// columns writeRow writes after the label.
+const (
+	rowColumns = " | req/s | CPU µs/req | server busy | switch-ins/req | p50 | p99 | peak RSS MiB | errors | others on server CPUs | n |"
+	rowAlign   = "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
 // writeRow writes the common columns of one series (without the newline).
 func writeRow(b *strings.Builder, label string, s seriesStats) {
 	if s.OK == 0 {
@@ -363,12 +375,21 @@ func writeRow(b *strings.Builder, label string, s seriesStats) {
 		if s.Status == "failed" {
 			what = "failed"
 		}
-		fmt.Fprintf(b, "| %s | %s: %s | — | — | — | — | — | — | — | 0/%d |", label, what, mdEscape(shorten(s.Reason, 160)), s.Total)
+		fmt.Fprintf(b, "| %s | %s: %s | — | — | — | — | — | — | — | — | 0/%d |", label, what, mdEscape(shorten(s.Reason, 160)), s.Total)
 		return
 	}
-	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
-		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtPct(s.Busy.Median), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
+	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
+		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtPct(s.Busy.Median), fmtSwitches(s.Switches), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
 		fmtF(s.RSS.Median, 1), s.SockErrs, s.Non2xx, fmtF(s.Others.Median, 0), s.OK, s.Total)
+}
+
+// fmtSwitches prints a median of switch-ins per request, a dash for runs
+// that did not record them.
+func fmtSwitches(s summary) string {
+	if s.N == 0 {
+		return "—"
+	}
+	return fmtF(s.Median, 3)
 }
 
 // writeSeriesNotes adds lines about idle connections, upstream reuse and
@@ -401,8 +422,8 @@ func renderSweepTables(b *strings.Builder, res *results, labs []string) {
 	fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
 	b.WriteString("Each row is one set of gale `server:` settings; the baseline uses event_loops = workers, reuse_port true and gale's defaults. " +
 		"Ratios are variant ÷ baseline (rounds in which the variant was ahead / rounds both ran).\n\n")
-	b.WriteString("| variant | req/s | CPU µs/req | server busy | p50 | p99 | peak RSS MiB | errors | others on server CPUs | n | ÷ baseline req/s | ÷ baseline CPU/req |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| variant" + rowColumns + " ÷ baseline req/s | ÷ baseline CPU/req |\n")
+	b.WriteString("|---" + rowAlign + "---:|---:|\n")
 	stats := map[string]seriesStats{}
 	for _, l := range labs {
 		stats[l] = aggregate(res.Measurements, wid, l)

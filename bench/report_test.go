@@ -15,7 +15,7 @@ import (
 func okRun(round int, server, workload string, rps, cpu float64) measurement {
 	return measurement{Round: round, Server: server, Label: server, Workload: workload, Status: "ok",
 		Wrk:         &wrkResult{Requests: int64(rps), ReqPerSec: rps, LatencyUs: map[string]float64{"50": 500, "99": 1500}},
-		CPUUsPerReq: cpu, ServerBusy: 0.9, PeakRSSKiB: 10240, ServerCPUs: cpuShares{Others: 0.05}}
+		CPUUsPerReq: cpu, ServerBusy: 0.9, SwitchIns: uint64(rps / 20), PeakRSSKiB: 10240, ServerCPUs: cpuShares{Others: 0.05}}
 }
 
 func testResults() *results {
@@ -50,9 +50,9 @@ func TestRenderMarkdownCompare(t *testing.T) {
 		"**Warning: in 1 run(s) other processes used more than 25% of the server CPUs (up to 90%).",
 		"## static-128: static file, 128 B (GET /s128.bin)",
 		// gale median 120000 (110000–130000), CPU 6.00 (5.50–6.50).
-		"| gale | 120,000 (110,000–130,000) | 6.00 (5.50–6.50) | 90% | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | — | — |",
+		"| gale | 120,000 (110,000–130,000) | 6.00 (5.50–6.50) | 90% | 0.050 | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | — | — |",
 		// nginx median 105000; gale ÷ nginx = 1.14, ahead in rounds 1 and 3; CPU 6/8 = 0.75, cheaper in 3 of 3.
-		"| nginx | 105,000 (100,000–115,000) | 8.00 (7.90–8.20) | 90% | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | 1.14× (2/3) | 0.75× (3/3) |", // median of 5, 90, 5
+		"| nginx | 105,000 (100,000–115,000) | 8.00 (7.90–8.20) | 90% | 0.050 | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | 1.14× (2/3) | 0.75× (3/3) |", // median of 5, 90, 5
 		"| gale | not supported: server exited at start (exit status 1): gale.yaml:11:5: routes[1].proxy: not supported yet \\| x |",
 		"- nginx: 5000.0 upstream requests per upstream connection",
 		"| static-128 | 1.14× (2/3) | 0.75× (3/3) |",
@@ -90,7 +90,7 @@ func TestRenderMarkdownSweep(t *testing.T) {
 	for _, want := range []string{
 		"# gale reactor sweep",
 		"| baseline | 120,000 (110,000–130,000) |",
-		"| event_loops=2 | 105,000 (100,000–115,000) | 8.00 (7.90–8.20) | 90% | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | 0.88× (1/3) | 1.33× (0/3) |",
+		"| event_loops=2 | 105,000 (100,000–115,000) | 8.00 (7.90–8.20) | 90% | 0.050 | 0.50 ms | 1.50 ms | 10.0 | 0 / 0 | 5% | 3/3 | 0.88× (1/3) | 1.33× (0/3) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q\n%s", want, md)
@@ -147,7 +147,8 @@ func TestFormatting(t *testing.T) {
 func TestReportCommand(t *testing.T) {
 	res := testResults()
 	for i := range res.Measurements {
-		res.Measurements[i].ServerBusy = 0 // as recorded before server_busy existed
+		res.Measurements[i].ServerBusy = 0 // as recorded before server_busy and server_switch_ins existed
+		res.Measurements[i].SwitchIns = 0
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -167,7 +168,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| static-128 | 0.75× (0.70–0.79) |",
-		"| gale | 120,000 (110,000–130,000) | 6.00 (5.50–6.50) | — | 0.50 ms",
+		"| gale | 120,000 (110,000–130,000) | 6.00 (5.50–6.50) | — | — | 0.50 ms",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -391,10 +391,11 @@ type measurement struct {
 	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
 	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
 	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
-	ServerBusy     float64        `json:"server_busy"`     // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
-	PeakRSSKiB     int64          `json:"peak_rss_kib"`    // the larger of HWMKiB and SampledRSSKiB
-	HWMKiB         int64          `json:"hwm_kib"`         // VmHWM summed over the process tree, at the end
-	SampledRSSKiB  int64          `json:"sampled_rss_kib"` // highest VmRSS sum seen by 100 ms sampling
+	ServerBusy     float64        `json:"server_busy"`       // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
+	SwitchIns      uint64         `json:"server_switch_ins"` // times the server's threads were switched onto a CPU during the run (schedstat); 0 if unknown
+	PeakRSSKiB     int64          `json:"peak_rss_kib"`      // the larger of HWMKiB and SampledRSSKiB
+	HWMKiB         int64          `json:"hwm_kib"`           // VmHWM summed over the process tree, at the end
+	SampledRSSKiB  int64          `json:"sampled_rss_kib"`   // highest VmRSS sum seen by 100 ms sampling
 	IdleOpened     int            `json:"idle_opened,omitempty"`
 	IdleFailed     int            `json:"idle_failed,omitempty"`
 	IdleAliveAfter int            `json:"idle_alive_after,omitempty"`
@@ -550,6 +551,10 @@ func (r *runner) measure(j job) (m measurement) {
 		sched := float64(s1.CPUNanos-s0.CPUNanos) / 1e9
 		if sched >= m.CPUSecondsStat-2/float64(r.clkTck) {
 			m.CPUSeconds, m.CPUSource = sched, "schedstat"
+			// Same caveat: only when no thread took its count with it.
+			if s1.Runs >= s0.Runs {
+				m.SwitchIns = s1.Runs - s0.Runs
+			}
 		}
 	}
 	if res.Requests > 0 {
