@@ -139,13 +139,13 @@ func descendants(root int) []int {
 
 // treeSample is one reading of a process tree.
 type treeSample struct {
-	PIDs     []int
-	Threads  int    // tasks whose schedstat was read
-	CPUTicks uint64 // utime+stime summed over the tree, in clock ticks
-	CPUNanos uint64 // on-CPU time of every live thread (schedstat), ns; 0 if unavailable
-	Runs     uint64 // times a live thread was switched onto a CPU (schedstat)
-	HWMKiB   int64  // VmHWM summed over the tree
-	RSSKiB   int64  // VmRSS summed over the tree
+	PIDs      []int
+	Threads   int    // tasks whose schedstat was read
+	CPUTicks  uint64 // utime+stime summed over the tree, in clock ticks
+	CPUNanos  uint64 // on-CPU time of every live thread (schedstat), ns; 0 if unavailable
+	SwitchIns uint64 // times a live thread was switched onto a CPU (schedstat)
+	HWMKiB    int64  // VmHWM summed over the tree
+	RSSKiB    int64  // VmRSS summed over the tree
 }
 
 // parseSchedstat parses /proc/PID/task/TID/schedstat: the nanoseconds the
@@ -153,7 +153,7 @@ type treeSample struct {
 // utime+stime are derived) and the number of times it was switched onto
 // one (every wake-up after sleeping counts, and so does every return after
 // being preempted).
-func parseSchedstat(b []byte) (ns, runs uint64, err error) {
+func parseSchedstat(b []byte) (ns, switchIns uint64, err error) {
 	f := strings.Fields(string(b))
 	if len(f) != 3 {
 		return 0, 0, fmt.Errorf("bench: malformed schedstat %q", b)
@@ -161,13 +161,13 @@ func parseSchedstat(b []byte) (ns, runs uint64, err error) {
 	if ns, err = strconv.ParseUint(f[0], 10, 64); err != nil {
 		return 0, 0, err
 	}
-	runs, err = strconv.ParseUint(f[2], 10, 64)
-	return ns, runs, err
+	switchIns, err = strconv.ParseUint(f[2], 10, 64)
+	return ns, switchIns, err
 }
 
 // threadSched sums the schedstat run time and switch-ins of every thread
 // of pid.
-func threadSched(pid int) (ns, runs uint64, threads int) {
+func threadSched(pid int) (ns, switchIns uint64, threads int) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -180,11 +180,11 @@ func threadSched(pid int) (ns, runs uint64, threads int) {
 		}
 		if v, r, err := parseSchedstat(b); err == nil {
 			ns += v
-			runs += r
+			switchIns += r
 			threads++
 		}
 	}
-	return ns, runs, threads
+	return ns, switchIns, threads
 }
 
 // sampleTree reads the stat and status files of root's process tree.
@@ -213,9 +213,9 @@ func sampleTree(root int) (treeSample, error) {
 		}
 		t.PIDs = append(t.PIDs, pid)
 		t.CPUTicks += st.Utime + st.Stime
-		ns, runs, n := threadSched(pid)
+		ns, sw, n := threadSched(pid)
 		t.CPUNanos += ns
-		t.Runs += runs
+		t.SwitchIns += sw
 		t.Threads += n
 		t.HWMKiB += m.VmHWM
 		t.RSSKiB += m.VmRSS

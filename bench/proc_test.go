@@ -185,7 +185,7 @@ func TestDescendantsAndSampleTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.CPUTicks != 6+120+230+2 || s.HWMKiB != 3060 || s.RSSKiB != 520 || len(s.PIDs) != 4 ||
-		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 || s.Runs != 8*7 {
+		s.Threads != 8 || s.CPUNanos != 2*(5+100+200+1)*1000000 || s.SwitchIns != 8*7 {
 		t.Fatalf("sample = %+v", s)
 	}
 	if got := sumRSS([]int{11, 12, 99}); got != 500 {

@@ -379,17 +379,8 @@ func writeRow(b *strings.Builder, label string, s seriesStats) {
 		return
 	}
 	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %s%% | %d/%d |", label,
-		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtPct(s.Busy.Median), fmtSwitches(s.Switches), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
+		fmtRange(s.RPS, fmtInt), fmtRange(s.CPU, cpuPrec), fmtPct(s.Busy.Median), fmtF(s.Switches.Median, 3), fmtMs(s.P50.Median), fmtMs(s.P99.Median),
 		fmtF(s.RSS.Median, 1), s.SockErrs, s.Non2xx, fmtF(s.Others.Median, 0), s.OK, s.Total)
-}
-
-// fmtSwitches prints a median of switch-ins per request, a dash for runs
-// that did not record them.
-func fmtSwitches(s summary) string {
-	if s.N == 0 {
-		return "—"
-	}
-	return fmtF(s.Median, 3)
 }
 
 // writeSeriesNotes adds lines about idle connections, upstream reuse and

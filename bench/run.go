@@ -552,8 +552,8 @@ func (r *runner) measure(j job) (m measurement) {
 		if sched >= m.CPUSecondsStat-2/float64(r.clkTck) {
 			m.CPUSeconds, m.CPUSource = sched, "schedstat"
 			// Same caveat: only when no thread took its count with it.
-			if s1.Runs >= s0.Runs {
-				m.SwitchIns = s1.Runs - s0.Runs
+			if s1.SwitchIns >= s0.SwitchIns {
+				m.SwitchIns = s1.SwitchIns - s0.SwitchIns
 			}
 		}
 	}
