@@ -14,6 +14,15 @@ import (
 // RFC 9110 section 7.6.1 and net/http/httputil's ReverseProxy: hop-by-hop
 // fields, and every field Connection names, are removed before anything
 // else looks at the header list.
+//
+// Framing is gale's own, in both directions: Content-Length,
+// Transfer-Encoding and Host are never copied from the message being
+// relayed, nor dropped because its Connection field names them (RFC 9110
+// section 7.6.1 lets a sender list any field there, and "Connection:
+// Content-Length" once made the upstream read a request body as the next
+// request). They are rendered from the parsed head, which is what gale
+// itself frames the body by, so the next hop cannot read the message
+// differently. Header rules cannot name them (config rejects it).
 
 // Header names the proxy renders. Static memory: never modified.
 var (
@@ -28,6 +37,13 @@ var (
 	crlf      = "\r\n"
 	valUpLine = "Connection: Upgrade\r\nUpgrade: "
 )
+
+// framingField reports whether a field is one gale renders itself from
+// the parsed head: Content-Length here (Transfer-Encoding is hop-by-hop,
+// Host is handled apart).
+func framingField(name []byte) bool {
+	return len(name) == 14 && codec.EqualFold(name, "content-length")
+}
 
 // hopByHop reports whether a field is hop-by-hop: the fields of RFC 9110
 // section 7.6.1 and those net/http/httputil removes for the same reason
@@ -170,6 +186,9 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 			}
 			continue
 		}
+		if framingField(name) {
+			continue // rendered below from the parsed head
+		}
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
@@ -268,9 +287,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	}
 	clear(hs)
 	lp.hdrs = hs[:0]
-	if req.Chunked {
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	}
+	b = appendRequestFraming(b, req)
 	if ex.upgrade {
 		b = append(b, valUpLine...)
 		b = append(b, upgrade...)
@@ -282,6 +299,22 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	if h.conf.PreserveHost && len(req.Host) > 0 {
 		ex.host = append(ex.host, req.Host...)
 	}
+}
+
+// appendRequestFraming renders the framing of the request body as gale
+// forwards it: chunked when the client's body is chunked (gale re-frames
+// it, see pumpBody), else the Content-Length the parser accepted, when
+// the client sent one.
+func appendRequestFraming(b []byte, req *codec.Request) []byte {
+	switch {
+	case req.Chunked:
+		return append(b, "Transfer-Encoding: chunked\r\n"...)
+	case req.ContentLength >= 0:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, req.ContentLength, 10)
+		return append(b, crlf...)
+	}
+	return b
 }
 
 // forwardedClient returns the client address that trusted proxies report
@@ -318,7 +351,6 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 	lp, r := ex.lp, &ex.resp
 	lp.conns = connectionValues(lp.conns[:0], r.Headers)
 	hs := lp.hdrs[:0]
-	bodiless := r.Status < 200 || r.Status == 204
 	for _, f := range r.Headers {
 		name := f.Name
 		if hopByHop(name) {
@@ -329,10 +361,10 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 			}
 			continue
 		}
-		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
-			continue
+		if framingField(name) {
+			continue // relayHead renders it from the parsed head
 		}
-		if bodiless && len(name) == 14 && codec.EqualFold(name, "content-length") {
+		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
 		hs = append(hs, f)
@@ -366,6 +398,28 @@ func (ex *exchange) appendStatusLine(b []byte) []byte {
 	b = append(b, ' ')
 	b = append(b, r.Reason...)
 	return append(b, crlf...)
+}
+
+// appendResponseFraming renders the framing fields of a relayed final
+// response from its parsed head: chunked as relayed (not for an HTTP/1.0
+// client, whose copy is de-chunked and ends with the connection), or the
+// upstream's Content-Length. A Content-Length with no body after it (a
+// response to HEAD, a 304) is the representation's length and is kept
+// (RFC 9110 section 8.6); 1xx and 204 responses have none (section 8.6
+// forbids it).
+func (ex *exchange) appendResponseFraming(b []byte) []byte {
+	r := &ex.resp
+	switch {
+	case ex.kind == codec.BodyChunked:
+		if !ex.dechunk {
+			b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		}
+	case r.ContentLength >= 0 && r.Status >= 200 && r.Status != 204:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, crlf...)
+	}
+	return b
 }
 
 func appendFields(b []byte, hs []codec.Header) []byte {
@@ -424,9 +478,7 @@ func (ex *exchange) relayHead() {
 		b = codec.AppendDate(b)
 	}
 	b = appendFields(b, hs)
-	if ex.kind == codec.BodyChunked && !ex.dechunk {
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	}
+	b = ex.appendResponseFraming(b)
 	switch {
 	case ex.closeClient:
 		b = append(b, "Connection: close\r\n"...)
