@@ -288,3 +288,63 @@ func TestUpstreamConnectionNamesFramingField(t *testing.T) {
 		})
 	}
 }
+
+// TestClientIdentityFields sends the fields applications read for the
+// client's address and the original request (in several spellings of
+// their names): from an untrusted client none reaches the upstream and
+// X-Real-IP is gale's own; from a trusted proxy they are kept.
+func TestClientIdentityFields(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	fields := []string{"X-Real-IP", "x-real-ip", "True-Client-IP", "X-Client-IP", "x-cluster-client-ip",
+		"CF-Connecting-IP", "Fastly-Client-IP", "X-Original-URL", "x-rewrite-url", "X-Forwarded-Port",
+		"X-Forwarded-Server", "X-Forwarded-Prefix", "X-FORWARDED-SCHEME", "X-Forwarded-Ssl", "Front-End-Https", "X-Url-Scheme"}
+	var req strings.Builder
+	req.WriteString("GET / HTTP/1.1\r\nHost: front.example\r\n")
+	for _, f := range fields {
+		fmt.Fprintf(&req, "%s: spoofed-%s\r\n", f, strings.ToLower(f))
+	}
+	req.WriteString("\r\n")
+	for _, c := range []struct {
+		name, trusted string
+		kept          bool
+	}{
+		{"untrusted", "", false},
+		{"trusted", "trusted_proxies: [127.0.0.0/8]", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := startGale(t, proxyRoute(up.hostport())+"      "+c.trusted+"\n")
+			rc := g.dial()
+			rc.send(req.String())
+			resp, body := rc.response("GET")
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			s := decodeSeen(t, body)
+			for _, f := range fields {
+				want := ""
+				if c.kept {
+					want = "spoofed-" + strings.ToLower(f)
+				}
+				vals := s.Header[http.CanonicalHeaderKey(f)]
+				found := false
+				for _, v := range vals {
+					if strings.HasPrefix(v, "spoofed-") {
+						found = found || v == want
+						if !c.kept {
+							t.Errorf("%s: %q reached the upstream", f, v)
+						}
+					}
+				}
+				if c.kept && !found {
+					t.Errorf("%s from a trusted proxy: got %q, want %q among them", f, vals, want)
+				}
+			}
+			if !c.kept {
+				if got := s.Header["X-Real-Ip"]; len(got) != 1 || got[0] != "127.0.0.1" {
+					t.Errorf("X-Real-IP %q, want gale's own 127.0.0.1", got)
+				}
+			}
+		})
+	}
+}

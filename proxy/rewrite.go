@@ -29,6 +29,7 @@ var (
 	hdrXFF    = []byte("X-Forwarded-For")
 	hdrXFP    = []byte("X-Forwarded-Proto")
 	hdrXFH    = []byte("X-Forwarded-Host")
+	hdrRealIP = []byte("X-Real-IP")
 	hdrVia    = []byte("Via")
 	valVia11  = []byte("1.1 gale")
 	valVia10  = []byte("1.0 gale")
@@ -101,32 +102,80 @@ func connectionValues(dst [][]byte, hs []codec.Header) [][]byte {
 	return dst
 }
 
-// forwarding field kinds
+// Kinds of forwarding field: what earlier hops say about the client and
+// the request as they received it. From a trusted proxy they are kept;
+// from anyone else they are dropped, since an application behind gale
+// trusts them for identity (the client's address) and routing (the
+// original URL, scheme, host or port).
 const (
-	fwdNone uint8 = iota
-	fwdFor
-	fwdProto
-	fwdHost
-	fwdForwarded
+	fwdNone      uint8 = iota
+	fwdFor             // X-Forwarded-For: combined with the client's address
+	fwdProto           // X-Forwarded-Proto: set by gale unless a trusted proxy sent one
+	fwdHost            // X-Forwarded-Host: likewise
+	fwdRealIP          // X-Real-IP: likewise, the client's address
+	fwdForwarded       // Forwarded (RFC 7239)
+	fwdOther           // the others applications read the same way: kept only from trusted proxies
 )
 
+// forwardingField returns the kind of a forwarding field, by name.
+// fwdOther names the fields that frameworks and CDNs use for the client's
+// address (True-Client-IP, X-Client-IP, X-Cluster-Client-IP,
+// CF-Connecting-IP, Fastly-Client-IP) and for the request as an earlier
+// hop saw it (X-Original-URL and X-Rewrite-URL, which some frameworks
+// route by; X-Forwarded-Port, -Server, -Prefix, -Scheme and -Ssl;
+// Front-End-Https; X-Url-Scheme).
 func forwardingField(name []byte) uint8 {
 	switch len(name) {
 	case 9:
-		if codec.EqualFold(name, "forwarded") {
+		switch {
+		case codec.EqualFold(name, "forwarded"):
 			return fwdForwarded
+		case codec.EqualFold(name, "x-real-ip"):
+			return fwdRealIP
+		}
+	case 11:
+		if codec.EqualFold(name, "x-client-ip") {
+			return fwdOther
+		}
+	case 12:
+		if codec.EqualFold(name, "x-url-scheme") {
+			return fwdOther
+		}
+	case 13:
+		if codec.EqualFold(name, "x-rewrite-url") {
+			return fwdOther
+		}
+	case 14:
+		if codec.EqualFold(name, "true-client-ip") || codec.EqualFold(name, "x-original-url") {
+			return fwdOther
 		}
 	case 15:
-		if codec.EqualFold(name, "x-forwarded-for") {
+		switch {
+		case codec.EqualFold(name, "x-forwarded-for"):
 			return fwdFor
+		case codec.EqualFold(name, "x-forwarded-ssl") || codec.EqualFold(name, "front-end-https"):
+			return fwdOther
 		}
 	case 16:
-		if codec.EqualFold(name, "x-forwarded-host") {
+		switch {
+		case codec.EqualFold(name, "x-forwarded-host"):
 			return fwdHost
+		case codec.EqualFold(name, "x-forwarded-port") || codec.EqualFold(name, "cf-connecting-ip") ||
+			codec.EqualFold(name, "fastly-client-ip"):
+			return fwdOther
 		}
 	case 17:
 		if codec.EqualFold(name, "x-forwarded-proto") {
 			return fwdProto
+		}
+	case 18:
+		if codec.EqualFold(name, "x-forwarded-server") || codec.EqualFold(name, "x-forwarded-prefix") ||
+			codec.EqualFold(name, "x-forwarded-scheme") {
+			return fwdOther
+		}
+	case 19:
+		if codec.EqualFold(name, "x-cluster-client-ip") {
+			return fwdOther
 		}
 	}
 	return fwdNone
@@ -177,7 +226,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	trusted := h.isTrusted(ex.ip)
 	hs := lp.hdrs[:0]
 	var upgrade []byte
-	xffLen, haveProto, haveHost := 0, false, false
+	xffLen, haveProto, haveHost, haveRealIP := 0, false, false, false
 	for _, f := range req.Headers {
 		name := f.Name
 		if hopByHop(name) {
@@ -218,7 +267,12 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 				continue
 			}
 			haveHost = true
-		case fwdForwarded:
+		case fwdRealIP:
+			if !trusted {
+				continue
+			}
+			haveRealIP = true
+		case fwdForwarded, fwdOther:
 			if !trusted {
 				continue
 			}
@@ -228,7 +282,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 
 	// X-Forwarded-For: a trusted proxy's list, then the client's address.
 	// vbuf gets its capacity first so the value does not move.
-	if need := xffLen + 64; cap(lp.vbuf) < need {
+	if need := xffLen + 128; cap(lp.vbuf) < need {
 		lp.vbuf = make([]byte, 0, 2*need)
 	}
 	v := lp.vbuf[:0]
@@ -250,6 +304,10 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	}
 	if len(v) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFF, Value: v[:len(v):len(v)]})
+	}
+	if !haveRealIP && ex.ip.IsValid() {
+		v = ex.ip.AppendTo(v[len(v):])
+		hs = append(hs, codec.Header{Name: hdrRealIP, Value: v[:len(v):len(v)]})
 	}
 	if !haveProto {
 		proto := valHTTP
