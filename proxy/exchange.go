@@ -222,13 +222,13 @@ func (ex *exchange) attempt(fresh bool) bool {
 // use makes up the exchange's upstream for the next attempt.
 func (ex *exchange) use(up *Upstream) {
 	if ex.pool != nil && ex.pool.up != up {
-		ex.pool.active--
-		ex.pool = nil
+		ex.release()
 	}
 	ex.up = up
 	if ex.pool == nil {
 		ex.pool = ex.lp.pool(up)
 		ex.pool.active++
+		ex.lp.Stats.Load.Add(1)
 	}
 	if up.idx < 64 {
 		ex.tried |= 1 << up.idx
@@ -429,15 +429,17 @@ func (ex *exchange) abort() {
 		x.abort()
 	}
 	ex.dropConn(true)
-	ex.release()
 	ex.lp.putExchange(ex)
 }
 
-// release gives back the exchange's share of its pool's load.
+// release gives back the exchange's share of its pool's load (read by
+// least-connections and random-two). putExchange calls it, so that every
+// way an exchange ends gives the share back.
 func (ex *exchange) release() {
 	if ex.pool != nil {
 		ex.pool.active--
 		ex.pool = nil
+		ex.lp.Stats.Load.Add(-1)
 	}
 }
 
@@ -813,7 +815,6 @@ func (ex *exchange) finish() {
 		At:        ex.now,
 	}
 	cl := ex.cl
-	ex.release()
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
 }
@@ -829,7 +830,6 @@ func (ex *exchange) finishTruncated(why string) {
 		res.Status = 502
 	}
 	cl := ex.cl
-	ex.release()
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
 }
