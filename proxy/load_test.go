@@ -9,7 +9,7 @@ import (
 )
 
 // halfClosingUpstream is a Unix-socket upstream that answers the first
-// request of a connection and then shuts down its reading side, keeping
+// request of a connection, shutting down its reading side first, and keeps
 // the connection open: on a Unix socket gale's next write to it fails at
 // once with EPIPE, while gale's side sees no event before it writes. That
 // is a pooled connection failing as a request head is written, without a
@@ -36,8 +36,10 @@ func halfClosingUpstream(t *testing.T) string {
 					return
 				}
 				io.Copy(io.Discard, req.Body)
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				// Shut reading before answering, so that gale's next
+				// write fails whenever it comes.
 				c.(*net.UnixConn).CloseRead()
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 				<-hold
 			}()
 		}
