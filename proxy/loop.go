@@ -57,12 +57,13 @@ type Stats struct {
 	Tunnels   atomic.Uint64 // upgraded connections tunnelled
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
 	Open      atomic.Int64  // upstream connections open in gnet now (pooled or in use)
+	Load      atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls uint64
-	Open                                                                                                   int64
+	Open, Load                                                                                             int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -79,6 +80,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Tunnels += s.Tunnels.Load()
 	d.Reenrolls += s.Reenrolls.Load()
 	d.Open += s.Open.Load()
+	d.Load += s.Load.Load()
 }
 
 // NewLoop returns the proxy state of event loop el (nil in tests that
@@ -175,6 +177,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 		lp.active = lp.active[:last]
 	}
 	ex.idx = -1
+	ex.release()
 	if ex.x != nil && ex.x.running() {
 		return // the goroutine still references it; the GC takes it
 	}
