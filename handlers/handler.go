@@ -33,7 +33,8 @@ type Ctx struct {
 	// Path is the request path in normal form (see normpath.go), set by
 	// the router before it matches: what routes, header rules and
 	// handlers read instead of Req.Path. It aliases Req.Path when that
-	// was normal already, else memory the Ctx reuses for the next request.
+	// was normal already, else the bytes the router appended to Scratch
+	// before the handler ran.
 	Path []byte
 
 	// Rest is Path after the route's prefix, always starting with "/"
@@ -56,8 +57,6 @@ type Ctx struct {
 	// the interface it needs to write the response and resume the
 	// connection. Like the Ctx, it belongs to the connection's loop.
 	Conn any
-
-	pathBuf []byte // where normalizePath writes a path that was not normal
 }
 
 // Pending is a response that a handler finishes after Serve returned: the

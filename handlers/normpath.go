@@ -43,9 +43,9 @@ package handlers
 // which only a server that decodes twice reads as ".".
 //
 // Normalising never lengthens a path by more than three times (a raw byte
-// becomes an escape); it writes into memory the Ctx keeps between
-// requests, or returns the request's own bytes when they are already in
-// normal form, so it allocates nothing in steady state.
+// becomes an escape); it appends to Ctx.Scratch, reused between requests,
+// or returns the request's own bytes when they are already in normal
+// form, so it allocates nothing in steady state.
 
 const upperHex = "0123456789ABCDEF"
 
@@ -82,24 +82,24 @@ func isByteIn(b byte, set string) bool {
 }
 
 // normalizePath sets c.Path to the normal form of c.Req.Path: the request's
-// own bytes when they are normal already, else c's path memory, which is
-// reused by the next request. It reports false, leaving c.Path nil, when
-// the path is refused (a bad request).
+// own bytes when they are normal already, else bytes appended to
+// c.Scratch (which handlers append above). It reports false, leaving
+// c.Path nil and c.Scratch as it was, when the path is refused (a bad
+// request).
 func (c *Ctx) normalizePath() bool {
 	p := c.Req.Path
 	if isNormalPath(p) {
 		c.Path = p
 		return true
 	}
-	if need := 3 * len(p); cap(c.pathBuf) < need {
-		c.pathBuf = make([]byte, 0, need)
-	}
-	out, ok := AppendNormalPath(c.pathBuf[:0], p)
+	mark := len(c.Scratch)
+	var ok bool
+	c.Scratch, ok = AppendNormalPath(c.Scratch, p)
 	if !ok {
 		c.Path = nil
 		return false
 	}
-	c.Path = out
+	c.Path = c.scratchSince(mark)
 	return true
 }
 

@@ -110,20 +110,22 @@ func TestAppendNormalPath(t *testing.T) {
 	}
 }
 
-// A normal path is the request's own bytes; another is written to the
-// Ctx's path memory, which the next request reuses.
+// A normal path is the request's own bytes; another is appended to
+// Scratch, above what was there, and capped so that appends through it
+// cannot overwrite what handlers append next.
 func TestNormalizePathAliases(t *testing.T) {
 	c := newCtx(request("GET", "", "/a/b/c"))
-	if !c.normalizePath() || &c.Path[0] != &c.Req.Path[0] {
-		t.Fatalf("normal path %q not aliased", c.Path)
+	c.Scratch = append(c.Scratch, "keep"...)
+	if !c.normalizePath() || &c.Path[0] != &c.Req.Path[0] || string(c.Scratch) != "keep" {
+		t.Fatalf("normal path %q not aliased (scratch %q)", c.Path, c.Scratch)
 	}
 	c.Req = request("GET", "", "/a/./b//%63")
-	if !c.normalizePath() || string(c.Path) != "/a/b/c" || &c.Path[0] == &c.Req.Path[0] {
-		t.Fatalf("path %q", c.Path)
+	if !c.normalizePath() || string(c.Path) != "/a/b/c" || string(c.Scratch) != "keep/a/b/c" || cap(c.Path) != len(c.Path) {
+		t.Fatalf("path %q scratch %q", c.Path, c.Scratch)
 	}
 	c.Req = request("GET", "", "/../x")
-	if c.normalizePath() || c.Path != nil {
-		t.Fatalf("climbing path accepted as %q", c.Path)
+	if c.normalizePath() || c.Path != nil || string(c.Scratch) != "keep/a/b/c" {
+		t.Fatalf("climbing path accepted as %q (scratch %q)", c.Path, c.Scratch)
 	}
 }
 
