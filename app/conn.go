@@ -43,8 +43,9 @@ type conn struct {
 	inBody     bool  // the current request's body is still arriving (and is discarded)
 	headStart  int64 // when the current partial request head started; 0 = none
 	lastActive int64 // last progress: a response written or body bytes read
-	outSeen    int   // OutboundBuffered at the previous sweep
-	outSince   int64 // when the outbound buffer last changed
+	queued     int64 // bytes ever handed to gnet for the client
+	leftSeen   int64 // bytes that had left gnet's buffer at the previous sweep; -1 = nothing was waiting
+	outSince   int64 // when bytes last left gnet's buffer while some waited
 
 	closeAfter  bool  // the response being written is the last one
 	closing     bool  // the last response is written; close once it drained
@@ -108,7 +109,7 @@ func (cs *conn) send(b []byte) {
 		cs.tls.send(b)
 		return
 	}
-	_, _ = cs.c.Write(b)
+	cs.write(b)
 }
 
 // sendv queues bs for the client, in order, like send.
@@ -117,12 +118,39 @@ func (cs *conn) sendv(bs [][]byte) {
 		cs.tls.sendv(bs)
 		return
 	}
-	_, _ = cs.c.Writev(bs)
+	n, _ := cs.c.Writev(bs)
+	cs.queued += int64(n)
+}
+
+// write hands b to gnet, counting what it queued: every byte for the
+// client goes through here or sendv, so that queued minus what is still
+// buffered is what left, the measure of write progress.
+func (cs *conn) write(b []byte) {
+	n, _ := cs.c.Write(b)
+	cs.queued += int64(n)
 }
 
 // outboundBuffered is how many bytes were sent but have not yet left for
 // the socket.
 func (cs *conn) outboundBuffered() int { return cs.c.OutboundBuffered() }
+
+// writeStalled reports, from the sweep, whether bytes wait for the client
+// and none of them left for longer than limit. Progress is bytes leaving
+// gnet's buffer, not its size: a buffer that keeps growing because more
+// is queued while the client reads nothing is no progress.
+func (cs *conn) writeStalled(now, limit int64) bool {
+	out := cs.outboundBuffered()
+	if out == 0 {
+		cs.leftSeen = -1
+		return false
+	}
+	left := cs.queued - int64(out)
+	if left != cs.leftSeen {
+		cs.leftSeen, cs.outSince = left, now
+		return false
+	}
+	return now-cs.outSince > limit
+}
 
 // closeWrite ends the connection's output half (after the final response)
 // while reading goes on.
@@ -144,6 +172,7 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
 	cs.req.ContentLength = -1
 	cs.lastActive = time.Now().UnixNano()
+	cs.leftSeen = -1
 	return cs
 }
 
@@ -530,16 +559,13 @@ func (cs *conn) check(now int64, set *settings) bool {
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout
 	}
-	if out := cs.outboundBuffered(); out > 0 {
-		if out != cs.outSeen {
-			cs.outSeen, cs.outSince = out, now
-		} else if now-cs.outSince > set.write {
-			cs.loop.stats.TimedOut.Add(1)
-			return true
-		}
+	if cs.writeStalled(now, set.write) {
+		cs.loop.stats.TimedOut.Add(1)
+		return true
+	}
+	if cs.outboundBuffered() > 0 {
 		return false
 	}
-	cs.outSeen = 0
 	if cs.proxyPending() {
 		return false // the proxy enforces its own timeouts
 	}

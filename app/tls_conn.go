@@ -381,7 +381,7 @@ func (t *tlsConn) flushHandshake() {
 	s.out = s.spare[:0]
 	s.mu.Unlock()
 	if len(out) > 0 {
-		_, _ = t.cs.c.Write(out)
+		t.cs.write(out)
 	}
 	s.spare = out[:0]
 }
@@ -588,7 +588,7 @@ func (t *tlsConn) flushOut() {
 	if len(l.tlsOut) == 0 {
 		return
 	}
-	_, _ = t.cs.c.Write(l.tlsOut)
+	t.cs.write(l.tlsOut)
 	if cap(l.tlsOut) > 4<<20 {
 		l.tlsOut = nil
 	} else {
