@@ -115,6 +115,10 @@ type exchange struct {
 	dkind       uint8
 	now         int64 // the clock, read once per event (unix ns)
 	noHandoff   bool
+	held        bool // relaying waits for the client to catch up (backpressure.go)
+	upClosing   bool // the upstream connection is closing: relay what it kept, hold no more
+
+	gen uint32 // counts the exchange's uses, to tell whether a callback ended it
 
 	x *transfer // off-loop copy, when one is pending or running
 }
@@ -124,6 +128,7 @@ func (ex *exchange) reset() {
 	*ex = exchange{
 		lp:   ex.lp,
 		idx:  -1,
+		gen:  ex.gen + 1,
 		head: ex.head[:0],
 		host: ex.host[:0],
 		resp: codec.Response{Headers: ex.resp.Headers[:0], ContentLength: -1},
@@ -350,7 +355,7 @@ func (ex *exchange) pumpBody() {
 		ex.lp.buf = out[:0]
 	}
 	ex.cl.ProxyConsume(off)
-	if err == nil && ex.rstate == rsHead {
+	if err == nil && ex.rstate == rsHead && !ex.held {
 		ex.requestDeadline()
 	}
 }
@@ -468,6 +473,9 @@ func (ex *exchange) settle() bool {
 // upstreamClosed runs from the connection's OnClose (which already
 // detached it) while the exchange used it.
 func (ex *exchange) upstreamClosed(uc *UpstreamConn, err error) {
+	if ex.held && !ex.busy && ex.uc == uc && ex.relayHeld() {
+		return
+	}
 	if ex.uc == uc {
 		ex.uc = nil
 	}
@@ -568,6 +576,11 @@ func (ex *exchange) check(now int64) {
 	case exHandoff:
 		return // the goroutine enforces its own deadlines
 	}
+	if ex.held {
+		ex.now = now
+		ex.checkHeld()
+		return
+	}
 	if ex.deadline == 0 || now < ex.deadline {
 		return
 	}
@@ -610,6 +623,9 @@ func (ex *exchange) upstreamData() gnet.Action {
 		return gnet.None
 	}
 	ex.gotBytes = true
+	if ex.behind() {
+		return ex.hold()
+	}
 	ex.now = nanotime()
 	ex.busy = true
 	lp := ex.lp
@@ -701,8 +717,7 @@ loop:
 			return ex.startTunnel(true)
 		}
 		return gnet.None
-	case ex.rstate == rsBody && !ex.noHandoff && ex.set.MaxBuffered > 0 &&
-		ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && ex.reqDone && uc.c.OutboundBuffered() == 0:
+	case !ex.upClosing && ex.set.MaxBuffered > 0 && ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && ex.mayLeave():
 		return ex.leaveLoop()
 	}
 	return gnet.None
@@ -793,7 +808,7 @@ func (ex *exchange) relayPiece(p []byte) {
 func (ex *exchange) complete(leftover bool) gnet.Action {
 	uc := ex.uc
 	act := gnet.None
-	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose
+	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose && uc.state == ucBusy
 	ex.dropConn(false)
 	if !keep || !uc.pool.put(uc, ex.now) {
 		uc.state = ucClosed

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -283,4 +284,14 @@ func proxyRoute(to ...string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return "routes:\n  - path: /\n    proxy:\n      to: [" + strings.Join(q, ", ") + "]\n"
+}
+
+// readToEnd reads c until EOF or an error, with a deadline as a failsafe
+// only, and reports whether the connection ended (rather than the
+// deadline passing).
+func readToEnd(c net.Conn, failsafe time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(failsafe))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
 }

@@ -56,14 +56,16 @@ type Stats struct {
 	Handoffs  atomic.Uint64 // response bodies copied off the loop
 	Tunnels   atomic.Uint64 // upgraded connections tunnelled
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
+	Held      atomic.Uint64 // responses whose relaying waited for a client that fell behind in the loop
+	Cut       atomic.Uint64 // held responses cut off: the upstream ran MaxHeldResponse ahead
 	Open      atomic.Int64  // upstream connections open in gnet now (pooled or in use)
 	Load      atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls uint64
-	Open, Load                                                                                             int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls, Held, Cut uint64
+	Open, Load                                                                                                        int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -79,6 +81,8 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Handoffs += s.Handoffs.Load()
 	d.Tunnels += s.Tunnels.Load()
 	d.Reenrolls += s.Reenrolls.Load()
+	d.Held += s.Held.Load()
+	d.Cut += s.Cut.Load()
 	d.Open += s.Open.Load()
 	d.Load += s.Load.Load()
 }
@@ -374,6 +378,9 @@ func (uc *UpstreamConn) DialFailed(err error) {
 func (uc *UpstreamConn) OnTraffic(c gnet.Conn) gnet.Action {
 	if ex := uc.ex; ex != nil {
 		return ex.upstreamData()
+	}
+	if c.InboundBuffered() == 0 {
+		return gnet.None // a Wake that came after its exchange ended
 	}
 	// Bytes on an idle connection: the upstream answered nothing we
 	// asked for; the connection cannot be trusted with a request.

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"github.com/panjf2000/gnet/v2"
+)
+
+// This file bounds what an exchange keeps in memory in either direction.
+// gnet reads every readable socket and cannot pause one, so a bound is
+// either a hand-off (the socket leaves gnet, and TCP flow control slows
+// the peer down) or a limit past which the exchange ends.
+//
+// Towards the client, every byte goes through upstreamData, and every
+// state of the exchange is bounded by server.max_buffered_output:
+//
+//   - With the request relayed in full and a response body under way, a
+//     client that falls behind makes the upstream leave the loop
+//     (leaveLoop, transfer.go), as before.
+//   - In any other state (the request body still arriving, interim 1xx
+//     responses, a request still queued towards the upstream, or a
+//     transport that cannot be duplicated), the client's socket cannot
+//     be given to a goroutine: the loop must go on reading it for the
+//     body. The exchange then holds: it stops relaying and leaves the
+//     upstream's bytes in that connection's inbound buffer, where gnet
+//     keeps appending what it reads, up to MaxHeldResponse. The sweep
+//     resumes relaying (Wake on the upstream connection runs its
+//     OnTraffic again) once the client's output is back under the bound
+//     or the exchange may leave the loop. Past MaxHeldResponse both
+//     connections close and the response counts as truncated: the
+//     client's connection is closed once its output drained or its
+//     write timeout, which measures bytes leaving, fired.
+//
+// A slow reader whose request was sent in full is not held: its response
+// leaves the loop. A client that both uploads and downloads at once and
+// reads the download slowly is held, and cut off if the upstream runs
+// MaxHeldResponse ahead of it.
+
+// MaxHeldResponse bounds the response bytes an exchange leaves in its
+// upstream connection's inbound buffer while it holds (see above).
+const MaxHeldResponse = 1 << 20
+
+// behind reports whether the client's output is over
+// server.max_buffered_output while the response may not leave the loop:
+// relaying must wait.
+func (ex *exchange) behind() bool {
+	return ex.set.MaxBuffered > 0 && !ex.upClosing &&
+		ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && !ex.mayLeave()
+}
+
+// mayLeave reports whether the rest of the response may be copied off
+// the loop: its body is under way, the whole request went out (the loop
+// has nothing left to read from the client or write to the upstream), and
+// the client's transport can be duplicated.
+func (ex *exchange) mayLeave() bool {
+	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && ex.uc.c.OutboundBuffered() == 0
+}
+
+// hold leaves the upstream's bytes where they are (see above), or ends
+// the exchange when they passed MaxHeldResponse. It returns the action
+// for the upstream's OnTraffic.
+func (ex *exchange) hold() gnet.Action {
+	uc := ex.uc
+	if uc.c.InboundBuffered() > MaxHeldResponse {
+		ex.lp.Stats.Cut.Add(1)
+		ex.dropConn(false)
+		uc.state = ucClosed
+		ex.finishTruncated("the client fell behind while the response could not leave the loop")
+		return gnet.Close
+	}
+	if !ex.held {
+		ex.held = true
+		ex.lp.Stats.Held.Add(1)
+	}
+	// The client's write timeout applies now (the connection measures
+	// bytes leaving); the upstream is not the one stalling.
+	ex.deadline, ex.dkind = 0, dlNone
+	return gnet.None
+}
+
+// checkHeld runs from the sweep while the exchange holds: once the client
+// caught up, or the response may leave the loop, the upstream
+// connection's OnTraffic runs again for the bytes it kept.
+func (ex *exchange) checkHeld() {
+	uc := ex.uc
+	if uc == nil || uc.c == nil {
+		ex.held = false
+		return
+	}
+	if ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && !ex.mayLeave() {
+		return
+	}
+	ex.held = false
+	if ex.rstate == rsBody {
+		ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlBody
+	} else {
+		ex.requestDeadline()
+	}
+	_ = uc.c.Wake(nil)
+}
+
+// relayHeld runs when the upstream connection of a holding exchange
+// closed (from its OnClose, whose inbound buffer is still readable): what
+// it kept is relayed now, whatever the client's output, since nothing
+// more will come; the bound on held bytes bounds this last write. It
+// reports whether the exchange ended or no longer uses the connection;
+// ex must not be touched then.
+func (ex *exchange) relayHeld() bool {
+	ex.held = false
+	ex.upClosing = true
+	gen := ex.gen
+	ex.upstreamData()
+	if ex.gen != gen || ex.idx < 0 {
+		return true
+	}
+	ex.upClosing = false
+	return ex.uc == nil
+}
