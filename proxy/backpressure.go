@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/panjf2000/gnet/v2"
+
+	"gale/codec"
 )
 
 // This file bounds what an exchange keeps in memory in either direction.
@@ -33,6 +35,16 @@ import (
 // leaves the loop. A client that both uploads and downloads at once and
 // reads the download slowly is held, and cut off if the upstream runs
 // MaxHeldResponse ahead of it.
+//
+// Towards the upstream, the request body waits in the client's inbound
+// buffer while the connection is being dialed, and in the upstream
+// connection's outbound buffer while the upstream is slow to read it.
+// Either way it is bounded by the body itself: a Content-Length body by
+// its length (at most limits.body_bytes, checked by the parser), a
+// chunked body by limits.body_bytes of payload plus MaxPendingInput of
+// framing (past it: 413 and close). Bytes beyond the request (pipelined
+// requests, or bytes ahead of a tunnel) are counted apart, up to
+// MaxPendingInput; past it the client is cut off.
 
 // MaxHeldResponse bounds the response bytes an exchange leaves in its
 // upstream connection's inbound buffer while it holds (see above).
@@ -113,4 +125,66 @@ func (ex *exchange) relayHeld() bool {
 	}
 	ex.upClosing = false
 	return ex.uc == nil
+}
+
+// initBodyBound sets how many raw bytes the request body may take,
+// framing included: a Content-Length body its length, a chunked one
+// limits.body_bytes of payload plus MaxPendingInput of framing.
+func (ex *exchange) initBodyBound(req *codec.Request) {
+	ex.bodyRaw = 0
+	max := ex.set.BodyBytes
+	if max <= 0 {
+		max = codec.DefaultBodyBytes
+	}
+	switch {
+	case req.Chunked:
+		ex.bodyBound = max + MaxPendingInput
+	case req.ContentLength > 0:
+		ex.bodyBound = min(req.ContentLength, max)
+	default:
+		ex.bodyBound = 0
+	}
+}
+
+// bodyAhead is how many of the client's unconsumed bytes may belong to
+// the request body: the rest of its bound.
+func (ex *exchange) bodyAhead() int64 {
+	if ex.reqDone {
+		return 0
+	}
+	return max(ex.bodyBound-ex.bodyRaw, 0)
+}
+
+// overBodyBound reports, after pumpBody consumed n more bytes of body,
+// whether a chunked body's framing passed its bound; fault is set then.
+func (ex *exchange) overBodyBound(n int) bool {
+	ex.bodyRaw += int64(n)
+	if ex.bodyRaw <= ex.bodyBound {
+		return false
+	}
+	ex.fault, ex.why = 413, "request body: too much chunked framing"
+	return true
+}
+
+// inputOverflow checks the client's unconsumed bytes against their
+// bounds (see above) while a response is pending. It reports whether the
+// client connection must be cut off at once; a chunked body over its
+// bound is answered 413 instead (through settle), and it reports false.
+func (ex *exchange) inputOverflow() bool {
+	n := int64(ex.cl.ProxyInboundBuffered())
+	if n <= MaxPendingInput {
+		return false
+	}
+	ahead := ex.bodyAhead()
+	if n-ahead <= MaxPendingInput {
+		return false
+	}
+	if ahead > 0 && ex.bodyBound > 0 && ex.reqChunked && ex.state == exActive {
+		// The end of a chunked body is not known before it is framed:
+		// the body may be what is too long.
+		ex.fault, ex.why = 413, "request body: more held than its bound while the upstream was not taking it"
+		ex.settle()
+		return false
+	}
+	return true
 }

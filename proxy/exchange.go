@@ -94,6 +94,8 @@ type exchange struct {
 	body       codec.BodyReader
 	reqChunked bool   // the request body is chunked: pumpBody re-frames it
 	reqDone    bool   // the whole request was handed to the upstream connection
+	bodyBound  int64  // raw request body bytes allowed, framing included (backpressure.go)
+	bodyRaw    int64  // raw request body bytes handed to the upstream connection so far
 	tried      uint64 // upstreams tried (bit per index)
 	attempts   int
 	gotBytes   bool // a response byte arrived on the current connection
@@ -152,6 +154,7 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.body.Init(req, ex.set.BodyBytes)
 	ex.reqChunked = req.Chunked
 	ex.reqDone = !req.HasBody()
+	ex.initBodyBound(req)
 	ex.renderRequest(c)
 	ex.lp.Stats.Requests.Add(1)
 }
@@ -337,7 +340,7 @@ func (ex *exchange) pumpBody() {
 		if done {
 			ex.reqDone = true
 		}
-		if n == 0 {
+		if n == 0 || ex.overBodyBound(n) {
 			break
 		}
 	}
@@ -408,7 +411,7 @@ func (ex *exchange) Input() bool {
 			}
 		}
 	}
-	if ex.cl.ProxyInboundBuffered() > MaxPendingInput {
+	if ex.inputOverflow() {
 		ex.abort()
 		return true
 	}
