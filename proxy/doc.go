@@ -58,6 +58,16 @@
 // bodies) and wakes the client connection when done. A connection whose
 // body ended cleanly is enrolled back into the loop's pool.
 //
+// That hand-off needs the whole request sent, since the loop must go on
+// reading the client for the rest of its body. Before that (and during
+// interim 1xx responses) a client that falls behind makes the exchange
+// hold: the upstream's bytes wait in its connection's inbound buffer, up
+// to MaxHeldResponse, and relaying resumes once the client caught up;
+// past the bound both connections close. Request bodies wait within their
+// own bound while the upstream is dialed or slow to read them, apart from
+// bytes beyond the request (MaxPendingInput). backpressure.go has the
+// details.
+//
 // # Failures
 //
 // A refused or timed-out connect, a reset, a garbage or truncated response
