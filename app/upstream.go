@@ -13,6 +13,7 @@ import (
 
 	"gale/codec"
 	"gale/config"
+	"gale/fds"
 	"gale/handlers"
 	"gale/proxy"
 )
@@ -25,11 +26,12 @@ import (
 // while the proxy works: the connection parses nothing further until
 // ProxyFinish, then resumes on the same loop.
 
-// proxyOption gives handlers.Build the factory of proxy routes.
-func proxyOption(cfg *config.Config) handlers.Option {
+// proxyOption gives handlers.Build the factory of proxy routes, which
+// count their descriptors in b.
+func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	loops := cfg.Server.EventLoops
 	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
-		return proxy.New(rt, proxy.Options{Loops: loops})
+		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})
 	})
 }
 
@@ -302,6 +304,14 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	}
 	cs.record(r.Status, r.BodyBytes, now)
 	cs.lastActive = now
+	if r.Detach {
+		// The tunnel holds the connection's place in the budget from
+		// now, and leaves it when it ends.
+		if cs.dead {
+			l.srv.budget.Rejoin() // OnClose gave it back already
+		}
+		cs.detached = true
+	}
 	if cs.dead {
 		return
 	}

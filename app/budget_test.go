@@ -1,0 +1,124 @@
+package app
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// eventually polls cond every 10 ms for up to d (a failsafe: cond waits
+// on a counter).
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBudgetCountsUpstreamsAndTransfers: upstream connections and
+// off-loop transfers hold descriptors of the budget. A large download
+// that the client does not read holds its file and the socket's
+// duplicates while it waits; with the budget spent, a proxied request
+// that needs a new upstream connection is answered 503 without a dial, a
+// large file that needs a transfer is answered 503, and a new client
+// connection is answered 503 and closed. With room again the same
+// requests are served, and once every client left and the upstream
+// closed its pooled connection, the count is back where it started.
+func TestBudgetCountsUpstreamsAndTransfers(t *testing.T) {
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "ok\n")
+	}))
+	defer up.Close()
+	ts := startServer(t, fmt.Sprintf(`
+server: {event_loops: 1, max_buffered_output: 64KiB}
+routes:
+  - path: /api/
+    proxy: {to: [%q]}
+  - path: /
+    static: {root: ./site}
+`, strings.TrimPrefix(up.URL, "http://")), map[string]string{"small.txt": "small\n"})
+	writeBigFile(t, filepath.Join(ts.dir, "site", "big.bin"), 8<<20)
+	budget := ts.srv.budget
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	base := used()
+	if base != 1 {
+		t.Fatalf("at start %d descriptors counted; want 1 (the static root)", base)
+	}
+
+	// A download that is not read holds the client, its file and the
+	// socket's duplicates.
+	a := ts.dial()
+	_ = a.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprint(a, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, 5*time.Second, "the download's descriptors", func() bool { return used() == base+1+3 })
+
+	// Spend the budget: the next client takes the last descriptor.
+	budget.SetLimit(used() + 1)
+	b := ts.dial()
+	bb := bufio.NewReader(b)
+	fmt.Fprint(b, "GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := readResponse(t, bb, "GET"); resp.StatusCode != 503 {
+		t.Fatalf("proxied request with the budget spent: %d; want 503", resp.StatusCode)
+	}
+	if s := ts.srv.ProxyStats(); s.Refused != 1 || s.Dials != 0 {
+		t.Fatalf("refused %d, dials %d; want 1 and 0", s.Refused, s.Dials)
+	}
+	fmt.Fprint(b, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := readResponse(t, bb, "GET"); resp.StatusCode != 503 || !resp.Close {
+		t.Fatalf("large file with the budget spent: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, bb)
+	eventually(t, 5*time.Second, "the refused client's descriptor back", func() bool { return used() == base+1+3 })
+	budget.SetLimit(used())
+	c := ts.dial()
+	fmt.Fprint(c, "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+	cb := bufio.NewReader(c)
+	if resp, _ := readResponse(t, cb, "GET"); resp.StatusCode != 503 || !resp.Close {
+		t.Fatalf("new client with the budget spent: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, cb)
+	if st := ts.srv.Stats(); st.Rejected == 0 || st.Budget.Refused == 0 {
+		t.Fatalf("rejected %d, refused %d", st.Rejected, st.Budget.Refused)
+	}
+
+	// Room again: served, and the pooled upstream connection stays
+	// counted.
+	budget.SetLimit(1 << 20)
+	d := ts.dial()
+	db := bufio.NewReader(d)
+	fmt.Fprint(d, "GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := readResponse(t, db, "GET"); resp.StatusCode != 200 || body != "ok\n" {
+		t.Fatalf("proxied request with room: %d %q", resp.StatusCode, body)
+	}
+	eventually(t, 5*time.Second, "the client, the download and the pooled upstream", func() bool {
+		return used() == base+1+3+1+1
+	})
+
+	// Everyone leaves: the abandoned download ends its transfer, and the
+	// upstream's close ends the pooled connection.
+	a.Close()
+	d.Close()
+	eventually(t, 10*time.Second, "the clients' descriptors back", func() bool { return used() == base+1 })
+	up.CloseClientConnections()
+	eventually(t, 5*time.Second, "the starting count", func() bool {
+		s := ts.srv.Stats()
+		return s.Budget.Used == base && s.Budget.Conns == 0 && s.Open == 0
+	})
+	if hits.Load() != 1 {
+		t.Fatalf("upstream requests %d; want 1", hits.Load())
+	}
+}
