@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gale/config"
 )
 
 // eventually polls cond every 10 ms for up to d (a failsafe: cond waits
@@ -120,5 +122,66 @@ routes:
 	})
 	if hits.Load() != 1 {
 		t.Fatalf("upstream requests %d; want 1", hits.Load())
+	}
+}
+
+// TestReloadGivesRootsBack: a reload counts the new routes' root
+// directories at once and gives the old ones back after the grace
+// period; a reload without room for its roots is refused and the running
+// config stays.
+func TestReloadGivesRootsBack(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, siteConfig, siteFiles)
+	cfg, err := config.Load(filepath.Join(ts.dir, "gale.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	if used() != 1 {
+		t.Fatalf("at start %d descriptors; want 1 (the static root)", used())
+	}
+	ts.srv.budget.SetLimit(used())
+	if _, err := ts.srv.Reload(cfg); err == nil || !strings.Contains(err.Error(), "no descriptors left") {
+		t.Fatalf("reload without room: %v", err)
+	}
+	if used() != 1 {
+		t.Fatalf("a refused reload holds %d descriptors; want 1", used())
+	}
+	ts.srv.budget.SetLimit(1 << 20)
+	if _, err := ts.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if used() != 2 {
+		t.Fatalf("during the grace period %d descriptors; want 2 (old and new roots)", used())
+	}
+	eventually(t, 15*time.Second, "the old root given back", func() bool { return used() == 1 })
+	resp, err := http.Get(ts.url("/a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("after reloads: %d", resp.StatusCode)
+	}
+}
+
+// The headroom reserves, per loop and listener, the listener copy and
+// one accepted connection with reuse_port; without it a whole backlog per
+// listener, or a warning when the limit cannot hold that.
+func TestHeadroom(t *testing.T) {
+	sc := config.Server{EventLoops: 2, ReusePort: true}
+	if h, warn := headroom(1<<20, sc, 3); h != fixedHeadroom+workerHeadroom+2*loopHeadroom+2*3*2 || warn != "" {
+		t.Fatalf("reuse_port: %d %q", h, warn)
+	}
+	sc.ReusePort = false
+	h, warn := headroom(1<<20, sc, 3)
+	if h != fixedHeadroom+workerHeadroom+2*loopHeadroom+2+3+3*somaxconn() || warn != "" {
+		t.Fatalf("one acceptor: %d %q", h, warn)
+	}
+	if _, warn := headroom(1024, sc, 3); !strings.Contains(warn, "reuse_port") {
+		t.Fatalf("one acceptor under a low limit: no warning")
+	}
+	if _, _, err := newBudget(40, &config.Config{Server: config.Server{EventLoops: 4, ReusePort: true}, Listen: make([]config.Listener, 2)}); err == nil {
+		t.Fatal("a limit below the headroom must refuse to start")
 	}
 }

@@ -98,3 +98,19 @@ func TestNilBudget(t *testing.T) {
 	b.Release(1)
 	b.Leave()
 }
+
+// BenchmarkAcquireRelease is what a client connection costs the budget:
+// a place and a descriptor taken and given back, from every P at once.
+func BenchmarkAcquireRelease(b *testing.B) {
+	bud := New(1<<40, 0)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !bud.Join() || !bud.Acquire(1) {
+				b.Fatal("refused")
+			}
+			bud.Release(1)
+			bud.Leave()
+		}
+	})
+}
