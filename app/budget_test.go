@@ -185,3 +185,35 @@ func TestHeadroom(t *testing.T) {
 		t.Fatal("a limit below the headroom must refuse to start")
 	}
 }
+
+// TestBudgetCountsProxyHandoffs: a proxied body that leaves the loop for a
+// client that does not read holds the duplicates of both sockets (the
+// upstream's gnet connection is closed), and they are given back when the
+// client leaves.
+func TestBudgetCountsProxyHandoffs(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789abcdef", 1<<20) // 16 MiB
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		io.WriteString(w, big)
+	}))
+	defer up.Close()
+	ts := startServer(t, fmt.Sprintf(`
+server: {event_loops: 1, max_buffered_output: 64KiB}
+routes:
+  - path: /
+    proxy: {to: [%q]}
+`, strings.TrimPrefix(up.URL, "http://")), nil)
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	base := used()
+	c := ts.dial()
+	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprint(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, 5*time.Second, "the handoff", func() bool { return ts.srv.ProxyStats().Handoffs == 1 })
+	eventually(t, 5*time.Second, "the client and both duplicates", func() bool { return used() == base+1+2 })
+	c.Close()
+	eventually(t, 5*time.Second, "the starting count", func() bool {
+		s := ts.srv.Stats()
+		return s.Budget.Used == base && s.Budget.Conns == 0
+	})
+}
