@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,52 +159,59 @@ func (a *accessLog) timestamp(now int64) string {
 	return s.text
 }
 
-// appendLine appends one request's line in the configured format.
-func (a *accessLog) appendLine(dst []byte, cs *conn, status int, bodyBytes int64, now int64) []byte {
-	req := &cs.req
+// appendLine appends one request's line in the configured format: the
+// request rec describes (whose slices must be valid now), from remote,
+// answered with status and bodyBytes. A request that could not be parsed
+// (rec without a method) is "-" in the combined format and empty strings
+// in JSON.
+func (a *accessLog) appendLine(dst []byte, remote netip.Addr, rec *accessRecord, status int, bodyBytes int64, now int64) []byte {
 	ts := a.timestamp(now)
 	if a.json {
 		dst = append(dst, `{"time":"`...)
 		dst = append(dst, ts...)
 		dst = append(dst, `","remote":"`...)
-		dst = cs.remote.Addr().AppendTo(dst)
+		dst = remote.AppendTo(dst)
 		dst = append(dst, `","method":"`...)
-		dst = appendEscaped(dst, req.Method, true)
+		dst = appendEscaped(dst, rec.method, true)
 		dst = append(dst, `","uri":"`...)
-		dst = appendEscaped(dst, req.Target, true)
+		dst = appendEscaped(dst, rec.target, true)
 		dst = append(dst, `","proto":"`...)
-		dst = appendProto(dst, req.Version)
+		if len(rec.method) > 0 {
+			dst = appendProto(dst, rec.version)
+		}
 		dst = append(dst, `","host":"`...)
-		dst = appendEscaped(dst, req.Host, true)
+		dst = appendEscaped(dst, rec.host, true)
 		dst = append(dst, `","status":`...)
 		dst = strconv.AppendInt(dst, int64(status), 10)
 		dst = append(dst, `,"bytes":`...)
 		dst = strconv.AppendInt(dst, bodyBytes, 10)
 		dst = append(dst, `,"referer":"`...)
-		dst = appendEscaped(dst, req.Header("Referer"), true)
+		dst = appendEscaped(dst, rec.referer, true)
 		dst = append(dst, `","user_agent":"`...)
-		dst = appendEscaped(dst, req.Header("User-Agent"), true)
+		dst = appendEscaped(dst, rec.userAgent, true)
 		return append(dst, "\"}\n"...)
 	}
-	dst = cs.remote.Addr().AppendTo(dst)
+	dst = remote.AppendTo(dst)
 	dst = append(dst, " - - ["...)
 	dst = append(dst, ts...)
 	dst = append(dst, "] \""...)
-	if len(req.Method) > 0 {
-		dst = appendEscaped(dst, req.Method, false)
+	if len(rec.method) > 0 {
+		dst = appendEscaped(dst, rec.method, false)
 		dst = append(dst, ' ')
-		dst = appendEscaped(dst, req.Target, false)
+		dst = appendEscaped(dst, rec.target, false)
 		dst = append(dst, ' ')
-		dst = appendProto(dst, req.Version)
+		dst = appendProto(dst, rec.version)
+	} else {
+		dst = append(dst, '-')
 	}
 	dst = append(dst, "\" "...)
 	dst = strconv.AppendInt(dst, int64(status), 10)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, bodyBytes, 10)
 	dst = append(dst, " \""...)
-	dst = appendOrDash(dst, req.Header("Referer"))
+	dst = appendOrDash(dst, rec.referer)
 	dst = append(dst, "\" \""...)
-	dst = appendOrDash(dst, req.Header("User-Agent"))
+	dst = appendOrDash(dst, rec.userAgent)
 	return append(dst, "\"\n"...)
 }
 

@@ -451,18 +451,25 @@ func (cs *conn) answer(set *settings, now int64) {
 		cs.closeAfter = true
 	}
 	cs.lastActive = now
-	cs.record(head.Status, sent, now)
+	var rec accessRecord
+	if l.srv.access != nil {
+		rec.fromRequest(req) // parsed during this event: its bytes are valid
+	}
+	cs.record(&rec, head.Status, sent, now)
 }
 
-// record counts one answered request and writes its access log line.
-func (cs *conn) record(status int, bodyBytes, now int64) {
+// record counts one answered request and writes its access log line,
+// which names what rec says of the request. The line is formatted into
+// the loop's buffer before record returns, so rec's slices need to be
+// valid only now (see accessRecord).
+func (cs *conn) record(rec *accessRecord, status int, bodyBytes, now int64) {
 	l := cs.loop
 	l.stats.Requests.Add(1)
 	if c := status / 100; c >= 1 && c <= 5 {
 		l.stats.ByClass[c].Add(1)
 	}
 	if l.srv.access != nil {
-		l.alog = l.srv.access.appendLine(l.alog, cs, status, bodyBytes, now)
+		l.alog = l.srv.access.appendLine(l.alog, cs.remote.Addr(), rec, status, bodyBytes, now)
 		if len(l.alog) >= accessFlushBytes {
 			l.flushAccessLog(true)
 		}
@@ -470,11 +477,14 @@ func (cs *conn) record(status int, bodyBytes, now int64) {
 }
 
 // writeError renders a fixed error response that echoes nothing of the
-// request and closes the connection.
+// request and closes the connection. Its log line names no request: the
+// head could not be parsed (or has not ended), and cs.req holds nothing
+// of it.
 func (cs *conn) writeError(set *settings, status int) {
 	l := cs.loop
 	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
-	cs.record(status, 0, time.Now().UnixNano())
+	var rec accessRecord
+	cs.record(&rec, status, 0, time.Now().UnixNano())
 }
 
 // flush hands the loop's output to the connection: one write, or one

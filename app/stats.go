@@ -18,7 +18,7 @@ type Stats struct {
 	BytesIn     atomic.Uint64    // request bytes consumed
 	BytesOut    atomic.Uint64    // response bytes handed to the socket layer
 	TimedOut    atomic.Uint64    // connections closed by a timeout
-	Rejected    atomic.Uint64    // connections refused by the descriptor budget, limits.connections, or while stopping
+	Rejected    atomic.Uint64    // connections refused by the descriptor budget, limits.connections, while stopping, or beyond a client address's share of TLS handshakes
 	ParseErrors atomic.Uint64    // requests answered with a codec error
 }
 

@@ -22,9 +22,9 @@ import (
 
 // TLS termination. Each TLS listener has one tlsListener, shared by the
 // loops: its tls.Config (immutable once built; the certificates and the
-// settings that may change on reload sit behind atomic pointers), a count
-// of the handshakes in progress, and the files its certificates came
-// from. The per-connection transport is in tls_conn.go.
+// settings that may change on reload sit behind atomic pointers), the
+// admission of handshakes (tls_gate.go), and the files its certificates
+// came from. The per-connection transport is in tls_conn.go.
 
 // certPoll is how often the certificate files of the TLS listeners are
 // checked for changes, off the loops.
@@ -47,7 +47,7 @@ type tlsListener struct {
 	index  int                         // position in config.Listen
 	config *tls.Config                 // what handshakes start from; GetConfigForClient returns cur's
 	cur    atomic.Pointer[tlsSettings] // the settings generation new handshakes use
-	active atomic.Int64                // handshakes in progress (slots taken)
+	gate   *handshakeGate              // handshake slots, per-address shares and the queue (tls_gate.go)
 	log    func(msg string, args ...any)
 
 	reload sync.Mutex  // serializes loads (the poller and Reload); guards files and bad
@@ -61,7 +61,9 @@ type tlsSettings struct {
 	config  *tls.Config // per-handshake config: version floor, certificate choice
 	certs   certSet     // the loaded certificates
 	timeout int64       // handshake timeout, nanoseconds
+	hello   int64       // ClientHello timeout, nanoseconds
 	max     int64       // handshakes in progress at once
+	share   int64       // slots one client address may hold or wait for
 	src     *config.TLS // what this generation was loaded from
 }
 
@@ -152,7 +154,7 @@ func supported(hello *tls.ClientHelloInfo, cs []*tls.Certificate) *tls.Certifica
 
 // newTLSListener loads the certificates of l and builds its TLS config.
 func newTLSListener(index int, l *config.Listener, logf func(string, ...any)) (*tlsListener, error) {
-	tl := &tlsListener{index: index, log: logf}
+	tl := &tlsListener{index: index, log: logf, gate: newHandshakeGate()}
 	set, stamps, err := loadTLSSettings(l.TLS)
 	if err != nil {
 		return nil, err
@@ -190,7 +192,9 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 	set := &tlsSettings{
 		certs:   newCertSet(certs),
 		timeout: int64(t.HandshakeTimeout),
+		hello:   int64(t.ClientHelloTimeout),
 		max:     int64(t.MaxHandshakes),
+		share:   int64(t.MaxHandshakesPerAddress),
 		src:     t,
 	}
 	minVersion := uint16(tls.VersionTLS12)
@@ -248,22 +252,6 @@ func (tl *tlsListener) poll() {
 	tl.swapNolock(set, stamps)
 	tl.log("tls: certificates reloaded", "listener", tl.index, "certificates", len(src.Certificates))
 }
-
-// acquire takes a handshake slot if one is free.
-func (tl *tlsListener) acquire() bool {
-	max := tl.cur.Load().max
-	for {
-		n := tl.active.Load()
-		if n >= max {
-			return false
-		}
-		if tl.active.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-func (tl *tlsListener) releaseSlot() { tl.active.Add(-1) }
 
 // httpsRedirect answers every request of a redirect_to_https listener.
 type httpsRedirect struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ const (
 
 // TLS connection phases, on the loop.
 const (
-	tlsWaiting     = iota // no handshake yet: waiting for the first bytes or a free slot
+	tlsWaiting     = iota // no handshake yet: the ClientHello is arriving, or waits for a slot (tls_gate.go)
 	tlsHandshaking        // the handshake goroutine runs
 	tlsOpen               // application data flows on the loop
 	tlsFailed             // the handshake failed; the connection is closing
@@ -95,13 +96,23 @@ type tlsConn struct {
 	phase uint8
 	eof   bool        // no more application data will come: close_notify, or a fatal record error
 	fatal bool        // the TLS session failed (an alert was sent)
-	start int64       // when the connection opened, for the handshake timeout
+	start int64       // when the connection opened, for the ClientHello and handshake timeouts
 	plain []byte      // decrypted request bytes not yet consumed: a prefix of the loop's tlsIn while lent, else owned
 	lent  bool        // plain aliases the loop's tlsIn (see inbound)
 	dupc  *tlsDupConn // the duplicate handed off the loop (tls_dup.go), until reclaimed
 
 	hsDone atomic.Bool // set by the handshake goroutine when it returns
 	hsErr  error       // written by the handshake goroutine before hsDone
+
+	// Admission (tls_hello.go, tls_gate.go).
+	key       netip.Addr  // the client address the handshake share is counted under
+	hello     helloScan   // the ClientHello received so far
+	helloDone bool        // the whole ClientHello is buffered
+	claimed   bool        // admitted: a claim of key is held until the handshake starts or the connection closes
+	slot      atomic.Bool // a handshake slot is this connection's (set by the gate, from any goroutine)
+
+	queued       bool     // in the gate's queue; guarded by the gate's mu, like qprev and qnext
+	qprev, qnext *tlsConn // neighbours in the queue
 }
 
 // tlsShim is the net.Conn under the tls.Conn.
@@ -129,7 +140,7 @@ type tlsShim struct {
 var _ net.Conn = (*tlsShim)(nil)
 
 func newTLSConn(cs *conn, ln *tlsListener) *tlsConn {
-	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano()}
+	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano(), key: shareKey(cs.remote)}
 	t.sh.t = t
 	t.sh.cond.L = &t.sh.mu
 	t.tc = tls.Server(&t.sh, ln.config)
@@ -291,9 +302,13 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 		_, _ = c.Discard(-1)
 	}
 	if t.phase == tlsWaiting {
-		if len(t.sh.in) == 0 || !t.startHandshake() {
-			return gnet.None, true // the sweep retries for a slot
+		switch t.admit() {
+		case admitRefused:
+			return gnet.Close, true
+		case admitQueued:
+			return gnet.None, true // the gate wakes the loop when a slot is ours
 		}
+		t.startHandshake()
 	}
 	// Whatever the handshake wrote goes out before anything else.
 	t.flushHandshake()
@@ -303,23 +318,59 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 	return t.finishHandshake()
 }
 
-// startHandshake takes a slot and starts the handshake goroutine.
-func (t *tlsConn) startHandshake() bool {
-	if !t.ln.acquire() {
-		return false
+// admit moves a connection that has no handshake yet towards one: it
+// scans what arrived of the ClientHello and, once it is complete, asks the
+// listener's gate for a slot. It returns admitGranted when the handshake
+// can start now, admitQueued while it must wait (for more bytes or a
+// slot), and admitRefused when the connection must close: not a TLS
+// ClientHello, or beyond its address's share.
+func (t *tlsConn) admit() int {
+	if t.claimed {
+		if t.slot.Load() {
+			return admitGranted
+		}
+		return admitQueued
 	}
+	if !t.helloDone {
+		switch t.hello.scan(t.sh.in) {
+		case helloMore:
+			return admitQueued
+		case helloBad:
+			t.debug("tls: not a TLS ClientHello")
+			return admitRefused
+		}
+		t.helloDone = true
+	}
+	set := t.ln.cur.Load()
+	r := t.ln.gate.admit(t, set.max, set.share)
+	if r == admitRefused {
+		t.cs.loop.stats.Rejected.Add(1)
+		t.debug("tls: the client address holds its share of handshakes")
+	}
+	return r
+}
+
+// debug logs why the handshake of the connection went nowhere.
+func (t *tlsConn) debug(msg string) {
+	if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
+		l.Debug(msg, "remote", t.cs.remote.String())
+	}
+}
+
+// startHandshake starts the handshake goroutine, with a slot granted.
+func (t *tlsConn) startHandshake() {
 	t.phase = tlsHandshaking
+	t.claimed = false // the goroutine gives the slot and the claim back
 	t.sh.rmode, t.sh.wmode = shimHandshake, shimHandshake
 	c := t.cs.c
-	ln := t.ln
+	gate, key := t.ln.gate, t.key
 	go func() {
 		err := t.tc.Handshake()
-		ln.releaseSlot()
+		gate.release(key, t.ln.cur.Load().max)
 		t.hsErr = err
 		t.hsDone.Store(true)
 		_ = c.Wake(nil) // a no-op once the connection closed
 	}()
-	return true
 }
 
 // flushHandshake hands the handshake's pending output to gnet.
@@ -372,20 +423,34 @@ func (t *tlsConn) checkHandshake(now int64) bool {
 	if t.phase == tlsFailed {
 		return t.cs.outboundBuffered() == 0
 	}
-	if now-t.start > t.ln.cur.Load().timeout {
+	set := t.ln.cur.Load()
+	if now-t.start > set.timeout || (!t.helloDone && now-t.start > set.hello) {
 		t.cs.loop.stats.TimedOut.Add(1)
 		return true
 	}
-	if t.phase == tlsWaiting && len(t.sh.in) > 0 && t.startHandshake() {
+	if t.phase != tlsWaiting || !t.claimed {
+		return false
+	}
+	// A queued connection: slots added by a reload are handed out here,
+	// and a grant whose wake-up has not run yet starts now.
+	if g := t.ln.gate; g.waiting.Load() > 0 && g.active.Load() < set.max {
+		g.pump(set.max)
+	}
+	if t.slot.Load() {
+		t.startHandshake()
 		t.flushHandshake()
 	}
 	return false
 }
 
-// release runs when the connection closed: a handshake in progress ends.
+// release runs when the connection closed: a handshake in progress ends,
+// and one that waited for its slot leaves the gate.
 func (t *tlsConn) release() {
 	if t.phase == tlsHandshaking {
 		t.sh.Close()
+	}
+	if t.claimed {
+		t.ln.gate.leave(t, t.ln.cur.Load().max)
 	}
 	if l := t.cs.loop; l.tlsLent == t {
 		l.tlsLent = nil

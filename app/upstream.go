@@ -11,7 +11,6 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"gale/codec"
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
@@ -128,19 +127,9 @@ type proxyConn struct {
 	closeNow  bool // ProxyFinish asked to close while inTraffic
 	resume    bool // ProxyFinish asked to parse again while inTraffic
 
-	logBuf     []byte // method, target, host, referer and user agent, back to back
-	logMethod  int    // ends of each in logBuf
-	logTarget  int
-	logHost    int
-	logReferer int
-	logVersion codec.Version
-	logHdrs    [2]codec.Header
+	logRec accessRecord // the pending request, for its log line; aliases logBuf
+	logBuf []byte       // the bytes of logRec, owned by the connection
 }
-
-var (
-	hdrReferer   = []byte("Referer")
-	hdrUserAgent = []byte("User-Agent")
-)
 
 // proxyPending reports whether a proxied response is pending on cs.
 func (cs *conn) proxyPending() bool { return cs.px != nil && cs.px.pending != nil }
@@ -153,42 +142,18 @@ func (cs *conn) proxyState() *proxyConn {
 	return cs.px
 }
 
-// proxyStart records a pending response (from answer), and what the
-// access log will need of the request.
+// proxyStart records a pending response (from answer), and copies what
+// the access log will need of the request: its line is written when the
+// response completes, in a later event, once the request's bytes are
+// gone.
 func (cs *conn) proxyStart(p handlers.Pending) {
 	px := cs.proxyState()
 	px.pending = p
 	if cs.loop.srv.access == nil {
 		return
 	}
-	r := &cs.req
-	b := append(px.logBuf[:0], r.Method...)
-	px.logMethod = len(b)
-	b = append(b, r.Target...)
-	px.logTarget = len(b)
-	b = append(b, r.Host...)
-	px.logHost = len(b)
-	b = append(b, r.Header("Referer")...)
-	px.logReferer = len(b)
-	b = append(b, r.Header("User-Agent")...)
-	px.logBuf = b
-	px.logVersion = r.Version
-}
-
-// restoreLogRequest puts the copy made by proxyStart back into cs.req for
-// the access log. cs.req is not in use while a response is pending, and
-// the next Parse resets it.
-func (cs *conn) restoreLogRequest() {
-	px := cs.px
-	b := px.logBuf
-	r := &cs.req
-	r.Method = b[:px.logMethod]
-	r.Target = b[px.logMethod:px.logTarget]
-	r.Host = b[px.logTarget:px.logHost]
-	r.Version = px.logVersion
-	px.logHdrs[0] = codec.Header{Name: hdrReferer, Value: b[px.logHost:px.logReferer]}
-	px.logHdrs[1] = codec.Header{Name: hdrUserAgent, Value: b[px.logReferer:]}
-	r.Headers = append(r.Headers[:0], px.logHdrs[:]...)
+	px.logRec.fromRequest(&cs.req)
+	px.logBuf = px.logRec.keep(px.logBuf)
 }
 
 // proxyInput hands the connection's event to the pending response, then
@@ -299,10 +264,7 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 		now = time.Now().UnixNano()
 	}
 	l.stats.BytesOut.Add(uint64(r.BytesOut))
-	if l.srv.access != nil {
-		cs.restoreLogRequest() // the log line names the proxied request
-	}
-	cs.record(r.Status, r.BodyBytes, now)
+	cs.record(&px.logRec, r.Status, r.BodyBytes, now) // the copy made by proxyStart
 	cs.lastActive = now
 	if r.Detach {
 		// The tunnel holds the connection's place in the budget from

@@ -49,6 +49,14 @@ func (r *Request) Reset() {
 	*r = Request{Headers: h, ContentLength: -1}
 }
 
+// clear empties every field of r but its header storage and where framing
+// an incomplete head stopped, so that r names nothing of an earlier
+// request (whose bytes may since have been overwritten).
+func (r *Request) clear() {
+	h, off, lines := r.Headers[:0], r.scanOff, r.scanLines
+	*r = Request{Headers: h, ContentLength: -1, scanOff: off, scanLines: lines}
+}
+
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
 func (r *Request) Header(name string) []byte {
@@ -122,8 +130,12 @@ var requestFieldErrors = [...]*Error{
 // even before its end arrives. The body, if any, is not consumed: frame it
 // with a BodyReader initialised from r. lim may be nil (all defaults).
 //
-// Every field of r aliases buf (see Request); after an error its fields
-// are unspecified. After ErrNeedMore, r remembers how far it has looked,
+// Every field of r aliases buf (see Request). Parse clears r before it
+// looks at buf, and again when buf holds a bad head: after ErrNeedMore or
+// an error, r is empty (as after Reset, with its header storage kept), so
+// that nothing read from r after a failed call names bytes of an earlier
+// request, which its caller may since have handed to another connection.
+// After ErrNeedMore, r remembers how far it has looked,
 // so that a head arriving a byte at a time costs linear time: call again
 // with the same bytes at the start of buf (more may follow), or Reset r
 // first. Whether buf arrives whole or in pieces, the result is the same.
@@ -209,6 +221,7 @@ var requestFieldErrors = [...]*Error{
 //     (413).
 func Parse(buf []byte, r *Request, lim *Limits) (int, error) {
 	l := lim.withDefaults()
+	r.clear()
 	end, err := r.frame(buf, &l)
 	if err != nil {
 		if err != ErrNeedMore {
@@ -216,12 +229,11 @@ func Parse(buf []byte, r *Request, lim *Limits) (int, error) {
 		}
 		return 0, err
 	}
-	h := r.Headers[:0]
-	if cap(h) == 0 {
-		h = make([]Header, 0, 16)
+	if cap(r.Headers) == 0 {
+		r.Headers = make([]Header, 0, 16)
 	}
-	*r = Request{Headers: h, ContentLength: -1}
 	if err := parseHead(buf[:end], r, &l); err != nil {
+		r.clear() // frame left no scan position: the head was complete
 		return 0, err
 	}
 	return r.HeadLen, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -634,6 +635,50 @@ func TestParseResumeAfterReset(t *testing.T) {
 	}
 	if n, err := Parse([]byte("GET / HTTP/1.1\r\nHost: c\r\n\r\n"), &r, nil); err != nil || string(r.Host) != "c" || n != 27 {
 		t.Errorf("shorter buffer: %d, %v, %q", n, err, r.Host)
+	}
+}
+
+// TestParseFailureLeavesRequestEmpty checks that a Parse that fails, or
+// needs more bytes, leaves nothing of the request parsed before it in r:
+// those bytes may since belong to another connection, and whatever reads
+// r after a failed call (an access log line, an error answer) must not
+// name them. Every rejected head is tried, with a request parsed into r
+// first, and r must then equal a Request that was Reset, header storage
+// aside.
+func TestParseFailureLeavesRequestEmpty(t *testing.T) {
+	prev := []byte(typicalGET)
+	check := func(name string, r *Request) {
+		t.Helper()
+		want := Request{ContentLength: -1}
+		got := *r
+		got.Headers, got.scanOff, got.scanLines = nil, 0, 0
+		if !reflect.DeepEqual(got, want) || len(r.Headers) != 0 {
+			t.Errorf("%s: after the failed Parse r holds method %q, target %q, host %q, %d fields, head %d",
+				name, r.Method, r.Target, r.Host, len(r.Headers), r.HeadLen)
+		}
+		if cap(r.Headers) == 0 {
+			t.Errorf("%s: header storage was dropped", name)
+		}
+	}
+	for _, c := range rejectedRequests {
+		var r Request
+		if _, err := Parse(prev, &r, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse([]byte(c.in), &r, c.lim); err != c.err {
+			t.Fatalf("%s: %v; want %v", c.name, err, c.err)
+		}
+		check(c.name, &r)
+	}
+	for _, in := range []string{"", "GET", "GET / HTTP/1.1\r\nHost: a\r\n"} {
+		var r Request
+		if _, err := Parse(prev, &r, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse([]byte(in), &r, nil); err != ErrNeedMore {
+			t.Fatalf("%q: %v; want ErrNeedMore", in, err)
+		}
+		check(fmt.Sprintf("need more after %q", in), &r)
 	}
 }
 

@@ -37,6 +37,14 @@ func (r *Response) Reset() {
 	*r = Response{Headers: h, ContentLength: -1}
 }
 
+// clear empties every field of r but its header storage and where framing
+// an incomplete head stopped, so that r names nothing of an earlier
+// response.
+func (r *Response) clear() {
+	h, off, lines := r.Headers[:0], r.scanOff, r.scanLines
+	*r = Response{Headers: h, ContentLength: -1, scanOff: off, scanLines: lines}
+}
+
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
 func (r *Response) Header(name string) []byte {
@@ -148,9 +156,12 @@ var responseFieldErrors = [...]*Error{
 // (0: DefaultMaxHeaders) the fields; RequestLine and BodyBytes are not
 // used.
 //
-// Every field of r aliases buf (see Response). After ErrNeedMore r
-// remembers how far it looked: call again with the same bytes at the
-// start of buf (more may follow), or Reset r first. ParseResponse does not
+// Every field of r aliases buf (see Response). ParseResponse clears r
+// before it looks at buf, and again when buf holds a bad head: after
+// ErrNeedMore or an error, r is empty (as after Reset, with its header
+// storage kept) and names nothing of an earlier response. After
+// ErrNeedMore r also remembers how far it looked: call again with the
+// same bytes at the start of buf (more may follow), or Reset r first. ParseResponse does not
 // allocate once r.Headers has grown to the number of fields a server
 // sends.
 //
@@ -183,6 +194,7 @@ func ParseResponse(buf []byte, r *Response, lim *Limits) (int, error) {
 			maxFields = lim.MaxHeaders
 		}
 	}
+	r.clear()
 	end, err := r.frame(buf, maxHead, maxFields)
 	if err != nil {
 		if err != ErrNeedMore {
@@ -190,12 +202,11 @@ func ParseResponse(buf []byte, r *Response, lim *Limits) (int, error) {
 		}
 		return 0, err
 	}
-	h := r.Headers[:0]
-	if cap(h) == 0 {
-		h = make([]Header, 0, 16)
+	if cap(r.Headers) == 0 {
+		r.Headers = make([]Header, 0, 16)
 	}
-	*r = Response{Headers: h, ContentLength: -1}
 	if err := parseResponseHead(buf[:end], r, maxFields); err != nil {
+		r.clear() // frame left no scan position: the head was complete
 		return 0, err
 	}
 	return r.HeadLen, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -171,6 +172,34 @@ func TestParseResponseSplit(t *testing.T) {
 	}
 }
 
+// earlierResponse is parsed into a Response before a failing call, to
+// show that the failure leaves nothing of it behind.
+const earlierResponse = "HTTP/1.1 404 Gone Elsewhere\r\nContent-Length: 3\r\nX-Earlier: yes\r\n\r\n"
+
+// checkResponseEmpty checks that r names nothing of an earlier response:
+// it equals a Response that was Reset, header storage aside.
+func checkResponseEmpty(t *testing.T, r *Response) {
+	t.Helper()
+	got := *r
+	got.Headers, got.scanOff, got.scanLines = nil, 0, 0
+	if !reflect.DeepEqual(got, Response{ContentLength: -1}) || len(r.Headers) != 0 {
+		t.Errorf("after the failed ParseResponse r holds status %d, reason %q, %d fields", r.Status, r.Reason, len(r.Headers))
+	}
+}
+
+// TestParseResponseNeedMoreLeavesResponseEmpty checks the same after a
+// call that needs more bytes.
+func TestParseResponseNeedMoreLeavesResponseEmpty(t *testing.T) {
+	var r Response
+	if _, err := ParseResponse([]byte(earlierResponse), &r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseResponse([]byte("HTTP/1.1 200 OK\r\nA: b\r\n"), &r, nil); err != ErrNeedMore {
+		t.Fatalf("%v; want ErrNeedMore", err)
+	}
+	checkResponseEmpty(t, &r)
+}
+
 func TestParseResponseInvalid(t *testing.T) {
 	long := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 200) + "\r\n\r\n"
 	many := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X: y\r\n", 5) + "\r\n"
@@ -217,11 +246,17 @@ func TestParseResponseInvalid(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// A response parsed before: nothing of it may be left in r
+			// after the failure.
 			var r Response
+			if _, err := ParseResponse([]byte(earlierResponse), &r, nil); err != nil {
+				t.Fatal(err)
+			}
 			_, err := ParseResponse([]byte(c.in), &r, c.lim)
 			if err != c.want {
 				t.Fatalf("error %v, want %v", err, c.want)
 			}
+			checkResponseEmpty(t, &r)
 			var e *Error
 			if !errors.As(err, &e) || e.Status != 502 {
 				t.Fatalf("error %v is not a 502 *Error", err)

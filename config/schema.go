@@ -522,6 +522,10 @@ func (d *decoder) headers(n *yaml.Node, path string) HeaderRules {
 // and header rules may not touch them.
 var managedHeaders = []string{"Connection", "Content-Length", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
+// errHostRule explains why header rules may only set Host: a message
+// carries exactly one (RFC 9112 section 3.2), which the proxy renders.
+const errHostRule = "Host cannot be added or removed by header rules (a request carries exactly one); use set to send another, or proxy.preserve_host"
+
 // headerName decodes, validates and canonicalises one header name.
 func (d *decoder) headerName(n *yaml.Node, path string) (string, bool) {
 	name, ok := d.str(n, path)
@@ -568,6 +572,10 @@ func (d *decoder) headerOps(n *yaml.Node, path string) HeaderOps {
 				continue
 			}
 			first[name] = e.key
+			if op == "add" && name == "Host" {
+				d.errorf(e.key, kp, "%s", errHostRule)
+				continue
+			}
 			values := []*yaml.Node{e.val}
 			if op == "add" && deref(e.val).Kind == yaml.SequenceNode {
 				values, _ = d.list(e.val, kp, "header values")
@@ -607,6 +615,10 @@ func (d *decoder) headerOps(n *yaml.Node, path string) HeaderOps {
 				continue
 			}
 			first[name] = item
+			if name == "Host" {
+				d.errorf(item, index(p, i), "%s", errHostRule)
+				continue
+			}
 			ops.Remove = append(ops.Remove, name)
 		}
 	}

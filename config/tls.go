@@ -17,10 +17,18 @@ import (
 // TLS defaults and bounds.
 const (
 	defaultHandshakeTimeout = 10 * time.Second
-	defaultMaxHandshakes    = 4096
-	maxMaxHandshakes        = 1 << 20
-	maxCertificates         = 1000
-	maxPEMBytes             = 1 << 20 // a certificate chain or key file larger than this is refused
+	// defaultClientHelloTimeout bounds how long a client may take to send
+	// its whole ClientHello: one flight, sent right after the TCP
+	// handshake, which real clients deliver within a round trip or two
+	// (a few TCP retransmissions fit too).
+	defaultClientHelloTimeout = 5 * time.Second
+	defaultMaxHandshakes      = 4096
+	// perAddressDivisor sets the default share of one client address:
+	// max_handshakes / perAddressDivisor, at least 1.
+	perAddressDivisor = 16
+	maxMaxHandshakes  = 1 << 20
+	maxCertificates   = 1000
+	maxPEMBytes       = 1 << 20 // a certificate chain or key file larger than this is refused
 )
 
 // TLSVersions are the accepted values of tls.min_version.
@@ -82,7 +90,7 @@ func linkHTTPSRedirects(ls []Listener) {
 // tlsSection decodes a listener's tls mapping and checks its certificates.
 // It returns nil when the section is unusable (already reported).
 func (d *decoder) tlsSection(n *yaml.Node, path string) *TLS {
-	s := d.section(n, path, "certificates", "min_version", "handshake_timeout", "max_handshakes")
+	s := d.section(n, path, "certificates", "min_version", "handshake_timeout", "client_hello_timeout", "max_handshakes", "max_handshakes_per_address")
 	if s == nil {
 		return nil
 	}
@@ -130,10 +138,43 @@ func (d *decoder) tlsSection(n *yaml.Node, path string) *TLS {
 			ok = false
 		}
 	}
+	ok = d.handshakeShares(s, t) && ok
 	if !ok {
 		return nil
 	}
 	return t
+}
+
+// handshakeShares decodes client_hello_timeout and
+// max_handshakes_per_address, whose defaults and bounds follow from
+// handshake_timeout and max_handshakes (already decoded into t).
+func (d *decoder) handshakeShares(s *section, t *TLS) bool {
+	ok := true
+	t.ClientHelloTimeout = min(defaultClientHelloTimeout, t.HandshakeTimeout)
+	if v := s.get("client_hello_timeout"); v != nil {
+		p := join(s.path, "client_hello_timeout")
+		if h, good := d.duration(v, p); !good {
+			ok = false
+		} else if h > t.HandshakeTimeout {
+			d.errorf(deref(v), p, "must not exceed handshake_timeout (%s), got %s", t.HandshakeTimeout, quote(deref(v).Value))
+			ok = false
+		} else {
+			t.ClientHelloTimeout = h
+		}
+	}
+	t.MaxHandshakesPerAddress = max(1, t.MaxHandshakes/perAddressDivisor)
+	if v := s.get("max_handshakes_per_address"); v != nil {
+		p := join(s.path, "max_handshakes_per_address")
+		if m, good := d.integer(v, p, 1, maxMaxHandshakes); !good {
+			ok = false
+		} else if int(m) > t.MaxHandshakes {
+			d.errorf(deref(v), p, "must not exceed max_handshakes (%d), got %d", t.MaxHandshakes, m)
+			ok = false
+		} else {
+			t.MaxHandshakesPerAddress = int(m)
+		}
+	}
+	return ok
 }
 
 // certificate decodes one {cert, key} entry and checks that both files

@@ -104,7 +104,9 @@ func TestTLSListeners(t *testing.T) {
       certificates: [{cert: a-full.pem, key: a.key}, {cert: b.pem, key: b.key}]
       min_version: 1.3
       handshake_timeout: 5s
+      client_hello_timeout: 2s
       max_handshakes: 64
+      max_handshakes_per_address: 8
 `,
 			want: `"Listen": [
     {
@@ -140,7 +142,9 @@ func TestTLSListeners(t *testing.T) {
         ],
         "MinVersion": "1.3",
         "HandshakeTimeout": "5s",
-        "MaxHandshakes": 64
+        "ClientHelloTimeout": "2s",
+        "MaxHandshakes": 64,
+        "MaxHandshakesPerAddress": 8
       },
       "Pos": {
         "Line": 3,
@@ -166,8 +170,35 @@ func TestTLSListeners(t *testing.T) {
         ],
         "MinVersion": "1.2",
         "HandshakeTimeout": "10s",
-        "MaxHandshakes": 4096
+        "ClientHelloTimeout": "5s",
+        "MaxHandshakes": 4096,
+        "MaxHandshakesPerAddress": 256
       },`,
+		},
+		{
+			name:   "shares follow the limits",
+			listen: "listen: {address: \":8443\", tls: {certificates: [{cert: b.pem, key: b.key}], handshake_timeout: 2s, max_handshakes: 2}}\n",
+			want: `"HandshakeTimeout": "2s",
+        "ClientHelloTimeout": "2s",
+        "MaxHandshakes": 2,
+        "MaxHandshakesPerAddress": 1`,
+		},
+		{
+			name: "shares beyond the limits",
+			listen: `listen:
+  - {address: ":1", tls: {certificates: [{cert: b.pem, key: b.key}], client_hello_timeout: 11s}}
+  - {address: ":2", tls: {certificates: [{cert: b.pem, key: b.key}], handshake_timeout: 3s, client_hello_timeout: 3500ms}}
+  - {address: ":3", tls: {certificates: [{cert: b.pem, key: b.key}], max_handshakes_per_address: 4097}}
+  - {address: ":4", tls: {certificates: [{cert: b.pem, key: b.key}], max_handshakes: 8, max_handshakes_per_address: 9}}
+  - {address: ":5", tls: {certificates: [{cert: b.pem, key: b.key}], client_hello_timeout: 0s, max_handshakes_per_address: 0}}
+`,
+			want: `x.yaml:2:92: listen[0].tls.client_hello_timeout: must not exceed handshake_timeout (10s), got "11s"
+x.yaml:3:115: listen[1].tls.client_hello_timeout: must not exceed handshake_timeout (3s), got "3500ms"
+x.yaml:4:98: listen[2].tls.max_handshakes_per_address: must not exceed max_handshakes (4096), got 4097
+x.yaml:5:117: listen[3].tls.max_handshakes_per_address: must not exceed max_handshakes (8), got 9
+x.yaml:6:92: listen[4].tls.client_hello_timeout: must be positive, got "0s"
+x.yaml:6:124: listen[4].tls.max_handshakes_per_address: expected a number from 1 to 1048576, got 0
+`,
 		},
 		{
 			name:   "key of another certificate",

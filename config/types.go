@@ -44,10 +44,12 @@ type HTTPSRedirect struct {
 
 // TLS configures a listener that terminates TLS 1.2 and 1.3.
 type TLS struct {
-	Certificates     []Certificate // at least one; chosen by SNI among their leaves' DNS names (exact before wildcard), the first one when none matches
-	MinVersion       string        // "1.2" (default) | "1.3"
-	HandshakeTimeout time.Duration // default 10s: from accept to the end of the handshake, waiting for a free slot included
-	MaxHandshakes    int           // default 4096: handshakes in progress at once on this listener, 1..1048576; more wait for a slot
+	Certificates            []Certificate // at least one; chosen by SNI among their leaves' DNS names (exact before wildcard), the first one when none matches
+	MinVersion              string        // "1.2" (default) | "1.3"
+	HandshakeTimeout        time.Duration // default 10s: from accept to the end of the handshake, waiting for a free slot included
+	ClientHelloTimeout      time.Duration // default 5s (at most HandshakeTimeout): from accept until the whole ClientHello has arrived
+	MaxHandshakes           int           // default 4096: handshakes in progress at once on this listener, 1..1048576; more wait for a slot
+	MaxHandshakesPerAddress int           // default MaxHandshakes/16, at least 1: slots one client address (an IPv6 /64) may hold or wait for; beyond it a handshake is refused
 }
 
 // Certificate is a certificate chain and its private key, both PEM files

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -91,6 +92,7 @@ type exchange struct {
 	safe       bool // idempotent and without a body: may be sent twice
 	json       bool // error bodies in JSON
 	body       codec.BodyReader
+	reqChunked bool   // the request body is chunked: pumpBody re-frames it
 	reqDone    bool   // the whole request was handed to the upstream connection
 	tried      uint64 // upstreams tried (bit per index)
 	attempts   int
@@ -143,6 +145,7 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
 	ex.body.Init(req, ex.set.BodyBytes)
+	ex.reqChunked = req.Chunked
 	ex.reqDone = !req.HasBody()
 	ex.renderRequest(c)
 	ex.lp.Stats.Requests.Add(1)
@@ -219,13 +222,13 @@ func (ex *exchange) attempt(fresh bool) bool {
 // use makes up the exchange's upstream for the next attempt.
 func (ex *exchange) use(up *Upstream) {
 	if ex.pool != nil && ex.pool.up != up {
-		ex.pool.active--
-		ex.pool = nil
+		ex.release()
 	}
 	ex.up = up
 	if ex.pool == nil {
 		ex.pool = ex.lp.pool(up)
 		ex.pool.active++
+		ex.lp.Stats.Load.Add(1)
 	}
 	if up.idx < 64 {
 		ex.tried |= 1 << up.idx
@@ -314,13 +317,17 @@ func (ex *exchange) connected() {
 	ex.settle()
 }
 
-// pumpBody forwards the request body bytes the client has sent, framing
-// and all, as they are.
+// pumpBody forwards the request body bytes the client has sent. A
+// Content-Length body goes as it is (the head declared the same length);
+// a chunked body is re-framed by appendChunked, so that chunk sizes,
+// extensions and trailer fields of the client's never reach the upstream.
 func (ex *exchange) pumpBody() {
 	buf := ex.cl.ProxyInbound()
+	chunked := ex.reqChunked
+	out := ex.lp.buf[:0]
 	off := 0
 	for off < len(buf) && !ex.reqDone {
-		n, _, done, err := ex.body.Next(buf[off:])
+		n, payload, done, err := ex.body.Next(buf[off:])
 		if err != nil {
 			status := 400
 			var ce *codec.Error
@@ -331,6 +338,9 @@ func (ex *exchange) pumpBody() {
 			break
 		}
 		off += n
+		if chunked {
+			out = appendChunk(out, payload, done)
+		}
 		if done {
 			ex.reqDone = true
 		}
@@ -341,11 +351,37 @@ func (ex *exchange) pumpBody() {
 	if off == 0 {
 		return
 	}
-	_, err := ex.uc.c.Write(buf[:off])
+	if !chunked {
+		out = buf[:off]
+	}
+	var err error
+	if len(out) > 0 {
+		_, err = ex.uc.c.Write(out)
+	}
+	if chunked {
+		ex.lp.buf = out[:0]
+	}
 	ex.cl.ProxyConsume(off)
 	if err == nil && ex.rstate == rsHead {
 		ex.requestDeadline()
 	}
+}
+
+// appendChunk appends a payload segment of a chunked request body as one
+// chunk of gale's own framing (RFC 9112 section 7.1), and the last chunk
+// with an empty trailer section when last is set. Segments are not the
+// client's chunks: a chunk split across reads goes as several.
+func appendChunk(b, payload []byte, last bool) []byte {
+	if len(payload) > 0 {
+		b = strconv.AppendUint(b, uint64(len(payload)), 16)
+		b = append(b, crlf...)
+		b = append(b, payload...)
+		b = append(b, crlf...)
+	}
+	if last {
+		b = append(b, "0\r\n\r\n"...)
+	}
+	return b
 }
 
 // requestDeadline sets the deadline while the request goes out: the
@@ -405,15 +441,17 @@ func (ex *exchange) abort() {
 		x.abort()
 	}
 	ex.dropConn(true)
-	ex.release()
 	ex.lp.putExchange(ex)
 }
 
-// release gives back the exchange's share of its pool's load.
+// release gives back the exchange's share of its pool's load (read by
+// least-connections and random-two). putExchange calls it, so that every
+// way an exchange ends gives the share back.
 func (ex *exchange) release() {
 	if ex.pool != nil {
 		ex.pool.active--
 		ex.pool = nil
+		ex.lp.Stats.Load.Add(-1)
 	}
 }
 
@@ -789,7 +827,6 @@ func (ex *exchange) finish() {
 		At:        ex.now,
 	}
 	cl := ex.cl
-	ex.release()
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
 }
@@ -805,7 +842,6 @@ func (ex *exchange) finishTruncated(why string) {
 		res.Status = 502
 	}
 	cl := ex.cl
-	ex.release()
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
 }

@@ -380,7 +380,6 @@ func (h *Handler) Serve(c *handlers.Ctx) {
 	ex := lp.getExchange()
 	ex.setup(h, cl, c)
 	if status := ex.begin(); status != 0 {
-		ex.release()
 		lp.putExchange(ex)
 		h.errorNow(c, status)
 		return

@@ -61,12 +61,13 @@ type Stats struct {
 	Refused   atomic.Uint64 // requests answered 503 because no descriptor was left for a new upstream connection
 	Deferred  atomic.Uint64 // off-loop copies put off because no descriptor was left for the duplicates
 	Open      atomic.Int64  // upstream connections open in gnet now (pooled or in use)
+	Load      atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls, Refused, Deferred uint64
-	Open                                                                                                                      int64
+	Open, Load                                                                                                                int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -85,6 +86,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Refused += s.Refused.Load()
 	d.Deferred += s.Deferred.Load()
 	d.Open += s.Open.Load()
+	d.Load += s.Load.Load()
 }
 
 // NewLoop returns the proxy state of event loop el (nil in tests that
@@ -183,6 +185,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 		lp.active = lp.active[:last]
 	}
 	ex.idx = -1
+	ex.release()
 	if ex.x != nil && ex.x.running() {
 		return // the goroutine still references it; the GC takes it
 	}

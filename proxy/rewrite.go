@@ -14,12 +14,22 @@ import (
 // RFC 9110 section 7.6.1 and net/http/httputil's ReverseProxy: hop-by-hop
 // fields, and every field Connection names, are removed before anything
 // else looks at the header list.
+//
+// Framing is gale's own, in both directions: Content-Length,
+// Transfer-Encoding and Host are never copied from the message being
+// relayed, nor dropped because its Connection field names them (RFC 9110
+// section 7.6.1 lets a sender list any field there, and "Connection:
+// Content-Length" once made the upstream read a request body as the next
+// request). They are rendered from the parsed head, which is what gale
+// itself frames the body by, so the next hop cannot read the message
+// differently. Header rules cannot name them (config rejects it).
 
 // Header names the proxy renders. Static memory: never modified.
 var (
 	hdrXFF    = []byte("X-Forwarded-For")
 	hdrXFP    = []byte("X-Forwarded-Proto")
 	hdrXFH    = []byte("X-Forwarded-Host")
+	hdrRealIP = []byte("X-Real-IP")
 	hdrVia    = []byte("Via")
 	valVia11  = []byte("1.1 gale")
 	valVia10  = []byte("1.0 gale")
@@ -28,6 +38,13 @@ var (
 	crlf      = "\r\n"
 	valUpLine = "Connection: Upgrade\r\nUpgrade: "
 )
+
+// framingField reports whether a field is one gale renders itself from
+// the parsed head: Content-Length here (Transfer-Encoding is hop-by-hop,
+// Host is handled apart).
+func framingField(name []byte) bool {
+	return len(name) == 14 && codec.EqualFold(name, "content-length")
+}
 
 // hopByHop reports whether a field is hop-by-hop: the fields of RFC 9110
 // section 7.6.1 and those net/http/httputil removes for the same reason
@@ -85,32 +102,80 @@ func connectionValues(dst [][]byte, hs []codec.Header) [][]byte {
 	return dst
 }
 
-// forwarding field kinds
+// Kinds of forwarding field: what earlier hops say about the client and
+// the request as they received it. From a trusted proxy they are kept;
+// from anyone else they are dropped, since an application behind gale
+// trusts them for identity (the client's address) and routing (the
+// original URL, scheme, host or port).
 const (
-	fwdNone uint8 = iota
-	fwdFor
-	fwdProto
-	fwdHost
-	fwdForwarded
+	fwdNone      uint8 = iota
+	fwdFor             // X-Forwarded-For: combined with the client's address
+	fwdProto           // X-Forwarded-Proto: set by gale unless a trusted proxy sent one
+	fwdHost            // X-Forwarded-Host: likewise
+	fwdRealIP          // X-Real-IP: likewise, the client's address
+	fwdForwarded       // Forwarded (RFC 7239)
+	fwdOther           // the others applications read the same way: kept only from trusted proxies
 )
 
+// forwardingField returns the kind of a forwarding field, by name.
+// fwdOther names the fields that frameworks and CDNs use for the client's
+// address (True-Client-IP, X-Client-IP, X-Cluster-Client-IP,
+// CF-Connecting-IP, Fastly-Client-IP) and for the request as an earlier
+// hop saw it (X-Original-URL and X-Rewrite-URL, which some frameworks
+// route by; X-Forwarded-Port, -Server, -Prefix, -Scheme and -Ssl;
+// Front-End-Https; X-Url-Scheme).
 func forwardingField(name []byte) uint8 {
 	switch len(name) {
 	case 9:
-		if codec.EqualFold(name, "forwarded") {
+		switch {
+		case codec.EqualFold(name, "forwarded"):
 			return fwdForwarded
+		case codec.EqualFold(name, "x-real-ip"):
+			return fwdRealIP
+		}
+	case 11:
+		if codec.EqualFold(name, "x-client-ip") {
+			return fwdOther
+		}
+	case 12:
+		if codec.EqualFold(name, "x-url-scheme") {
+			return fwdOther
+		}
+	case 13:
+		if codec.EqualFold(name, "x-rewrite-url") {
+			return fwdOther
+		}
+	case 14:
+		if codec.EqualFold(name, "true-client-ip") || codec.EqualFold(name, "x-original-url") {
+			return fwdOther
 		}
 	case 15:
-		if codec.EqualFold(name, "x-forwarded-for") {
+		switch {
+		case codec.EqualFold(name, "x-forwarded-for"):
 			return fwdFor
+		case codec.EqualFold(name, "x-forwarded-ssl") || codec.EqualFold(name, "front-end-https"):
+			return fwdOther
 		}
 	case 16:
-		if codec.EqualFold(name, "x-forwarded-host") {
+		switch {
+		case codec.EqualFold(name, "x-forwarded-host"):
 			return fwdHost
+		case codec.EqualFold(name, "x-forwarded-port") || codec.EqualFold(name, "cf-connecting-ip") ||
+			codec.EqualFold(name, "fastly-client-ip"):
+			return fwdOther
 		}
 	case 17:
 		if codec.EqualFold(name, "x-forwarded-proto") {
 			return fwdProto
+		}
+	case 18:
+		if codec.EqualFold(name, "x-forwarded-server") || codec.EqualFold(name, "x-forwarded-prefix") ||
+			codec.EqualFold(name, "x-forwarded-scheme") {
+			return fwdOther
+		}
+	case 19:
+		if codec.EqualFold(name, "x-cluster-client-ip") {
+			return fwdOther
 		}
 	}
 	return fwdNone
@@ -161,7 +226,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	trusted := h.isTrusted(ex.ip)
 	hs := lp.hdrs[:0]
 	var upgrade []byte
-	xffLen, haveProto, haveHost := 0, false, false
+	xffLen, haveProto, haveHost, haveRealIP := 0, false, false, false
 	for _, f := range req.Headers {
 		name := f.Name
 		if hopByHop(name) {
@@ -169,6 +234,9 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 				upgrade = f.Value
 			}
 			continue
+		}
+		if framingField(name) {
+			continue // rendered below from the parsed head
 		}
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
@@ -199,7 +267,12 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 				continue
 			}
 			haveHost = true
-		case fwdForwarded:
+		case fwdRealIP:
+			if !trusted {
+				continue
+			}
+			haveRealIP = true
+		case fwdForwarded, fwdOther:
 			if !trusted {
 				continue
 			}
@@ -209,7 +282,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 
 	// X-Forwarded-For: a trusted proxy's list, then the client's address.
 	// vbuf gets its capacity first so the value does not move.
-	if need := xffLen + 64; cap(lp.vbuf) < need {
+	if need := xffLen + 128; cap(lp.vbuf) < need {
 		lp.vbuf = make([]byte, 0, 2*need)
 	}
 	v := lp.vbuf[:0]
@@ -231,6 +304,10 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	}
 	if len(v) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFF, Value: v[:len(v):len(v)]})
+	}
+	if !haveRealIP && ex.ip.IsValid() {
+		v = ex.ip.AppendTo(v[len(v):])
+		hs = append(hs, codec.Header{Name: hdrRealIP, Value: v[:len(v):len(v)]})
 	}
 	if !haveProto {
 		proto := valHTTP
@@ -268,9 +345,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	}
 	clear(hs)
 	lp.hdrs = hs[:0]
-	if req.Chunked {
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	}
+	b = appendRequestFraming(b, req)
 	if ex.upgrade {
 		b = append(b, valUpLine...)
 		b = append(b, upgrade...)
@@ -282,6 +357,22 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	if h.conf.PreserveHost && len(req.Host) > 0 {
 		ex.host = append(ex.host, req.Host...)
 	}
+}
+
+// appendRequestFraming renders the framing of the request body as gale
+// forwards it: chunked when the client's body is chunked (gale re-frames
+// it, see pumpBody), else the Content-Length the parser accepted, when
+// the client sent one.
+func appendRequestFraming(b []byte, req *codec.Request) []byte {
+	switch {
+	case req.Chunked:
+		return append(b, "Transfer-Encoding: chunked\r\n"...)
+	case req.ContentLength >= 0:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, req.ContentLength, 10)
+		return append(b, crlf...)
+	}
+	return b
 }
 
 // forwardedClient returns the client address that trusted proxies report
@@ -318,7 +409,6 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 	lp, r := ex.lp, &ex.resp
 	lp.conns = connectionValues(lp.conns[:0], r.Headers)
 	hs := lp.hdrs[:0]
-	bodiless := r.Status < 200 || r.Status == 204
 	for _, f := range r.Headers {
 		name := f.Name
 		if hopByHop(name) {
@@ -329,10 +419,10 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 			}
 			continue
 		}
-		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
-			continue
+		if framingField(name) {
+			continue // relayHead renders it from the parsed head
 		}
-		if bodiless && len(name) == 14 && codec.EqualFold(name, "content-length") {
+		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
 		hs = append(hs, f)
@@ -366,6 +456,28 @@ func (ex *exchange) appendStatusLine(b []byte) []byte {
 	b = append(b, ' ')
 	b = append(b, r.Reason...)
 	return append(b, crlf...)
+}
+
+// appendResponseFraming renders the framing fields of a relayed final
+// response from its parsed head: chunked as relayed (not for an HTTP/1.0
+// client, whose copy is de-chunked and ends with the connection), or the
+// upstream's Content-Length. A Content-Length with no body after it (a
+// response to HEAD, a 304) is the representation's length and is kept
+// (RFC 9110 section 8.6); 1xx and 204 responses have none (section 8.6
+// forbids it).
+func (ex *exchange) appendResponseFraming(b []byte) []byte {
+	r := &ex.resp
+	switch {
+	case ex.kind == codec.BodyChunked:
+		if !ex.dechunk {
+			b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		}
+	case r.ContentLength >= 0 && r.Status >= 200 && r.Status != 204:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, crlf...)
+	}
+	return b
 }
 
 func appendFields(b []byte, hs []codec.Header) []byte {
@@ -424,9 +536,7 @@ func (ex *exchange) relayHead() {
 		b = codec.AppendDate(b)
 	}
 	b = appendFields(b, hs)
-	if ex.kind == codec.BodyChunked && !ex.dechunk {
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	}
+	b = ex.appendResponseFraming(b)
 	switch {
 	case ex.closeClient:
 		b = append(b, "Connection: close\r\n"...)

@@ -375,7 +375,6 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	go x.runTunnel()
 	res := Result{Status: 101, BytesOut: ex.out, Detach: true, At: ex.now}
 	cl := ex.cl
-	ex.release()
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
 	return act

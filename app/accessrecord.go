@@ -1,0 +1,59 @@
+package app
+
+import "gale/codec"
+
+// accessRecord is what an access log line says of one request. The line
+// is formatted into the loop's buffer at once (see conn.record), so the
+// record's slices need to be valid only while record runs; they alias
+// either the request parsed in the current event, through fromRequest,
+// or memory the connection owns, through keep. Nothing else may fill a
+// record: request bytes are valid only during the event that delivered
+// them (gnet's read buffer and the TLS plaintext buffer are shared by all
+// connections of a loop), and a request that failed to parse names
+// nothing (codec.Parse leaves it empty).
+//
+// The zero record stands for a request that could not be parsed: its
+// line names no method, target, version or fields.
+type accessRecord struct {
+	method    []byte
+	target    []byte
+	host      []byte
+	referer   []byte
+	userAgent []byte
+	version   codec.Version // meaningful only with a method
+}
+
+// fromRequest fills a from r, a request parsed during the current event.
+// a aliases r's bytes: use it before the event ends, or keep it.
+func (a *accessRecord) fromRequest(r *codec.Request) {
+	*a = accessRecord{
+		method:    r.Method,
+		target:    r.Target,
+		host:      r.Host,
+		referer:   r.Header("Referer"),
+		userAgent: r.Header("User-Agent"),
+		version:   r.Version,
+	}
+}
+
+// keep copies a's bytes into buf (reusing its storage) and points a at
+// the copy, so that a stays valid after the event that filled it, while
+// buf is not otherwise written. It returns buf.
+func (a *accessRecord) keep(buf []byte) []byte {
+	b := append(buf[:0], a.method...)
+	b = append(b, a.target...)
+	b = append(b, a.host...)
+	b = append(b, a.referer...)
+	b = append(b, a.userAgent...)
+	// Slice only once every append is done: an append may have moved b.
+	rest := b
+	a.method, rest = cut(rest, len(a.method))
+	a.target, rest = cut(rest, len(a.target))
+	a.host, rest = cut(rest, len(a.host))
+	a.referer, rest = cut(rest, len(a.referer))
+	a.userAgent, _ = cut(rest, len(a.userAgent))
+	return b
+}
+
+// cut splits the first n bytes off b, capacity included.
+func cut(b []byte, n int) (head, rest []byte) { return b[:n:n], b[n:] }
