@@ -88,6 +88,8 @@ routes:
 		"respond":   "GET /hello HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nAccept-Language: en\r\nCookie: a=b\r\nReferer: http://example.com/\r\nX-Request-Id: 1234\r\n\r\n",
 		"pipelined": "GET /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n",
 		"redirect":  "GET /old/page?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"normalise": "GET //old/./x/../p%61ge%2f?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"refused":   "GET /old/..;/page HTTP/1.1\r\nHost: a\r\n\r\n",
 		"not found": "GET /missing HTTP/1.1\r\nHost: API.example.com:8080\r\nAccept: application/json\r\n\r\n",
 		"with body": "POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
 	}

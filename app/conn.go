@@ -360,7 +360,7 @@ func (cs *conn) answer(set *settings, now int64) {
 	ctx := &cs.ctx
 	ctx.Resp.Reset()
 	ctx.Scratch = ctx.Scratch[:0]
-	ctx.Route, ctx.Rest = nil, nil
+	ctx.Route, ctx.Path, ctx.Rest = nil, nil, nil
 
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.

@@ -86,6 +86,17 @@ func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 	return s, nil
 }
 
+// Check compiles cfg as New and a reload do (routes, handlers, upstreams)
+// without starting anything, so that a config it accepts is one the
+// server runs: `gale validate` calls it after config.Load.
+func Check(cfg *config.Config) error {
+	s, err := compile(cfg)
+	if err != nil {
+		return err
+	}
+	return s.router.Close()
+}
+
 // Server is a running (or ready to run) gale instance. Its exported
 // methods are safe for concurrent use.
 type Server struct {

@@ -71,6 +71,7 @@ routes:
 	const ims = "If-Modified-Since: Mon, 06 May 2024 07:08:09 GMT\r\n"
 	cases := map[string]string{
 		"identity":  "GET /app.js HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n",
+		"normalise": "GET //x/../%61pp.js HTTP/1.1\r\nHost: example.com\r\n\r\n",
 		"gzip":      "GET /app.js HTTP/1.1\r\nHost: example.com\r\nAccept-Encoding: gzip, deflate, br;q=0.1\r\n\r\n",
 		"304":       "GET /app.js HTTP/1.1\r\nHost: example.com\r\n" + ims + "\r\n",
 		"index":     "GET / HTTP/1.1\r\nHost: example.com\r\nAccept: text/html\r\n\r\n",
@@ -102,9 +103,10 @@ routes:
 	rc := &recordConn{fakeConn: &fakeConn{}}
 	rcs := newConn(l, rc)
 	for req, want := range map[string]string{
-		cases["gzip"]:     "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\nCache-Control: public, max-age=60\r\nX-Frame-Options: DENY\r\n\r\npretend gzip",
-		cases["304"]:      "HTTP/1.1 304 Not Modified\r\n",
-		cases["identity"]: "Content-Length: 22000\r\n",
+		cases["gzip"]:      "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\nCache-Control: public, max-age=60\r\nX-Frame-Options: DENY\r\n\r\npretend gzip",
+		cases["304"]:       "HTTP/1.1 304 Not Modified\r\n",
+		cases["identity"]:  "Content-Length: 22000\r\n",
+		cases["normalise"]: "Content-Length: 22000\r\n",
 	} {
 		rc.in, rc.got = []byte(req), nil
 		rcs.serve()

@@ -95,6 +95,21 @@ func TestProxyAllocs(t *testing.T) {
 	}
 }
 
+// TestProxyNormalisingAllocs is TestProxyAllocs for a path that needs
+// normalising before it is routed and forwarded.
+func TestProxyNormalisingAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f := newProxyFixture(t, `  - path: /api/
+    proxy: {to: ["127.0.0.1:9"], strip_prefix: true}
+`)
+	f.req = []byte("GET //api/./v1//x/../users%2f%7e?id=7 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+	f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	f.exchange(t) // dials, grows the buffers
+	if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {
+		t.Fatalf("%v allocations per proxied request, want 0", n)
+	}
+}
+
 // BenchmarkProxyExchange is the loop's whole cost of one proxied request
 // with a small response, excluding the syscalls (fake connections).
 func BenchmarkProxyExchange(b *testing.B) {

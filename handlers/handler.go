@@ -30,10 +30,17 @@ type Ctx struct {
 	Resp   Response       // filled by the handler
 	Route  *Route         // the route that matched (set by the router; nil when none did)
 
-	// Rest is the request path after the route's prefix, still
-	// percent-encoded, always starting with "/" (set by the router). For a
-	// prefix without a trailing slash that matched the whole path ("/a"
-	// for "/a") it is "/". It aliases Req.Path or static memory.
+	// Path is the request path in normal form (see normpath.go), set by
+	// the router before it matches: what routes, header rules and
+	// handlers read instead of Req.Path. It aliases Req.Path when that
+	// was normal already, else the bytes the router appended to Scratch
+	// before the handler ran.
+	Path []byte
+
+	// Rest is Path after the route's prefix, always starting with "/"
+	// (set by the router). For a prefix without a trailing slash that
+	// matched the whole path ("/a" for "/a") it is "/". It aliases Path
+	// or static memory.
 	Rest []byte
 
 	// Scratch is per-connection memory a handler may use to build header

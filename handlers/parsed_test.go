@@ -31,7 +31,7 @@ func TestServeParsedRequests(t *testing.T) {
 		{"GET /old/p?q=1 HTTP/1.1\r\nHost: x\r\n\r\n", 308, "/new/p?q=1", ""},
 		{"GET /../outside/secret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
 		{"GET /%2e%2e/outside/secret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
-		{"GET /%2e%2e%2foutside%2fsecret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 404, "", ""},
+		{"GET /%2e%2e%2foutside%2fsecret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
 		{"GET /a.txt%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
 		{"GET /%252e%252e/outside/secret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 404, "", ""},
 		{"GET /.env HTTP/1.1\r\nHost: x\r\n\r\n", 404, "", ""},

@@ -1,13 +1,18 @@
 package handlers
 
-// Path safety for static files. A request path is percent-decoded exactly
-// once and cleaned lexically before it touches the file system:
+// Path safety for static files. The static handler takes the normalised
+// path (Ctx.Rest, within Ctx.Path; see normpath.go), which has no dot
+// segments, empty segments, NUL or backslash left. It percent-decodes the
+// remaining escapes exactly once and cleans the result lexically again
+// before it touches the file system, so that these rules hold whatever
+// path it is given:
 //
 //   - a malformed escape ("%", "%4", "%zz") or a NUL byte, raw or encoded,
 //     is a bad request (400);
 //   - an encoded slash (%2F) or backslash (%5C), or a raw backslash, cannot
 //     name a file under the root (404): decoding them would let one path
-//     segment become several, and backslashes are separators elsewhere;
+//     segment become several, and backslashes are separators elsewhere
+//     (the normalisation refuses backslashes before this, with 400);
 //   - "." segments and empty segments are dropped, ".." removes the
 //     previous segment, and a ".." that would climb above the root is a bad
 //     request (400), never clamped.

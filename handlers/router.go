@@ -20,6 +20,7 @@ var (
 	ErrManyHandlers   = errors.New("handlers: route has more than one handler")
 	ErrDuplicateRoute = errors.New("handlers: another route has the same host and path")
 	ErrBadPath        = errors.New("handlers: route path must start with \"/\"")
+	ErrPathNotNormal  = errors.New("handlers: route path is not in normal form (requests are matched after normalising, so it would never match)")
 	ErrBadHost        = errors.New("handlers: bad route host")
 	ErrBadStatic      = errors.New("handlers: bad static route")
 	ErrBadRedirect    = errors.New("handlers: bad redirect route")
@@ -224,6 +225,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	if !strings.HasPrefix(rc.Path, "/") {
 		return nil, fmt.Errorf("%w: %q", ErrBadPath, rc.Path)
 	}
+	if err := checkNormalPrefix(rc.Path); err != nil {
+		return nil, err
+	}
 	r := &Route{
 		Conf:    rc,
 		prefix:  []byte(rc.Path),
@@ -279,6 +283,19 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	return r, nil
 }
 
+// checkNormalPrefix refuses a route path that no normalised request path
+// could start with, naming its normal form when it has one.
+func checkNormalPrefix(p string) error {
+	n, ok := AppendNormalPath(nil, []byte(p))
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrPathNotNormal, p)
+	case string(n) != p:
+		return fmt.Errorf("%w: %q, write %q", ErrPathNotNormal, p, n)
+	}
+	return nil
+}
+
 // staticEnv returns what the next static route is built with, making the
 // Router's own cache on first use when Build was given none.
 func (rt *Router) staticEnv() staticEnv {
@@ -321,7 +338,8 @@ func (rt *Router) OpenDirs() int { return rt.statics }
 func (rt *Router) Routes() []*Route { return rt.routes }
 
 // Match returns the route for a Host value (as sent: any case, optional
-// port and trailing dot; nil for none) and a request path, and the rest of
+// port and trailing dot; nil for none) and a request path in normal form
+// (Ctx.Path; see normpath.go), and the rest of
 // the path after the route's prefix (see Ctx.Rest; it aliases path or
 // static memory). It returns nil when no route of the selected host group
 // matches. It does not allocate and is safe for concurrent use.
@@ -413,15 +431,23 @@ func normalizeHost(h string) string {
 	return strings.TrimSuffix(h, ".")
 }
 
-// Serve resets c.Resp, routes c.Req (setting c.Route and c.Rest), applies
-// the route's request header rules to c.Req, runs the handler and then
-// applies the route's response header rules to c.Resp (proxy routes apply
-// both themselves; see ApplyResponseHeaders). Without a matching route it
-// answers 404 (c.Route nil). It runs on the connection's event loop; it
-// does not allocate beyond what the handler does.
+// Serve resets c.Resp, normalises the request path (setting c.Path),
+// routes c.Req by it (setting c.Route and c.Rest), applies the route's
+// request header rules to c.Req, runs the handler and then applies the
+// route's response header rules to c.Resp (proxy routes apply both
+// themselves; see ApplyResponseHeaders). A path refused by the
+// normalisation is answered 400 and one without a matching route 404
+// (c.Route nil either way). It runs on the connection's event loop; it
+// does not allocate beyond what the handler does once c's path memory has
+// grown to the longest path seen.
 func (rt *Router) Serve(c *Ctx) {
 	c.Resp.Reset()
-	r, rest := rt.Match(c.Req.Host, c.Req.Path)
+	c.Route, c.Rest = nil, nil
+	if !c.normalizePath() {
+		c.Error(400)
+		return
+	}
+	r, rest := rt.Match(c.Req.Host, c.Path)
 	c.Route, c.Rest = r, rest
 	if r == nil {
 		c.Error(404)

@@ -125,6 +125,18 @@ func TestRouterServeSetsRouteAndRest(t *testing.T) {
 	if c.Resp.Status != 200 || string(c.Resp.Body) != "ex-api" {
 		t.Errorf("resp %d %q", c.Resp.Status, c.Resp.Body)
 	}
+	// Routing reads the normalised path.
+	c.Req = request("GET", "example.com", "//%61pi/./x/../users?id=1")
+	rt.Serve(c)
+	if string(c.Path) != "/api/users" || string(c.Rest) != "/users" || c.Resp.Status != 200 {
+		t.Fatalf("normalised: path %q rest %q status %d", c.Path, c.Rest, c.Resp.Status)
+	}
+	// A refused path is a bad request, with no route.
+	c.Req = request("GET", "example.com", "/api/../../users")
+	rt.Serve(c)
+	if c.Resp.Status != 400 || c.Route != nil || c.Path != nil || c.Rest != nil {
+		t.Fatalf("climbing: status %d route %v path %q rest %q", c.Resp.Status, c.Route, c.Path, c.Rest)
+	}
 	// A reused Ctx starts from an empty response.
 	c.Req = request("GET", "only.example.com", "/")
 	rt.Serve(c)
@@ -147,6 +159,11 @@ func TestBuildErrors(t *testing.T) {
 		{"no handler", []config.Route{{Path: "/"}}, ErrNoHandler},
 		{"two handlers", []config.Route{{Path: "/", Respond: &config.Respond{}, Redirect: &config.Redirect{To: "/x"}}}, ErrManyHandlers},
 		{"relative path", []config.Route{respondRoute("", "a", "1")}, ErrBadPath},
+		{"path with unreserved escape", []config.Route{respondRoute("", "/%7Euser/", "1")}, ErrPathNotNormal},
+		{"path with lower-case escape", []config.Route{respondRoute("", "/a%2fb/", "1")}, ErrPathNotNormal},
+		{"path with dot segment", []config.Route{respondRoute("", "/a/../b/", "1")}, ErrPathNotNormal},
+		{"path with dot parameter", []config.Route{respondRoute("", "/a/..;/", "1")}, ErrPathNotNormal},
+		{"path with raw non-ASCII", []config.Route{respondRoute("", "/caf\u00e9/", "1")}, ErrPathNotNormal},
 		{"bad wildcard", []config.Route{respondRoute("*.", "/", "1")}, ErrBadHost},
 		{"inner star", []config.Route{respondRoute("a.*.com", "/", "1")}, ErrBadHost},
 		{"redirect status", []config.Route{{Path: "/", Redirect: &config.Redirect{To: "/x", Status: 200}}}, ErrBadRedirect},

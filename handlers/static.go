@@ -244,7 +244,7 @@ func (h *staticHandler) Serve(c *Ctx) {
 		h.fail(c, 400)
 		return
 	}
-	if len(rest) == 1 && !endsWithSlash(c.Req.Path) {
+	if len(rest) == 1 && !endsWithSlash(c.Path) {
 		dir = false // "/a" matched by route "/a": the router's Rest "/" is not the client's slash
 	}
 	if !h.allowHidden && hasHiddenSegment(clean) {
@@ -540,16 +540,12 @@ func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir boo
 	h.respond(c, ri, &fr)
 }
 
-// redirectToDir answers 301 to the request path with a trailing slash and
-// the query. Leading slashes are collapsed to one so that the Location
-// can never be a network-path reference ("//host/").
+// redirectToDir answers 301 to the normalised request path with a
+// trailing slash and the query. A normal path never starts with "//", so
+// the Location can never be a network-path reference ("//host/").
 func (h *staticHandler) redirectToDir(c *Ctx) {
-	p := c.Req.Path
-	for len(p) > 1 && p[0] == '/' && p[1] == '/' {
-		p = p[1:]
-	}
 	mark := len(c.Scratch)
-	c.Scratch = appendURLSafe(c.Scratch, p)
+	c.Scratch = appendURLSafe(c.Scratch, c.Path)
 	c.Scratch = append(c.Scratch, '/')
 	if len(c.Req.Query) > 0 {
 		c.Scratch = append(c.Scratch, '?')

@@ -181,8 +181,8 @@ func forwardingField(name []byte) uint8 {
 	return fwdNone
 }
 
-// appendPath appends the upstream's path for a request path p: p itself,
-// or the route's prefix replaced by rewrite (rewrite joined to the rest of
+// appendPath appends the upstream's path for a normalised request path p:
+// p itself, or the route's prefix replaced by rewrite (rewrite joined to the rest of
 // the path with exactly one "/" between them; never empty).
 func appendPath(dst, rewrite, rest []byte) []byte {
 	switch {
@@ -198,7 +198,8 @@ func appendPath(dst, rewrite, rest []byte) []byte {
 }
 
 // renderRequest renders the upstream request head of c.Req into ex.head:
-// the request line (path rewritten, always HTTP/1.1), then the header
+// the request line (the normalised path c.Path, rewritten; always
+// HTTP/1.1), then the header
 // lines that follow Host, then the empty line. Host is added when the head
 // is sent, since it names the upstream chosen then (unless preserve_host
 // or a header rule sets it). Order of work: hop-by-hop fields and those
@@ -210,10 +211,10 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	h, lp, req := ex.h, ex.lp, c.Req
 	b := append(ex.head[:0], req.Method...)
 	b = append(b, ' ')
-	if h.rewrite != nil && len(req.Path) >= h.prefix {
-		b = appendPath(b, h.rewrite, req.Path[h.prefix:])
+	if h.rewrite != nil && len(c.Path) >= h.prefix {
+		b = appendPath(b, h.rewrite, c.Path[h.prefix:])
 	} else {
-		b = append(b, req.Path...)
+		b = append(b, c.Path...)
 	}
 	if req.Query != nil {
 		b = append(b, '?')

@@ -99,7 +99,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: gale validate -c FILE\n")
 		return 2
 	}
-	if _, err := config.Load(*file); err != nil {
+	cfg, err := config.Load(*file)
+	if err == nil {
+		err = app.Check(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}

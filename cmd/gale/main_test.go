@@ -18,6 +18,10 @@ func TestValidate(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(good, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    respond: {body: \"hi\\n\"}\n"), 0o644)
 	os.WriteFile(bad, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    respond: {bodyy: \"hi\\n\"}\n"), 0o644)
+	// Refused when the routes are built, not when the file is decoded:
+	// validate must refuse it as serve does.
+	unnormal := filepath.Join(dir, "unnormal.yaml")
+	os.WriteFile(unnormal, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /%7euser/\n    respond: {body: \"hi\\n\"}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -25,6 +29,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{[]string{"validate", "-c", good}, 0, "ok\n"},
 		{[]string{"validate", "-c", bad}, 1, "bad.yaml:4:15: routes[0].respond.bodyy: unknown key \"bodyy\"; did you mean \"body\"?"},
+		{[]string{"validate", "-c", unnormal}, 1, "unnormal.yaml:3:5: route host \"\" path \"/%7euser/\": handlers: route path is not in normal form"},
 		{[]string{"validate"}, 2, ""},
 		{[]string{"validate", "-c", filepath.Join(dir, "missing.yaml")}, 1, "missing.yaml"},
 		{[]string{"frobnicate"}, 2, ""},
