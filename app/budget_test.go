@@ -66,7 +66,7 @@ routes:
 	a := ts.dial()
 	_ = a.(*net.TCPConn).SetReadBuffer(4 << 10)
 	fmt.Fprint(a, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-	eventually(t, 5*time.Second, "the download's descriptors", func() bool { return used() == base+1+3 })
+	eventually(t, 5*time.Second, "the download's descriptors", func() bool { return used() == base+1+2 })
 
 	// Spend the budget: the next client takes the last descriptor.
 	budget.SetLimit(used() + 1)
@@ -84,7 +84,7 @@ routes:
 		t.Fatalf("large file with the budget spent: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
 	}
 	expectClosed(t, bb)
-	eventually(t, 5*time.Second, "the refused client's descriptor back", func() bool { return used() == base+1+3 })
+	eventually(t, 5*time.Second, "the refused client's descriptor back", func() bool { return used() == base+1+2 })
 	budget.SetLimit(used())
 	c := ts.dial()
 	fmt.Fprint(c, "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -107,7 +107,7 @@ routes:
 		t.Fatalf("proxied request with room: %d %q", resp.StatusCode, body)
 	}
 	eventually(t, 5*time.Second, "the client, the download and the pooled upstream", func() bool {
-		return used() == base+1+3+1+1
+		return used() == base+1+2+1+1
 	})
 
 	// Everyone leaves: the abandoned download ends its transfer, and the

@@ -54,9 +54,10 @@ type transfer struct {
 // transferFDs is how many descriptors the transfer of resp holds, which
 // the caller acquires from the budget before newTransfer: the file it
 // reads, if any, and the socket's duplicate with the second duplicate
-// net.FileConn makes while it wraps the first. A transfer outlives its
-// client connection when the client closes mid-body, and gives them back
-// only when its goroutine ends.
+// net.FileConn makes while it wraps the first (run gives that one back
+// once the first is closed). A transfer outlives its client connection
+// when the client closes mid-body, and gives the rest back only when its
+// goroutine ends.
 func transferFDs(resp *handlers.Response) int64 {
 	if resp.File != nil {
 		return 3
@@ -169,6 +170,8 @@ func (x *transfer) run(fd int) error {
 	f := os.NewFile(uintptr(fd), "transfer")
 	nc, err := net.FileConn(f) // duplicates fd again
 	_ = f.Close()
+	x.cs.loop.srv.budget.Release(1) // the second duplicate is all that is left
+	x.fds--
 	if err != nil {
 		return err
 	}
