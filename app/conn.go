@@ -54,6 +54,7 @@ type conn struct {
 	paused      bool  // parsing stopped until the output drains
 	woke        bool  // a Wake for the next batch is pending
 	dead        bool  // gnet closed the connection; touch nothing
+	detached    bool  // a tunnel took the socket over, and the connection's place in the budget
 
 	xfer *transfer // large body being sent off the loop, or waiting to start
 
@@ -445,7 +446,15 @@ func (cs *conn) answer(set *settings, now int64) {
 		case size > int64(set.maxOut):
 			// Too large for the loop's buffers: the head and the body
 			// go out from a goroutine once earlier output drained.
-			x := newTransfer(cs, l.out[mark:], resp, set.write)
+			held := transferFDs(resp)
+			if !l.srv.budget.Acquire(held) {
+				// No descriptors for the transfer: 503 rather than a
+				// body the loop would have to buffer whole.
+				size = cs.answerInstead(&head, mark, 503)
+				closeConn = true
+				break
+			}
+			x := newTransfer(cs, l.out[mark:], resp, set.write, held)
 			l.out = l.out[:mark]
 			cs.xfer = x
 			resp.File = nil // the transfer owns it now
@@ -453,12 +462,7 @@ func (cs *conn) answer(set *settings, now int64) {
 			if err := cs.appendFileBody(resp, size); err != nil {
 				// The file changed or failed under us: answer 500
 				// rather than a body that does not match its head.
-				l.out = l.out[:mark]
-				ctx.Resp.Reset()
-				ctx.Error(500)
-				head.Status, head.Headers, head.ContentLength, head.Close = 500, ctx.Resp.Headers, int64(len(ctx.Resp.Body)), true
-				l.out = codec.AppendResponseHead(l.out, &head)
-				l.out = append(l.out, ctx.Resp.Body...)
+				size = cs.answerInstead(&head, mark, 500)
 				closeConn = true
 			}
 		case len(body) <= inlineBody:
@@ -544,6 +548,21 @@ func (cs *conn) flush() {
 	l.stats.BytesOut.Add(uint64(total))
 	l.out = l.out[:0]
 	l.bodies = l.bodies[:0]
+}
+
+// answerInstead replaces the response whose head was rendered at mark of
+// the loop's output with the fixed error response for status, closing
+// the connection after it, and returns the new body's size. The
+// response's File, if any, is closed.
+func (cs *conn) answerInstead(head *codec.ResponseHead, mark, status int) int64 {
+	l := cs.loop
+	ctx := &cs.ctx
+	l.out = l.out[:mark]
+	ctx.Error(status)
+	head.Status, head.Headers, head.ContentLength, head.Close = status, ctx.Resp.Headers, int64(len(ctx.Resp.Body)), true
+	l.out = codec.AppendResponseHead(l.out, head)
+	l.out = append(l.out, ctx.Resp.Body...)
+	return head.ContentLength
 }
 
 // check runs on the loop from the sweep. It enforces the timeouts, moves

@@ -25,6 +25,7 @@ type loop struct {
 	tlsLent *tlsConn  // the connection whose plain aliases tlsIn, or nil
 	sweepFn gnet.Runnable
 	victims []*conn // scratch for the sweep
+	refused []byte  // the 503 of a connection refused in OnOpen (budget.go)
 	stats   Stats
 	view    *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"gale/cache"
 	"gale/codec"
 	"gale/config"
+	"gale/fds"
 	"gale/handlers"
 )
 
@@ -42,13 +42,28 @@ type settings struct {
 	readBody     int64
 	idle         int64
 	write        int64
-	maxOut       int // server.max_buffered_output
+	maxOut       int   // server.max_buffered_output
+	dirs         int64 // descriptors the router holds (static roots), counted in the budget
 }
 
+// compile builds the settings of cfg outside a server (tests): nothing is
+// counted in a descriptor budget.
 func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg))...)
+	return compileBudget(cfg, nil, opts...)
+}
+
+// compileBudget builds the settings of cfg, counting the descriptors its
+// router holds open in b (it fails when b has no room for them) and
+// giving b to the proxy routes.
+func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*settings, error) {
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
 	if err != nil {
 		return nil, err
+	}
+	dirs := int64(rt.OpenDirs())
+	if !b.Acquire(dirs) {
+		_ = rt.Close()
+		return nil, fmt.Errorf("server: no descriptors left for the %d root directories of static routes", dirs)
 	}
 	s := &settings{
 		cfg:    cfg,
@@ -63,6 +78,7 @@ func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
 		idle:       int64(cfg.Server.Timeouts.Idle),
 		write:      int64(cfg.Server.Timeouts.Write),
 		maxOut:     cfg.Server.MaxBufferedOutput,
+		dirs:       dirs,
 	}
 	if cfg.Server.ServerHeader != "" {
 		s.serverHeader = []byte(cfg.Server.ServerHeader)
@@ -86,11 +102,11 @@ func Check(cfg *config.Config) error {
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	log      *slog.Logger
-	set      atomic.Pointer[settings]
-	access   *accessLog // nil when the access log is off
-	addrs    []string   // resolved "host:port" per listener
-	maxConns int64
+	log    *slog.Logger
+	set    atomic.Pointer[settings]
+	access *accessLog  // nil when the access log is off
+	addrs  []string    // resolved "host:port" per listener
+	budget *fds.Budget // every descriptor held, and client connections (budget.go)
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -101,7 +117,7 @@ type Server struct {
 	loopList atomic.Pointer[[]*loop]
 	loopMu   sync.Mutex // guards registration into loopList
 
-	open     atomic.Int64 // connections open across loops (for limits.connections and stop)
+	open     atomic.Int64 // client connections open in gnet across loops (for stop)
 	draining atomic.Bool
 
 	px proxyLoops // the proxy state of each loop (upstream.go)
@@ -116,13 +132,20 @@ type Server struct {
 // resolves every listen address (port 0 becomes a free port) and refuses
 // addresses that another process already listens on.
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
-	files := newFileCache(cfg)
-	set, err := compile(cfg, handlers.WithCache(files))
+	budget, warn, err := newBudget(int64(raiseFileLimit()), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		log.Warn(warn)
+	}
+	files := newFileCache(cfg, budget)
+	set, err := compileBudget(cfg, budget, handlers.WithCache(files))
 	if err != nil {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, budget: budget}
 	s.set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
@@ -134,13 +157,6 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	if err := s.setupListeners(cfg); err != nil {
 		return nil, err
-	}
-	fdLimit := raiseFileLimit()
-	s.maxConns = int64(cfg.Server.Limits.Connections)
-	if s.maxConns <= 0 {
-		// Leave room for listeners, log files, cached file handles and
-		// descriptors duplicated for off-loop transfers.
-		s.maxConns = int64(fdLimit) * 3 / 4
 	}
 	if cfg.AccessLog.Path != "" {
 		s.access, err = openAccessLog(cfg.AccessLog)
@@ -173,10 +189,7 @@ func (s *Server) Run() error {
 	if sc.TCPNoDelay {
 		nodelay = gnet.TCPNoDelay
 	}
-	loops := sc.EventLoops
-	if loops <= 0 {
-		loops = runtime.NumCPU()
-	}
+	loops := loopCount(sc)
 	spareProc(loops)
 	opts := []gnet.Option{
 		gnet.WithMulticore(loops > 1),
@@ -231,7 +244,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // timeouts and the Server header. Settings that need new listeners or a new
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
-	set, err := compile(cfg, handlers.WithCache(s.files))
+	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files))
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +254,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	} else {
 		tlsNotes, err := s.reloadTLS(cfg)
 		if err != nil {
+			s.retire(set)
 			return nil, err
 		}
 		notes = append(notes, tlsNotes...)
@@ -263,8 +277,15 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	// Loops load the settings once per OnTraffic call and finish with
 	// them before they return, so after a grace period nothing uses the
 	// old router: release the directories its static routes hold open.
-	time.AfterFunc(5*time.Second, func() { _ = prev.router.Close() })
+	time.AfterFunc(5*time.Second, func() { s.retire(prev) })
 	return notes, nil
+}
+
+// retire closes what a replaced router holds and gives its descriptors
+// back to the budget.
+func (s *Server) retire(set *settings) {
+	_ = set.router.Close()
+	s.budget.Release(set.dirs)
 }
 
 func listenAddrs(c *config.Config) []string {
@@ -327,6 +348,7 @@ func (s *Server) Stats() StatsSnapshot {
 	for _, l := range s.loopSlice() {
 		l.stats.addTo(&d)
 	}
+	d.Budget = s.budget.Snapshot()
 	return d
 }
 
@@ -362,9 +384,8 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	l := s.loopFor(c.EventLoop())
-	if s.draining.Load() || s.open.Load() >= s.maxConns {
-		l.stats.Rejected.Add(1)
-		return nil, gnet.Close
+	if s.draining.Load() || !s.admit() {
+		return s.refuse(c, l)
 	}
 	s.open.Add(1)
 	l.open(c)
@@ -381,6 +402,7 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	if cs, ok := c.Context().(*conn); ok {
 		cs.loop.closed(cs)
 		s.open.Add(-1)
+		s.leave(cs)
 	}
 	return gnet.None
 }

@@ -354,7 +354,11 @@ server:
 	}
 	c := ts.dial()
 	fmt.Fprint(c, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-	expectClosed(t, c)
+	br := bufio.NewReader(c)
+	if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 503 || !resp.Close {
+		t.Fatalf("over the limit: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, br)
 }
 
 // writeBigFile writes n pseudo-random bytes and returns their hash.

@@ -55,7 +55,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := newFileCache(cfg)
+	files := newFileCache(cfg, nil)
 	defer files.Close()
 	set, err := compile(cfg, handlers.WithCache(files))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"gale/cache"
 	"gale/config"
+	"gale/fds"
 	"gale/handlers"
 )
 
@@ -43,9 +44,12 @@ type cacheResult struct {
 	err error
 }
 
-// newFileCache makes the server's file cache.
-func newFileCache(cfg *config.Config) *cache.Cache {
-	return cache.New(cache.FromConfig(cfg.Cache))
+// newFileCache makes the server's file cache, which counts the files it
+// keeps open for queued loads in b.
+func newFileCache(cfg *config.Config, b *fds.Budget) *cache.Cache {
+	o := cache.FromConfig(cfg.Cache)
+	o.Budget = b
+	return cache.New(o)
 }
 
 // cacheNotes reports cache settings a reload cannot change.

@@ -87,7 +87,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, draining := range []bool{false, true} {
-		files := newFileCache(cfg)
+		files := newFileCache(cfg, nil)
 		set, err := compile(cfg, handlers.WithCache(files))
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,10 @@
 package app
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"gale/fds"
+)
 
 // Stats are one event loop's counters. Only the owning loop writes them;
 // any goroutine may read them (atomics keep the reads race-free, and an
@@ -14,7 +18,7 @@ type Stats struct {
 	BytesIn     atomic.Uint64    // request bytes consumed
 	BytesOut    atomic.Uint64    // response bytes handed to the socket layer
 	TimedOut    atomic.Uint64    // connections closed by a timeout
-	Rejected    atomic.Uint64    // connections refused by limits.connections, while stopping, or beyond a client address's share of TLS handshakes
+	Rejected    atomic.Uint64    // connections refused by the descriptor budget, limits.connections, while stopping, or beyond a client address's share of TLS handshakes
 	ParseErrors atomic.Uint64    // requests answered with a codec error
 }
 
@@ -23,6 +27,7 @@ type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
+	Budget                                                                 fds.Snapshot // the descriptor budget, process-wide
 }
 
 func (s *Stats) addTo(d *StatsSnapshot) {

@@ -45,23 +45,40 @@ type transfer struct {
 	file    *os.File            // what file regions are read from; nil when there are none
 	entry   *cache.Entry        // the cache entry in-memory pieces alias, pinned; nil for none
 	write   time.Duration
+	fds     int64 // descriptors counted in the budget for it (transferFDs)
 	started bool
 	done    atomic.Bool
 	err     error
 }
 
+// transferFDs is how many descriptors the transfer of resp holds, which
+// the caller acquires from the budget before newTransfer: the file it
+// reads, if any, and the socket's duplicate with the second duplicate
+// net.FileConn makes while it wraps the first (run gives that one back
+// once the first is closed). A transfer outlives its client connection
+// when the client closes mid-body, and gives the rest back only when its
+// goroutine ends.
+func transferFDs(resp *handlers.Response) int64 {
+	if resp.File != nil {
+		return 3
+	}
+	return 2
+}
+
 // newTransfer prepares the transfer of resp's body behind head. It takes
-// over resp.File (the caller clears it) and pins resp.Entry. In-memory
-// pieces up to inlineBody bytes (multipart boundaries, which may live in
-// the request's scratch memory) are copied; larger ones alias immutable
-// memory (cached bodies) and are referenced.
-func newTransfer(cs *conn, head []byte, resp *handlers.Response, write int64) *transfer {
+// over resp.File (the caller clears it), pins resp.Entry, and owns the fds
+// descriptors acquired for it. In-memory pieces up to inlineBody bytes
+// (multipart boundaries, which may live in the request's scratch memory)
+// are copied; larger ones alias immutable memory (cached bodies) and are
+// referenced.
+func newTransfer(cs *conn, head []byte, resp *handlers.Response, write, fds int64) *transfer {
 	x := &transfer{
 		cs:    cs,
 		head:  bytes.Clone(head),
 		file:  resp.File,
 		entry: resp.Entry,
 		write: time.Duration(write),
+		fds:   fds,
 	}
 	switch {
 	case resp.Parts != nil:
@@ -101,8 +118,9 @@ func copyParts(ps []handlers.BodyPart) []handlers.BodyPart {
 
 func (x *transfer) finished() bool { return x.done.Load() }
 
-// release closes the file and unpins the entry; it runs once, when the
-// transfer ended or was abandoned.
+// release closes the file, unpins the entry and gives the descriptors
+// back to the budget; it runs once, when the transfer ended (its
+// duplicates are closed by then) or was abandoned.
 func (x *transfer) release() {
 	if x.file != nil {
 		_ = x.file.Close()
@@ -111,6 +129,8 @@ func (x *transfer) release() {
 		x.entry.Release()
 		x.entry = nil
 	}
+	x.cs.loop.srv.budget.Release(x.fds)
+	x.fds = 0
 }
 
 // abandon releases a transfer that never started.
@@ -150,6 +170,8 @@ func (x *transfer) run(fd int) error {
 	f := os.NewFile(uintptr(fd), "transfer")
 	nc, err := net.FileConn(f) // duplicates fd again
 	_ = f.Close()
+	x.cs.loop.srv.budget.Release(1) // the second duplicate is all that is left
+	x.fds--
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/config"
+	"gale/fds"
 	"gale/handlers"
 	"gale/proxy"
 )
@@ -24,11 +25,12 @@ import (
 // while the proxy works: the connection parses nothing further until
 // ProxyFinish, then resumes on the same loop.
 
-// proxyOption gives handlers.Build the factory of proxy routes.
-func proxyOption(cfg *config.Config) handlers.Option {
+// proxyOption gives handlers.Build the factory of proxy routes, which
+// count their descriptors in b.
+func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	loops := cfg.Server.EventLoops
 	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
-		return proxy.New(rt, proxy.Options{Loops: loops})
+		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})
 	})
 }
 
@@ -264,6 +266,14 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	l.stats.BytesOut.Add(uint64(r.BytesOut))
 	cs.record(&px.logRec, r.Status, r.BodyBytes, now) // the copy made by proxyStart
 	cs.lastActive = now
+	if r.Detach {
+		// The tunnel holds the connection's place in the budget from
+		// now, and leaves it when it ends.
+		if cs.dead {
+			l.srv.budget.Rejoin() // OnClose gave it back already
+		}
+		cs.detached = true
+	}
 	if cs.dead {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gale/config"
+	"gale/fds"
 )
 
 // Sentinel errors.
@@ -31,6 +32,7 @@ type Options struct {
 	NegativeTTL  time.Duration // how long a negative result is kept; 0 = 1s; < 0 = not kept
 	Workers      int           // loader and compressor goroutines; 0 = GOMAXPROCS/2, at least 1, at most 4 (each holds about 20 MiB of compressor state while compressing)
 	QueueLen     int           // pending jobs per queue (loads, compression) before ErrBusy; 0 = 1024
+	Budget       *fds.Budget   // counts the files kept open while their load waits in the queue; nil counts nothing
 
 	// Now returns a monotonic clock in nanoseconds. nil: the process's
 	// monotonic clock (no system call on Linux, via the vDSO). Tests set it.
@@ -109,6 +111,7 @@ type Cache struct {
 	loads, evictions, revalidations, changes, sidecars, uncached atomic.Uint64
 	compressions                                                 [numEncodings]atomic.Uint64
 
+	budget  *fds.Budget // descriptors of the files queued loads hold
 	loadq   chan *loadJob
 	varq    chan *Entry
 	quit    chan struct{}
@@ -153,6 +156,7 @@ func New(o Options) *Cache {
 		negTTL:     max(int64(o.NegativeTTL), 0),
 		clock:      o.Now,
 		loadHook:   o.loadHook,
+		budget:     o.Budget,
 		nodes:      make(map[string]*node),
 		flights:    make(map[string]*flight),
 		loadq:      make(chan *loadJob, o.QueueLen),
@@ -182,9 +186,7 @@ func (c *Cache) Close() {
 	for {
 		select {
 		case j := <-c.loadq:
-			if j.f != nil {
-				_ = j.f.Close()
-			}
+			c.dropFile(j)
 			c.finish(j.key, nil, ErrClosed, -1)
 			c.pending.Add(-1)
 		case <-c.varq:

@@ -48,6 +48,35 @@ type loadJob struct {
 	prof      *Profile
 	f         *os.File    // opened by the caller; nil: the worker opens
 	fi        fs.FileInfo // f's fstat
+	held      bool        // f is counted in the cache's descriptor budget
+}
+
+// queueFile lets a queued job keep the file its caller opened, when the
+// descriptor budget has room for it while the job waits; otherwise the
+// file is closed and the worker opens it again.
+func (c *Cache) queueFile(j *loadJob, f *os.File, fi fs.FileInfo) {
+	if !c.budget.Acquire(1) {
+		_ = f.Close()
+		return
+	}
+	j.f, j.fi, j.held = f, fi, true
+}
+
+// dropFile closes the file of a job that will not run.
+func (c *Cache) dropFile(j *loadJob) {
+	if j.f != nil {
+		_ = j.f.Close()
+		j.f = nil
+	}
+	c.fileDone(j)
+}
+
+// fileDone gives back the descriptor of a job's file once it is closed.
+func (c *Cache) fileDone(j *loadJob) {
+	if j.held {
+		j.held = false
+		c.budget.Release(1)
+	}
 }
 
 // Load reads what r's path holds now and makes it key's current entry,
@@ -107,7 +136,7 @@ func (c *Cache) load(r *Request) (*Entry, *node, error) {
 	}
 	f, fi, err := openFile(r.Profile, path)
 	if err == nil && fi.Mode().IsRegular() && fi.Size() > r.SyncMax && !c.large(fi.Size()) {
-		j.f, j.fi = f, fi
+		c.queueFile(j, f, fi)
 		return nil, nil, c.submit(j, r.Done)
 	}
 	e, keep, err := c.build(j, f, fi, err)
@@ -168,9 +197,7 @@ func (c *Cache) submit(j *loadJob, done Done) error {
 	}
 	c.mu.Unlock()
 	if err != ErrPending {
-		if j.f != nil {
-			_ = j.f.Close()
-		}
+		c.dropFile(j)
 		c.finish(j.key, nil, err, mine)
 	}
 	return err
@@ -203,7 +230,8 @@ func (c *Cache) runLoad(j *loadJob) {
 	if f == nil {
 		f, fi, err = openFile(j.prof, j.path)
 	}
-	e, keep, err := c.build(j, f, fi, err)
+	e, keep, err := c.build(j, f, fi, err) // closes f
+	c.fileDone(j)
 	c.keep(j.key, e, keep, c.maxFile)
 	c.finish(j.key, e, err, -1)
 }

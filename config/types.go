@@ -85,7 +85,7 @@ type Limits struct {
 	RequestLine int   // bytes, default 8 KiB; always positive
 	HeaderBytes int   // bytes, default 16 KiB; always positive
 	BodyBytes   int64 // bytes, default 10 MiB; always positive
-	Connections int   // 0 = up to the process fd limit
+	Connections int   // client connections open at once, tunnels included; 0 = as many as the descriptor budget allows
 }
 
 // Timeouts are all positive after defaults.

@@ -329,6 +329,10 @@ func (rt *Router) Close() error {
 	return errors.Join(errs...)
 }
 
+// OpenDirs is how many descriptors the Router holds open until Close: the
+// root directory of each static route.
+func (rt *Router) OpenDirs() int { return rt.statics }
+
 // Routes returns every compiled route in file order. The slice is shared:
 // do not modify it.
 func (rt *Router) Routes() []*Route { return rt.routes }

@@ -252,8 +252,20 @@ func (ex *exchange) attach(uc *UpstreamConn) {
 	ex.lastReused = uc.reused
 }
 
-// dialNew starts a new connection to the current upstream.
+// dialFDs is what a new upstream connection acquires from the descriptor
+// budget: its own descriptor, and the duplicate gnet's Enroll makes
+// before it closes the dialed one (netDial gives that back).
+const dialFDs = 2
+
+// dialNew starts a new connection to the current upstream. When the
+// descriptor budget is spent it dials nothing and sets fault to 503 (the
+// request reached no upstream; RFC 9110 section 15.6.4).
 func (ex *exchange) dialNew(now int64) {
+	if !ex.h.budget.Acquire(dialFDs) {
+		ex.fault, ex.why = 503, errBudget.Error()
+		ex.refused()
+		return
+	}
 	p := ex.pool
 	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing}
 	p.conns++

@@ -12,6 +12,7 @@ import (
 
 	"gale/codec"
 	"gale/config"
+	"gale/fds"
 	"gale/handlers"
 )
 
@@ -82,13 +83,14 @@ type Result struct {
 	BytesOut  int64 // every byte written to the client for this request
 	Close     bool  // close the connection once its output drained
 	Unread    bool  // request bytes may be left unread (Close is set): linger while closing, so they do not turn the close into a reset
-	Detach    bool  // the socket now belongs to a tunnel: close the gnet connection at once, without shutdown or lingering
+	Detach    bool  // the socket now belongs to a tunnel: close the gnet connection at once, without shutdown or lingering; the tunnel takes over the client's place in the budget (fds.Budget.Join) and leaves it when it ends
 	At        int64 // when the response ended (unix ns), read by the proxy already
 }
 
 // Options are what a Handler needs besides its route.
 type Options struct {
-	Loops int // event loops of the server (per-loop state is sized for them); 0 = 1
+	Loops  int         // event loops of the server (per-loop state is sized for them); 0 = 1
+	Budget *fds.Budget // counts upstream connections, off-loop copies and tunnels; nil counts nothing
 }
 
 // Handler forwards the requests of one proxy route. It is immutable after
@@ -109,6 +111,8 @@ type Handler struct {
 	idleTimeout    int64
 
 	rr []rrSlot // round-robin positions, one per loop
+
+	budget *fds.Budget // the server's descriptor budget (budget.go); nil counts nothing
 
 	log      atomic.Pointer[slog.Logger]
 	checkers checkers
@@ -153,6 +157,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		headerTimeout:  int64(pc.Timeouts.ResponseHeader),
 		idleTimeout:    int64(pc.Timeouts.Idle),
 		rr:             make([]rrSlot, loops),
+		budget:         opts.Budget,
 	}
 	switch {
 	case pc.StripPrefix:

@@ -37,6 +37,8 @@ type Loop struct {
 	resp  handlers.Response // carries hdrs through the route's response rules
 	rng   uint64
 
+	budgetLogAt int64 // when the spent budget was last logged (budget.go)
+
 	sweepFn gnet.Runnable
 	Stats   Stats
 }
@@ -58,14 +60,16 @@ type Stats struct {
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
 	Held      atomic.Uint64 // responses whose relaying waited for a client that fell behind in the loop
 	Cut       atomic.Uint64 // held responses cut off: the upstream ran MaxHeldResponse ahead
+	Refused   atomic.Uint64 // requests answered 503 because no descriptor was left for a new upstream connection
+	Deferred  atomic.Uint64 // off-loop copies put off because no descriptor was left for the duplicates
 	Open      atomic.Int64  // upstream connections open in gnet now (pooled or in use)
 	Load      atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls, Held, Cut uint64
-	Open, Load                                                                                                        int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
+	Open, Load                                                                                                                           int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -83,6 +87,8 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Reenrolls += s.Reenrolls.Load()
 	d.Held += s.Held.Load()
 	d.Cut += s.Cut.Load()
+	d.Refused += s.Refused.Load()
+	d.Deferred += s.Deferred.Load()
 	d.Open += s.Open.Load()
 	d.Load += s.Load.Load()
 }
@@ -122,7 +128,9 @@ func (lp *Loop) SweepRunnable() gnet.Runnable { return lp.sweepFn }
 
 // SetDial replaces how the loop makes new upstream connections, for tests
 // that drive connections by hand: f must eventually lead either to uc's
-// OnOpen (on this loop) or to DialFailed.
+// OnOpen (on this loop) or to DialFailed. Such tests run without a
+// descriptor budget (netDial gives back one of the two descriptors a dial
+// acquires).
 func (lp *Loop) SetDial(f func(uc *UpstreamConn)) { lp.dial = f }
 
 // rand is xorshift64*: cheap, per loop, good enough to pick two upstreams.
@@ -360,6 +368,7 @@ func (uc *UpstreamConn) OnOpen(c gnet.Conn) {
 func (uc *UpstreamConn) DialFailed(err error) {
 	lp := uc.lp
 	lp.Stats.DialFails.Add(1)
+	uc.pool.up.h.budget.Release(1) // the connection's descriptor, acquired with the dial
 	if uc.state == ucClosed {
 		return
 	}
@@ -393,6 +402,7 @@ func (uc *UpstreamConn) OnTraffic(c gnet.Conn) gnet.Action {
 // an error, or us).
 func (uc *UpstreamConn) OnClose(c gnet.Conn, err error) {
 	uc.lp.Stats.Open.Add(-1)
+	uc.pool.up.h.budget.Release(1) // the connection's descriptor, acquired with the dial
 	prev := uc.state
 	uc.state = ucClosed
 	if prev == ucIdle {
@@ -409,11 +419,15 @@ func (uc *UpstreamConn) OnClose(c gnet.Conn, err error) {
 
 // netDial connects in a goroutine with the route's connect timeout and
 // enrolls the connection into the loop, with uc as its context. A failure
-// comes back to the loop as DialFailed.
+// comes back to the loop as DialFailed. Of the two descriptors dialNew
+// acquired (dialFDs), netDial gives back the one that lives while gnet's
+// Enroll holds both the dialed descriptor and its duplicate, once Enroll
+// closed the dialed one; the other is the connection's.
 func (lp *Loop) netDial(uc *UpstreamConn) {
 	u := uc.pool.up
 	timeout := time.Duration(u.h.connectTimeout)
 	el := lp.el
+	b := u.h.budget
 	go func() {
 		d := net.Dialer{Timeout: timeout}
 		nc, err := d.Dial(u.network, u.address)
@@ -426,6 +440,7 @@ func (lp *Loop) netDial(uc *UpstreamConn) {
 				err = res.Err
 			}
 		}
+		b.Release(1) // Enroll has closed nc by the time its result arrives
 		if err != nil {
 			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 				uc.DialFailed(err)

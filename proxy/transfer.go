@@ -13,6 +13,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/codec"
+	"gale/fds"
 )
 
 // This file moves bytes off the loop. gnet reads every readable socket
@@ -50,7 +51,8 @@ type transfer struct {
 	remaining int64            // Content-Length bytes left
 	dechunk   bool
 
-	upPrefix, clPrefix []byte // tunnel: bytes read by gnet before the tunnel began
+	upPrefix, clPrefix []byte      // tunnel: bytes read by gnet before the tunnel began
+	budget             *fds.Budget // tunnel: the budget whose client place it holds
 
 	write, read time.Duration // no-progress limits (tunnel: read is the idle time)
 
@@ -86,22 +88,35 @@ func (x *transfer) abort() {
 // returns the action for the upstream's OnTraffic.
 func (ex *exchange) leaveLoop() gnet.Action {
 	uc := ex.uc
+	b := ex.h.budget
+	if !b.Acquire(2) {
+		// No descriptors for the duplicates now: stay on the loop and
+		// try again on the upstream's next event.
+		ex.lp.Stats.Deferred.Add(1)
+		ex.debug("cannot leave the loop yet", errBudget.Error())
+		return gnet.None
+	}
 	cl, err := ex.cl.ProxyDup()
 	var up net.Conn
 	if err == nil {
+		cl = track(b, cl)
 		var fd int
 		if fd, err = uc.c.Dup(); err == nil {
 			up, err = fdConn(fd)
 		}
 		if err != nil {
 			_ = cl.Close()
+			b.Release(1)
 		}
+	} else {
+		b.Release(2)
 	}
 	if err != nil {
 		ex.noHandoff = true
 		ex.debug("cannot leave the loop; relaying in it", err.Error())
 		return gnet.None
 	}
+	up = track(b, up)
 	x := &transfer{
 		up:        up,
 		cl:        cl,
@@ -161,7 +176,9 @@ func (ex *exchange) handoffDone() {
 	}
 	ex.rstate = rsDone
 	if ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() {
-		ex.reenroll(x.up)
+		if nc, ok := handBack(x.up); ok {
+			ex.reenroll(nc)
+		}
 	} else {
 		_ = x.up.Close()
 	}
@@ -170,7 +187,16 @@ func (ex *exchange) handoffDone() {
 
 // reenroll gives a connection whose response ended cleanly off the loop
 // back to gnet and to the pool (through OnOpen, like a new connection).
+// nc's descriptor is counted in the budget and becomes the connection's;
+// Enroll's duplicate needs one more until gnet closed nc, and without it
+// the connection is closed instead.
 func (ex *exchange) reenroll(nc net.Conn) {
+	b := ex.h.budget
+	if !b.Acquire(1) {
+		_ = nc.Close()
+		b.Release(1)
+		return
+	}
 	p := ex.pool
 	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing, reused: true}
 	p.conns++
@@ -178,12 +204,15 @@ func (ex *exchange) reenroll(nc net.Conn) {
 	if err != nil {
 		_ = nc.Close()
 		p.conns--
+		b.Release(2)
 		return
 	}
 	ex.lp.Stats.Reenrolls.Add(1)
 	el := ex.lp.el
 	go func() {
-		if res, ok := <-ch; ok && res.Err != nil {
+		res, ok := <-ch
+		b.Release(1) // Enroll has closed nc
+		if ok && res.Err != nil {
 			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 				uc.DialFailed(res.Err)
 				return nil
@@ -322,12 +351,10 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 		x.clPrefix = append([]byte(nil), b...)
 	}
 	ex.cl.ProxyConsume(-1)
-	upFd, err := uc.c.Dup()
-	if err == nil {
-		x.up, err = fdConn(upFd)
-	}
-	if err == nil {
-		x.cl, err = ex.cl.ProxyDup()
+	b := ex.h.budget
+	err := errBudget
+	if b.Acquire(2) {
+		err = x.dupBoth(b, uc, ex.cl)
 	}
 	ex.dropConn(false)
 	uc.state = ucClosed
@@ -339,12 +366,10 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 		}
 	}
 	if err != nil {
-		if x.up != nil {
-			_ = x.up.Close()
-		}
 		ex.finishTruncated("tunnel: " + err.Error())
 		return act
 	}
+	x.budget = b
 	ex.lp.Stats.Tunnels.Add(1)
 	x.started = true
 	go x.runTunnel()
@@ -355,10 +380,36 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	return act
 }
 
+// dupBoth makes the tunnel's duplicates of both sockets, each counted as
+// one of the two descriptors the caller acquired from b. On failure it
+// closes what it made and gives back the rest.
+func (x *transfer) dupBoth(b *fds.Budget, uc *UpstreamConn, cl Client) error {
+	upFd, err := uc.c.Dup()
+	var up net.Conn
+	if err == nil {
+		up, err = fdConn(upFd)
+	}
+	if err != nil {
+		b.Release(2)
+		return err
+	}
+	x.up = track(b, up)
+	c, err := cl.ProxyDup()
+	if err != nil {
+		_ = x.up.Close()
+		b.Release(1)
+		return err
+	}
+	x.cl = track(b, c)
+	return nil
+}
+
 // runTunnel copies both ways until either side closes, errs, or no byte
-// moved either way for the idle time.
+// moved either way for the idle time. Then the tunnel leaves the client's
+// place in the budget, which it took over from the client connection.
 func (x *transfer) runTunnel() {
 	defer x.done.Store(true)
+	defer x.budget.Leave()
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	pipe := func(dst, src net.Conn, prefix []byte) {

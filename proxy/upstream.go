@@ -127,8 +127,12 @@ func (hc *healthChecker) run() {
 }
 
 func (hc *healthChecker) check() {
-	status, err := hc.probe()
 	u := hc.u
+	if !u.h.budget.Acquire(1) {
+		return // no descriptor for a probe now: neither a pass nor a failure
+	}
+	status, err := hc.probe()
+	u.h.budget.Release(1)
 	ok := err == nil && status == hc.conf.ExpectStatus
 	if ok {
 		hc.fails = 0

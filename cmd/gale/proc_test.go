@@ -66,7 +66,15 @@ var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 // still running.
 func startGale(t *testing.T, args ...string) *galeProc {
 	t.Helper()
-	p := &galeProc{cmd: exec.Command(galeBinary(t), args...), stderr: &lockedBuffer{}}
+	return startCommand(t, exec.Command(galeBinary(t), args...))
+}
+
+// startCommand runs cmd, which runs the binary (through a wrapper such as
+// prlimit that execs it), and waits like startGale.
+func startCommand(t *testing.T, cmd *exec.Cmd) *galeProc {
+	t.Helper()
+	args := cmd.Args[1:]
+	p := &galeProc{cmd: cmd, stderr: &lockedBuffer{}}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

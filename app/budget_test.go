@@ -1,0 +1,219 @@
+package app
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gale/config"
+)
+
+// eventually polls cond every 10 ms for up to d (a failsafe: cond waits
+// on a counter).
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBudgetCountsUpstreamsAndTransfers: upstream connections and
+// off-loop transfers hold descriptors of the budget. A large download
+// that the client does not read holds its file and the socket's
+// duplicates while it waits; with the budget spent, a proxied request
+// that needs a new upstream connection is answered 503 without a dial, a
+// large file that needs a transfer is answered 503, and a new client
+// connection is answered 503 and closed. With room again the same
+// requests are served, and once every client left and the upstream
+// closed its pooled connection, the count is back where it started.
+func TestBudgetCountsUpstreamsAndTransfers(t *testing.T) {
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "ok\n")
+	}))
+	defer up.Close()
+	ts := startServer(t, fmt.Sprintf(`
+server: {event_loops: 1, max_buffered_output: 64KiB}
+routes:
+  - path: /api/
+    proxy: {to: [%q]}
+  - path: /
+    static: {root: ./site}
+`, strings.TrimPrefix(up.URL, "http://")), map[string]string{"small.txt": "small\n"})
+	writeBigFile(t, filepath.Join(ts.dir, "site", "big.bin"), 8<<20)
+	budget := ts.srv.budget
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	base := used()
+	if base != 1 {
+		t.Fatalf("at start %d descriptors counted; want 1 (the static root)", base)
+	}
+
+	// A download that is not read holds the client, its file and the
+	// socket's duplicates.
+	a := ts.dial()
+	_ = a.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprint(a, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, 5*time.Second, "the download's descriptors", func() bool { return used() == base+1+2 })
+
+	// Spend the budget: the next client takes the last descriptor.
+	budget.SetLimit(used() + 1)
+	b := ts.dial()
+	bb := bufio.NewReader(b)
+	fmt.Fprint(b, "GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := readResponse(t, bb, "GET"); resp.StatusCode != 503 {
+		t.Fatalf("proxied request with the budget spent: %d; want 503", resp.StatusCode)
+	}
+	if s := ts.srv.ProxyStats(); s.Refused != 1 || s.Dials != 0 {
+		t.Fatalf("refused %d, dials %d; want 1 and 0", s.Refused, s.Dials)
+	}
+	fmt.Fprint(b, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := readResponse(t, bb, "GET"); resp.StatusCode != 503 || !resp.Close {
+		t.Fatalf("large file with the budget spent: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, bb)
+	eventually(t, 5*time.Second, "the refused client's descriptor back", func() bool { return used() == base+1+2 })
+	budget.SetLimit(used())
+	c := ts.dial()
+	fmt.Fprint(c, "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+	cb := bufio.NewReader(c)
+	if resp, _ := readResponse(t, cb, "GET"); resp.StatusCode != 503 || !resp.Close {
+		t.Fatalf("new client with the budget spent: %d, close %v; want 503 and close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, cb)
+	if st := ts.srv.Stats(); st.Rejected == 0 || st.Budget.Refused == 0 {
+		t.Fatalf("rejected %d, refused %d", st.Rejected, st.Budget.Refused)
+	}
+
+	// Room again: served, and the pooled upstream connection stays
+	// counted.
+	budget.SetLimit(1 << 20)
+	d := ts.dial()
+	db := bufio.NewReader(d)
+	fmt.Fprint(d, "GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := readResponse(t, db, "GET"); resp.StatusCode != 200 || body != "ok\n" {
+		t.Fatalf("proxied request with room: %d %q", resp.StatusCode, body)
+	}
+	eventually(t, 5*time.Second, "the client, the download and the pooled upstream", func() bool {
+		return used() == base+1+2+1+1
+	})
+
+	// Everyone leaves: the abandoned download ends its transfer, and the
+	// upstream's close ends the pooled connection.
+	a.Close()
+	d.Close()
+	eventually(t, 10*time.Second, "the clients' descriptors back", func() bool { return used() == base+1 })
+	up.CloseClientConnections()
+	eventually(t, 5*time.Second, "the starting count", func() bool {
+		s := ts.srv.Stats()
+		return s.Budget.Used == base && s.Budget.Conns == 0 && s.Open == 0
+	})
+	if hits.Load() != 1 {
+		t.Fatalf("upstream requests %d; want 1", hits.Load())
+	}
+}
+
+// TestReloadGivesRootsBack: a reload counts the new routes' root
+// directories at once and gives the old ones back after the grace
+// period; a reload without room for its roots is refused and the running
+// config stays.
+func TestReloadGivesRootsBack(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, siteConfig, siteFiles)
+	cfg, err := config.Load(filepath.Join(ts.dir, "gale.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	if used() != 1 {
+		t.Fatalf("at start %d descriptors; want 1 (the static root)", used())
+	}
+	ts.srv.budget.SetLimit(used())
+	if _, err := ts.srv.Reload(cfg); err == nil || !strings.Contains(err.Error(), "no descriptors left") {
+		t.Fatalf("reload without room: %v", err)
+	}
+	if used() != 1 {
+		t.Fatalf("a refused reload holds %d descriptors; want 1", used())
+	}
+	ts.srv.budget.SetLimit(1 << 20)
+	if _, err := ts.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if used() != 2 {
+		t.Fatalf("during the grace period %d descriptors; want 2 (old and new roots)", used())
+	}
+	eventually(t, 15*time.Second, "the old root given back", func() bool { return used() == 1 })
+	resp, err := http.Get(ts.url("/a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("after reloads: %d", resp.StatusCode)
+	}
+}
+
+// The headroom reserves, per loop and listener, the listener copy and
+// one accepted connection with reuse_port; without it a whole backlog per
+// listener, or a warning when the limit cannot hold that.
+func TestHeadroom(t *testing.T) {
+	sc := config.Server{EventLoops: 2, ReusePort: true}
+	if h, warn := headroom(1<<20, sc, 3); h != fixedHeadroom+workerHeadroom+2*loopHeadroom+2*3*2 || warn != "" {
+		t.Fatalf("reuse_port: %d %q", h, warn)
+	}
+	sc.ReusePort = false
+	h, warn := headroom(1<<20, sc, 3)
+	if h != fixedHeadroom+workerHeadroom+2*loopHeadroom+2+3+3*somaxconn() || warn != "" {
+		t.Fatalf("one acceptor: %d %q", h, warn)
+	}
+	if _, warn := headroom(1024, sc, 3); !strings.Contains(warn, "reuse_port") {
+		t.Fatalf("one acceptor under a low limit: no warning")
+	}
+	if _, _, err := newBudget(40, &config.Config{Server: config.Server{EventLoops: 4, ReusePort: true}, Listen: make([]config.Listener, 2)}); err == nil {
+		t.Fatal("a limit below the headroom must refuse to start")
+	}
+}
+
+// TestBudgetCountsProxyHandoffs: a proxied body that leaves the loop for a
+// client that does not read holds the duplicates of both sockets (the
+// upstream's gnet connection is closed), and they are given back when the
+// client leaves.
+func TestBudgetCountsProxyHandoffs(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789abcdef", 1<<20) // 16 MiB
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		io.WriteString(w, big)
+	}))
+	defer up.Close()
+	ts := startServer(t, fmt.Sprintf(`
+server: {event_loops: 1, max_buffered_output: 64KiB}
+routes:
+  - path: /
+    proxy: {to: [%q]}
+`, strings.TrimPrefix(up.URL, "http://")), nil)
+	used := func() int64 { return ts.srv.Stats().Budget.Used }
+	base := used()
+	c := ts.dial()
+	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprint(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, 5*time.Second, "the handoff", func() bool { return ts.srv.ProxyStats().Handoffs == 1 })
+	eventually(t, 5*time.Second, "the client and both duplicates", func() bool { return used() == base+1+2 })
+	c.Close()
+	eventually(t, 5*time.Second, "the starting count", func() bool {
+		s := ts.srv.Stats()
+		return s.Budget.Used == base && s.Budget.Conns == 0
+	})
+}
