@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,4 +217,80 @@ routes:
 		s := ts.srv.Stats()
 		return s.Budget.Used == base && s.Budget.Conns == 0
 	})
+}
+
+// TestProxyHeldWithoutDescriptors: a proxied response whose client falls
+// behind would leave the loop, but the budget has no room for the two
+// duplicates. The response must then be held like one that may not leave
+// the loop (bounded by server.max_buffered_output, cut once the upstream
+// runs a MiB ahead), never relayed into gnet's buffer without bound; and
+// once room is back, the held response leaves the loop and arrives whole.
+func TestProxyHeldWithoutDescriptors(t *testing.T) {
+	t.Parallel()
+	for _, room := range []bool{false, true} {
+		t.Run(fmt.Sprintf("room comes back %v", room), func(t *testing.T) {
+			const size, step = 16 << 20, 64 << 10
+			chunk := strings.Repeat("0123456789abcdef", step/16)
+			var srv atomic.Pointer[Server] // the upstream pauses once gale holds (when room comes back)
+			resume := make(chan struct{})
+			var resumeOnce sync.Once
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(size))
+				for sent := 0; sent < size; sent += step {
+					if s := srv.Load(); room && s != nil && s.ProxyStats().Held >= 1 {
+						<-resume
+					}
+					if _, err := io.WriteString(w, chunk); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+					// Paced (about 64 MB/s), so that what the upstream sent
+					// is what gale read, not megabytes waiting in kernel
+					// buffers that a hold would find in one go.
+					time.Sleep(time.Millisecond)
+				}
+			}))
+			t.Cleanup(up.Close) // after the server stopped: a paused handler may be writing to it
+			ts := startServer(t, fmt.Sprintf(`
+server: {event_loops: 1, max_buffered_output: 64KiB}
+routes:
+  - path: /
+    proxy: {to: [%q]}
+`, strings.TrimPrefix(up.URL, "http://")), nil)
+			srv.Store(ts.srv)
+			t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
+			budget := ts.srv.budget
+			defer budget.SetLimit(1 << 20)
+			conn := ts.dial()
+			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+			eventually(t, 5*time.Second, "the client counted", func() bool { return ts.srv.Stats().Budget.Conns == 1 })
+			// Room for the upstream connection's dial (two descriptors
+			// until it is enrolled, one after), not for the duplicates of
+			// an off-loop copy as well.
+			budget.SetLimit(ts.srv.Stats().Budget.Used + 2)
+			fmt.Fprint(conn, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+			eventually(t, 10*time.Second, "a hold for want of descriptors", func() bool {
+				s := ts.srv.ProxyStats()
+				return s.Deferred >= 1 && s.Held >= 1
+			})
+			if !room {
+				eventually(t, 10*time.Second, "the held response cut", func() bool { return ts.srv.ProxyStats().Cut == 1 })
+				return
+			}
+			// Room again: the held bytes are relayed and the response
+			// leaves the loop; the upstream stays paused and the client
+			// reads nothing until it has, so that neither lets the output
+			// drain under the bound first (which would relay in the loop).
+			budget.SetLimit(1 << 20)
+			eventually(t, 10*time.Second, "the off-loop copy", func() bool { return ts.srv.ProxyStats().Handoffs == 1 })
+			resumeOnce.Do(func() { close(resume) })
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != size {
+				t.Fatalf("body: %d bytes of %d, err %v", n, size, err)
+			}
+		})
+	}
 }

@@ -60,6 +60,13 @@ func (b *Budget) Acquire(n int64) bool {
 	return true
 }
 
+// Room reports whether n more descriptors fit in the budget now. It
+// reserves nothing and counts no refusal: it is a hint for work that
+// waits for room (another acquirer may take it first), not a promise.
+func (b *Budget) Room(n int64) bool {
+	return b == nil || b.used.Load()+n <= b.limit.Load()
+}
+
 // Release gives back n descriptors reserved by Acquire.
 func (b *Budget) Release(n int64) {
 	if b == nil {

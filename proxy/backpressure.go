@@ -63,7 +63,7 @@ func (ex *exchange) behind() bool {
 // has nothing left to read from the client or write to the upstream), and
 // the client's transport can be duplicated.
 func (ex *exchange) mayLeave() bool {
-	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && ex.uc.c.OutboundBuffered() == 0
+	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && !ex.noFds && ex.uc.c.OutboundBuffered() == 0
 }
 
 // hold leaves the upstream's bytes where they are (see above), or ends
@@ -96,6 +96,9 @@ func (ex *exchange) checkHeld() {
 	if uc == nil || uc.c == nil {
 		ex.held = false
 		return
+	}
+	if ex.noFds && ex.h.budget.Room(2) {
+		ex.noFds = false // leaving the loop may work now: leaveLoop tries
 	}
 	if ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && !ex.mayLeave() {
 		return

@@ -118,6 +118,7 @@ type exchange struct {
 	now         int64 // the clock, read once per event (unix ns)
 	noHandoff   bool
 	held        bool // relaying waits for the client to catch up (backpressure.go)
+	noFds       bool // the last try to leave the loop found no descriptors for the duplicates
 	upClosing   bool // the upstream connection is closing: relay what it kept, hold no more
 
 	gen uint32 // counts the exchange's uses, to tell whether a callback ended it

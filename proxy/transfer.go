@@ -90,12 +90,15 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	uc := ex.uc
 	b := ex.h.budget
 	if !b.Acquire(2) {
-		// No descriptors for the duplicates now: stay on the loop and
-		// try again on the upstream's next event.
+		// No descriptors for the duplicates now: hold on the loop like a
+		// response that may not leave it (backpressure.go), and try
+		// again once the client has caught up.
+		ex.noFds = true
 		ex.lp.Stats.Deferred.Add(1)
 		ex.debug("cannot leave the loop yet", errBudget.Error())
 		return gnet.None
 	}
+	ex.noFds = false
 	cl, err := ex.cl.ProxyDup()
 	var up net.Conn
 	if err == nil {
