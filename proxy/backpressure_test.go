@@ -207,7 +207,9 @@ func TestHandoffComplete(t *testing.T) {
 					proto = "HTTP/1.0"
 				}
 				fmt.Fprintf(conn, "GET /%d %s\r\nHost: a\r\n\r\n", round, proto)
-				time.Sleep(300 * time.Millisecond) // fall behind
+				// Read nothing until the response has left the loop: the
+				// client falls behind by not reading.
+				eventually(t, 10*time.Second, "the handoff", func() bool { return g.srv.ProxyStats().Handoffs > uint64(round) })
 				resp, err := http.ReadResponse(br, nil)
 				if err != nil {
 					t.Fatal(err)
