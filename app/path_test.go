@@ -75,9 +75,13 @@ func TestPathSpellingsKeepTheirRoute(t *testing.T) {
 		{"/%00/private/secret.txt", 400},
 		{"/../private/secret.txt", 400},
 		{"/x/../../private/secret.txt", 400},
-		// An encoded slash is not a separator: no file has that name.
-		{"/private%2Fsecret.txt", 404},
-		{"/private%2fsecret.txt", 404},
+		// An encoded slash or a path parameter: servers behind gale read
+		// "/private/secret.txt" in them, so they are refused.
+		{"/private%2Fsecret.txt", 400},
+		{"/private%2fsecret.txt", 400},
+		{"/private;x/secret.txt", 400},
+		{"/private%3Bx/secret.txt", 400},
+		{"/private%3bx/secret.txt", 400},
 	}
 	for _, tt := range tests {
 		status, _, body := ts.rawGet(t, tt.target)

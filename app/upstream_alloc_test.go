@@ -102,7 +102,7 @@ func TestProxyNormalisingAllocs(t *testing.T) {
 	f := newProxyFixture(t, `  - path: /api/
     proxy: {to: ["127.0.0.1:9"], strip_prefix: true}
 `)
-	f.req = []byte("GET //api/./v1//x/../users%2f%7e?id=7 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+	f.req = []byte("GET //api/./v1//x/../users%7e%2A?id=7 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
 	f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 	f.exchange(t) // dials, grows the buffers
 	if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {

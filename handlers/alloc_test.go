@@ -41,7 +41,7 @@ func TestServeAllocs(t *testing.T) {
 		{"respond with rules", "Example.COM:8080", "/hello?x=1", 200, []string{"Cookie", "a=b", "X-Env", "dev", "Accept", "*/*"}},
 		{"wildcard", "www.example.com", "/x/y", 200, nil},
 		{"redirect", "other.org", "/old/a/b?q=1", 308, nil},
-		{"path to normalise", "other.org", "//old/./%61/x/../b%2f%7e?q=1", 308, nil},
+		{"path to normalise", "other.org", "//old/./%61/x/../b%7e?q=1", 308, nil},
 		{"path refused", "other.org", "/old/..;/x", 400, nil},
 		{"no route", "example.com", "/nothing", 404, []string{"Accept", "application/json"}},
 	}

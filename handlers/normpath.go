@@ -10,8 +10,7 @@ package handlers
 //   - a percent-escape of an unreserved character (ALPHA DIGIT "-" "." "_"
 //     "~", RFC 3986 section 2.3) is decoded: "/%70rivate" is "/private";
 //   - every other escape stays encoded, with its hex digits in upper case
-//     (section 6.2.2.1): "%2f" is "%2F", never a separator, and "%3b" is
-//     "%3B", never a parameter delimiter;
+//     (section 6.2.2.1): "%2a" is "%2A";
 //   - bytes the path grammar does not allow raw ('"', '<', '>', '^', '`',
 //     '{', '|', '}' and bytes >= 0x80, which the codec accepts from lenient
 //     clients) are percent-encoded, so the normal form is a valid RFC 3986
@@ -27,11 +26,14 @@ package handlers
 //
 //   - a NUL byte or a backslash, raw or encoded ("%00", "\", "%5C"):
 //     Windows servers and IIS read a backslash as a separator;
-//   - a segment whose part before a ";" or "%3B" is "." or ".." ("..;",
-//     ".;x", "..%3Bx"): Tomcat and Spring drop path parameters and then
-//     read "..";
-//   - a "." or ".." between encoded slashes ("..%2F", "a%2F..%2Fb"): a
-//     server that decodes "%2F" into a separator would resolve it;
+//   - a ";", raw or encoded ("%3B"): Tomcat, Jetty and Spring drop path
+//     parameters before they route, so "/admin;x/secret" is their
+//     "/admin/secret" and "/..;/admin" their "/../admin", whatever route
+//     gale matched;
+//   - an encoded slash ("%2F"): Go's net/http, WSGI's PATH_INFO and
+//     others decode it into a separator before they route, so
+//     "/admin%2Fsecret" is their "/admin/secret" (the default of Apache's
+//     AllowEncodedSlashes refuses it too);
 //   - bytes above 0x7F, raw or encoded, that are not well-formed UTF-8:
 //     overlong forms ("%C0%AE", "%E0%80%AE") are decoded as "." by old
 //     decoders, and other stray bytes (legacy Latin-1 paths) name nothing
@@ -105,8 +107,8 @@ func (c *Ctx) normalizePath() bool {
 
 // isNormalPath reports whether p is in normal form without needing to be
 // rewritten: it starts with "/", holds only raw pchar bytes and slashes
-// (no escapes), no empty segment but a final one, and no segment that is,
-// or begins with, "." or ".." followed by ";". It is the fast path of
+// (no escapes) but ";", no empty segment but a final one, and no "." or
+// ".." segment. It is the fast path of
 // normalizePath; a normal path with escapes ("/a%20b") takes the slow
 // path and comes out unchanged.
 func isNormalPath(p []byte) bool {
@@ -116,13 +118,13 @@ func isNormalPath(p []byte) bool {
 	start := 1 // where the current segment begins
 	for i := 1; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
-			if pathClass[p[i]]&pcRaw == 0 {
+			if pathClass[p[i]]&pcRaw == 0 || p[i] == ';' {
 				return false
 			}
 			continue
 		}
 		seg := p[start:i]
-		if len(seg) == 0 && i < len(p) || isDotStem(seg) {
+		if len(seg) == 0 && i < len(p) || isDotSegment(seg) {
 			return false
 		}
 		start = i + 1
@@ -166,9 +168,6 @@ func AppendNormalPath(dst, p []byte) (_ []byte, ok bool) {
 			}
 			dst = dst[:k+1]
 		default:
-			if hasDotPiece(seg) {
-				return dst[:base], false
-			}
 			if i < len(p) {
 				dst = append(dst, '/')
 			}
@@ -179,8 +178,9 @@ func AppendNormalPath(dst, p []byte) (_ []byte, ok bool) {
 
 // appendSegment appends the normal form of the segment of p that starts
 // at i (up to the next raw "/" or the end) to dst, and returns where it
-// ended. ok is false when the segment holds a malformed escape, a NUL or
-// a backslash, or bytes above 0x7F that are not well-formed UTF-8.
+// ended. ok is false when the segment holds a malformed escape, a NUL, a
+// backslash, a ";", an encoded slash, or bytes above 0x7F that are not
+// well-formed UTF-8.
 func appendSegment(dst, p []byte, i int) (_ []byte, end int, ok bool) {
 	var u utf8Seq
 	for i < len(p) && p[i] != '/' {
@@ -199,7 +199,7 @@ func appendSegment(dst, p []byte, i int) (_ []byte, end int, ok bool) {
 		} else {
 			i++
 		}
-		if !u.next(b) || b == 0 || b == '\\' {
+		if !u.next(b) || b == 0 || b == '\\' || b == ';' || esc && b == '/' {
 			return dst, i, false
 		}
 		k := pathClass[b]
@@ -212,39 +212,13 @@ func appendSegment(dst, p []byte, i int) (_ []byte, end int, ok bool) {
 	return dst, i, u.need == 0
 }
 
-// hasDotPiece reports whether a normalised segment other than "." and
-// ".." has a piece, between encoded slashes ("%2F"), whose part before the
-// first ";" or "%3B" is "." or "..": a server that decodes "%2F" into a
-// separator or drops path parameters would read it as a dot segment.
-func hasDotPiece(seg []byte) bool {
-	start := 0
-	for i := 0; i <= len(seg); i++ {
-		if i < len(seg) && !(seg[i] == '%' && i+2 < len(seg) && seg[i+1] == '2' && seg[i+2] == 'F') {
-			continue
-		}
-		if isDotStem(seg[start:i]) {
-			return true
-		}
-		start = i + 3
-		i += 2
-	}
-	return false
-}
-
-// isDotStem reports whether the part of a piece before its first ";" or
-// "%3B" is "." or "..".
-func isDotStem(piece []byte) bool {
-	for i := 0; i < len(piece); i++ {
-		if piece[i] == ';' || piece[i] == '%' && i+2 < len(piece) && piece[i+1] == '3' && piece[i+2] == 'B' {
-			piece = piece[:i]
-			break
-		}
-	}
-	switch len(piece) {
+// isDotSegment reports whether a segment is "." or "..".
+func isDotSegment(seg []byte) bool {
+	switch len(seg) {
 	case 1:
-		return piece[0] == '.'
+		return seg[0] == '.'
 	case 2:
-		return piece[0] == '.' && piece[1] == '.'
+		return seg[0] == '.' && seg[1] == '.'
 	}
 	return false
 }

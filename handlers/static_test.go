@@ -161,7 +161,7 @@ func TestStaticTraversal(t *testing.T) {
 		// name a file.
 		{"/static/%2e%2e%2foutside%2fsecret.txt", 400, ""},
 		{"/static/..%2f..%2foutside/secret.txt", 400, ""},
-		{"/static/dir%2findex.html", 404, ""},
+		{"/static/dir%2findex.html", 400, ""},
 		{"/static/..%5c..%5coutside%5csecret.txt", 400, ""},
 		{"/static/..\\outside\\secret.txt", 400, ""},
 		{"/static/a.txt%00.html", 400, ""},
