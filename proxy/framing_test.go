@@ -292,7 +292,8 @@ func TestUpstreamConnectionNamesFramingField(t *testing.T) {
 // TestClientIdentityFields sends the fields applications read for the
 // client's address and the original request (in several spellings of
 // their names): from an untrusted client none reaches the upstream and
-// X-Real-IP is gale's own; from a trusted proxy they are kept.
+// X-Real-IP is gale's own; from a trusted proxy they are kept. Names with
+// underscores reach no upstream from anyone.
 func TestClientIdentityFields(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
@@ -302,6 +303,12 @@ func TestClientIdentityFields(t *testing.T) {
 	var req strings.Builder
 	req.WriteString("GET / HTTP/1.1\r\nHost: front.example\r\n")
 	for _, f := range fields {
+		fmt.Fprintf(&req, "%s: spoofed-%s\r\n", f, strings.ToLower(f))
+	}
+	// Spelt with underscores, which CGI-style servers read as dashes:
+	// dropped from everyone.
+	underscored := []string{"X_Real_IP", "X-Forwarded_For", "x_forwarded_host", "True_Client_IP", "X_Original_URL"}
+	for _, f := range underscored {
 		fmt.Fprintf(&req, "%s: spoofed-%s\r\n", f, strings.ToLower(f))
 	}
 	req.WriteString("\r\n")
@@ -338,6 +345,11 @@ func TestClientIdentityFields(t *testing.T) {
 				}
 				if c.kept && !found {
 					t.Errorf("%s from a trusted proxy: got %q, want %q among them", f, vals, want)
+				}
+			}
+			for _, f := range underscored {
+				if vals := s.Header[http.CanonicalHeaderKey(f)]; len(vals) > 0 {
+					t.Errorf("%s reached the upstream: %q", f, vals)
 				}
 			}
 			if !c.kept {

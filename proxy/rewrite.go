@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net/netip"
 	"strconv"
 
@@ -238,6 +239,13 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 		}
 		if framingField(name) {
 			continue // rendered below from the parsed head
+		}
+		if bytes.IndexByte(name, '_') >= 0 {
+			// CGI, PHP-FPM, WSGI and Rack map "_" and "-" to the same
+			// variable, so "X_Real_IP" would pass for "X-Real-IP" behind
+			// the checks below. Dropped, as nginx's default
+			// underscores_in_headers off does.
+			continue
 		}
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
