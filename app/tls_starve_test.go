@@ -270,8 +270,7 @@ func TestTLSQueuedHandshakeOwnDeadline(t *testing.T) {
 	_ = queued.SetReadDeadline(time.Now().Add(4 * time.Second))
 	expectClosed(t, queued)
 	select {
-	case <-holderClosed:
-		err := <-holderClosed
+	case err := <-holderClosed:
 		t.Fatalf("the holder was closed before the queued connection timed out: %v", err)
 	default:
 	}
