@@ -328,7 +328,7 @@ func (ex *exchange) connected() {
 
 // pumpBody forwards the request body bytes the client has sent. A
 // Content-Length body goes as it is (the head declared the same length);
-// a chunked body is re-framed by appendChunked, so that chunk sizes,
+// a chunked body is re-framed by appendChunk, so that chunk sizes,
 // extensions and trailer fields of the client's never reach the upstream.
 func (ex *exchange) pumpBody() {
 	buf := ex.cl.ProxyInbound()

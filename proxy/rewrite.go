@@ -199,18 +199,58 @@ func appendPath(dst, rewrite, rest []byte) []byte {
 }
 
 // renderRequest renders the upstream request head of c.Req into ex.head:
-// the request line (the normalised path c.Path, rewritten; always
-// HTTP/1.1), then the header
-// lines that follow Host, then the empty line. Host is added when the head
-// is sent, since it names the upstream chosen then (unless preserve_host
-// or a header rule sets it). Order of work: hop-by-hop fields and those
-// Connection names go first; then the X-Forwarded fields (a client's own
-// kept only from a trusted proxy) and Via; then the route's request rules. The
-// head is rendered while c.Req's bytes are valid, so the exchange keeps
-// nothing that aliases them.
+// the request line, then the header lines that follow Host, then the
+// framing fields and the empty line. Host is added when the head is sent,
+// since it names the upstream chosen then (unless preserve_host or a
+// header rule sets it). Order of work: the client's end-to-end fields
+// (endToEndFields: hop-by-hop fields, those Connection names and the
+// fields gale renders itself go first); then the forwarding fields and
+// Via (appendForwarding); then the route's request rules; then the
+// framing gale parsed. The head is rendered while c.Req's bytes are
+// valid, so the exchange keeps nothing that aliases them.
 func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	h, lp, req := ex.h, ex.lp, c.Req
-	b := append(ex.head[:0], req.Method...)
+	b := ex.appendRequestLine(ex.head[:0], c)
+	ex.lineEnd = len(b)
+
+	hs, upgrade, seen := ex.endToEndFields(lp.hdrs[:0], req, h.isTrusted(ex.ip))
+	hs = ex.appendForwarding(hs, c, seen)
+
+	// The route's request rules, last.
+	lp.req.Headers = hs
+	h.route.ApplyRequestHeaders(&lp.req)
+	hs = lp.req.Headers
+	lp.req.Headers = nil
+
+	ex.ruleHost = false
+	for _, f := range hs {
+		if len(f.Name) == 4 && codec.EqualFold(f.Name, "host") {
+			ex.ruleHost = true
+		}
+	}
+	b = appendFields(b, hs)
+	clear(hs)
+	lp.hdrs = hs[:0]
+	b = appendRequestFraming(b, req)
+	if ex.upgrade {
+		b = append(b, valUpLine...)
+		b = append(b, upgrade...)
+		b = append(b, crlf...)
+	}
+	b = append(b, crlf...)
+	ex.head = b
+	ex.host = ex.host[:0]
+	if h.conf.PreserveHost && len(req.Host) > 0 {
+		ex.host = append(ex.host, req.Host...)
+	}
+}
+
+// appendRequestLine appends the upstream's request line: the method, the
+// normal path (its route prefix rewritten when the route says so), the
+// query as sent, and always HTTP/1.1.
+func (ex *exchange) appendRequestLine(b []byte, c *handlers.Ctx) []byte {
+	h, req := ex.h, c.Req
+	b = append(b, req.Method...)
 	b = append(b, ' ')
 	if h.rewrite != nil && len(c.Path) >= h.prefix {
 		b = appendPath(b, h.rewrite, c.Path[h.prefix:])
@@ -221,14 +261,29 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 		b = append(b, '?')
 		b = append(b, req.Query...)
 	}
-	b = append(b, " HTTP/1.1\r\n"...)
-	ex.lineEnd = len(b)
+	return append(b, " HTTP/1.1\r\n"...)
+}
 
+// fwdSeen is what endToEndFields found of the forwarding fields a trusted
+// proxy sent, for appendForwarding.
+type fwdSeen struct {
+	xffLen              int // bytes of X-Forwarded-For values, with a ", " each
+	proto, host, realIP bool
+}
+
+// endToEndFields appends to hs the client's fields that go upstream as
+// they are, and returns the client's Upgrade value (for a tunnel) and
+// what it saw of the forwarding fields. Dropped: hop-by-hop fields and
+// those Connection names, the framing fields and Host (gale renders
+// them), names with an underscore, and forwarding fields from a client
+// that is not a trusted proxy. X-Forwarded-For is left to
+// appendForwarding, which combines it. It also notes whether the client
+// asks for JSON only (for gale's own error bodies).
+func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, trusted bool) ([]codec.Header, []byte, fwdSeen) {
+	lp := ex.lp
 	lp.conns = connectionValues(lp.conns[:0], req.Headers)
-	trusted := h.isTrusted(ex.ip)
-	hs := lp.hdrs[:0]
 	var upgrade []byte
-	xffLen, haveProto, haveHost, haveRealIP := 0, false, false, false
+	var seen fwdSeen
 	for _, f := range req.Headers {
 		name := f.Name
 		if hopByHop(name) {
@@ -238,7 +293,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 			continue
 		}
 		if framingField(name) {
-			continue // rendered below from the parsed head
+			continue // rendered by appendRequestFraming from the parsed head
 		}
 		if bytes.IndexByte(name, '_') >= 0 {
 			// CGI, PHP-FPM, WSGI and Rack map "_" and "-" to the same
@@ -260,42 +315,42 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 				ex.json = codec.AcceptsJSONOnly(f.Value)
 			}
 		}
-		switch forwardingField(name) {
+		kind := forwardingField(name)
+		if kind == fwdNone {
+			hs = append(hs, f)
+			continue
+		}
+		if !trusted {
+			continue
+		}
+		switch kind {
 		case fwdFor:
-			if trusted {
-				xffLen += len(f.Value) + 2
-			}
-			continue // rendered below, combined
+			seen.xffLen += len(f.Value) + 2
+			continue // combined by appendForwarding
 		case fwdProto:
-			if !trusted {
-				continue
-			}
-			haveProto = true
+			seen.proto = true
 		case fwdHost:
-			if !trusted {
-				continue
-			}
-			haveHost = true
+			seen.host = true
 		case fwdRealIP:
-			if !trusted {
-				continue
-			}
-			haveRealIP = true
-		case fwdForwarded, fwdOther:
-			if !trusted {
-				continue
-			}
+			seen.realIP = true
 		}
 		hs = append(hs, f)
 	}
+	return hs, upgrade, seen
+}
 
-	// X-Forwarded-For: a trusted proxy's list, then the client's address.
-	// vbuf gets its capacity first so the value does not move.
-	if need := xffLen + 128; cap(lp.vbuf) < need {
+// appendForwarding appends the fields gale adds as a gateway:
+// X-Forwarded-For (a trusted proxy's list, then the client's address),
+// X-Real-IP, X-Forwarded-Proto and X-Forwarded-Host unless a trusted proxy
+// sent them, and Via.
+func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fwdSeen) []codec.Header {
+	h, lp, req := ex.h, ex.lp, c.Req
+	// vbuf gets its capacity first so the values do not move.
+	if need := seen.xffLen + 128; cap(lp.vbuf) < need {
 		lp.vbuf = make([]byte, 0, 2*need)
 	}
 	v := lp.vbuf[:0]
-	if xffLen > 0 {
+	if seen.xffLen > 0 {
 		for _, f := range req.Headers {
 			if forwardingField(f.Name) == fwdFor && len(f.Value) > 0 {
 				v = append(v, f.Value...)
@@ -314,58 +369,26 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	if len(v) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFF, Value: v[:len(v):len(v)]})
 	}
-	if !haveRealIP && ex.ip.IsValid() {
+	if !seen.realIP && ex.ip.IsValid() {
 		v = ex.ip.AppendTo(v[len(v):])
 		hs = append(hs, codec.Header{Name: hdrRealIP, Value: v[:len(v):len(v)]})
 	}
-	if !haveProto {
+	if !seen.proto {
 		proto := valHTTP
 		if c.TLS {
 			proto = valHTTPS
 		}
 		hs = append(hs, codec.Header{Name: hdrXFP, Value: proto})
 	}
-	if !haveHost && len(req.Host) > 0 {
+	if !seen.host && len(req.Host) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFH, Value: req.Host})
 	}
 	// A gateway adds itself to Via, after the hops the request already
 	// went through (RFC 9110 section 7.6.3).
 	if req.Version == codec.HTTP10 {
-		hs = append(hs, codec.Header{Name: hdrVia, Value: valVia10})
-	} else {
-		hs = append(hs, codec.Header{Name: hdrVia, Value: valVia11})
+		return append(hs, codec.Header{Name: hdrVia, Value: valVia10})
 	}
-
-	// The route's request rules, last.
-	lp.req.Headers = hs
-	h.route.ApplyRequestHeaders(&lp.req)
-	hs = lp.req.Headers
-	lp.req.Headers = nil
-
-	ex.ruleHost = false
-	for _, f := range hs {
-		if len(f.Name) == 4 && codec.EqualFold(f.Name, "host") {
-			ex.ruleHost = true
-		}
-		b = append(b, f.Name...)
-		b = append(b, ": "...)
-		b = append(b, f.Value...)
-		b = append(b, crlf...)
-	}
-	clear(hs)
-	lp.hdrs = hs[:0]
-	b = appendRequestFraming(b, req)
-	if ex.upgrade {
-		b = append(b, valUpLine...)
-		b = append(b, upgrade...)
-		b = append(b, crlf...)
-	}
-	b = append(b, crlf...)
-	ex.head = b
-	ex.host = ex.host[:0]
-	if h.conf.PreserveHost && len(req.Host) > 0 {
-		ex.host = append(ex.host, req.Host...)
-	}
+	return append(hs, codec.Header{Name: hdrVia, Value: valVia11})
 }
 
 // appendRequestFraming renders the framing of the request body as gale
