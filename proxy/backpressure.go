@@ -81,11 +81,23 @@ func (ex *exchange) hold() gnet.Action {
 	if !ex.held {
 		ex.held = true
 		ex.lp.Stats.Held.Add(1)
+		ex.heldDeadline()
 	}
-	// The client's write timeout applies now (the connection measures
-	// bytes leaving); the upstream is not the one stalling.
-	ex.deadline, ex.dkind = 0, dlNone
 	return gnet.None
+}
+
+// heldDeadline sets the deadline of a holding exchange. The upstream is
+// not the one stalling, so no upstream timeout runs; the client's write
+// timeout applies (the connection measures bytes leaving), and while the
+// request body is still arriving, so does read_body: a client that
+// neither sends its body nor reads its response is not kept for longer
+// than either allows. pumpBody calls it again as the body moves.
+func (ex *exchange) heldDeadline() {
+	if ex.reqDone {
+		ex.deadline, ex.dkind = 0, dlNone
+		return
+	}
+	ex.deadline, ex.dkind = ex.now+int64(ex.set.ReadBodyTimeout), dlClientBody
 }
 
 // checkHeld runs from the sweep while the exchange holds: once the client

@@ -371,7 +371,11 @@ func (ex *exchange) pumpBody() {
 		ex.lp.buf = out[:0]
 	}
 	ex.cl.ProxyConsume(off)
-	if err == nil && ex.rstate == rsHead && !ex.held {
+	switch {
+	case err != nil:
+	case ex.held:
+		ex.heldDeadline() // the body moved: its read_body clock starts again
+	case ex.rstate == rsHead:
 		ex.requestDeadline()
 	}
 }
@@ -594,8 +598,11 @@ func (ex *exchange) check(now int64) {
 	}
 	if ex.held {
 		ex.now = now
-		ex.checkHeld()
-		return
+		if ex.dkind != dlClientBody || now < ex.deadline {
+			ex.checkHeld()
+			return
+		}
+		ex.held = false // the client stopped sending its body: time it out below
 	}
 	if ex.deadline == 0 || now < ex.deadline {
 		return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -206,4 +207,43 @@ func TestHeldResumes(t *testing.T) {
 	if s := g.srv.ProxyStats(); s.Cut != 0 || s.Handoffs != 1 {
 		t.Errorf("cut %d handoffs %d, want 0 and 1", s.Cut, s.Handoffs)
 	}
+}
+
+// TestHeldReadBodyTimeout: a client sends part of its body and reads
+// nothing while the upstream answers early. The response is held (well
+// under the bound that cuts it), and the client must still be timed out
+// by read_body, not kept until the (much longer) write timeout.
+func TestHeldReadBodyTimeout(t *testing.T) {
+	var srv atomic.Pointer[gale]
+	up := newRawUpstream(t, func(c net.Conn) {
+		if readHead(bufio.NewReader(c)) == "" {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", 1<<30)
+		chunk := make([]byte, 64<<10)
+		for {
+			if g := srv.Load(); g != nil && g.srv.ProxyStats().Held >= 1 {
+				break // gale holds: send no more, so the hold is not cut
+			}
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+		io.Copy(io.Discard, c) // until gale closes the connection
+	})
+	g := startGale(t, proxyRoute(up.addr())+
+		"server: {event_loops: 1, max_buffered_output: 64KiB, socket_send_buffer: 64KiB, timeouts: {write: 60s, read_body: 1s}}\n")
+	srv.Store(g)
+	conn, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	io.WriteString(conn, "POST /early HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nx")
+	eventually(t, 10*time.Second, "the read_body timeout", func() bool { return g.srv.ProxyStats().Timeouts >= 1 })
+	if s := g.srv.ProxyStats(); s.Held != 1 || s.Cut != 0 {
+		t.Errorf("held %d cut %d, want 1 and 0", s.Held, s.Cut)
+	}
+	eventually(t, 5*time.Second, "the upstream connection to close", func() bool { return g.srv.ProxyStats().Open == 0 })
 }
