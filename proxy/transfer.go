@@ -375,11 +375,14 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	x.budget = b
 	ex.lp.Stats.Tunnels.Add(1)
 	x.started = true
-	go x.runTunnel()
 	res := Result{Status: 101, BytesOut: ex.out, Detach: true, At: ex.now}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
+	// The client connection hands its place in the budget to the tunnel
+	// in ProxyFinish; the tunnel gives it back when it ends, so it starts
+	// only then.
 	cl.ProxyFinish(res)
+	go x.runTunnel()
 	return act
 }
 
