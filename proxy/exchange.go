@@ -335,20 +335,32 @@ func (ex *exchange) pumpBody() {
 	chunked := ex.reqChunked
 	out := ex.lp.buf[:0]
 	off := 0
+	var err error
 	for off < len(buf) && !ex.reqDone {
-		n, payload, done, err := ex.body.Next(buf[off:])
-		if err != nil {
+		in := buf[off:]
+		if chunked && len(in) > reframeBytes {
+			in = in[:reframeBytes] // payloads copied into out stay small
+		}
+		n, payload, done, berr := ex.body.Next(in)
+		if berr != nil {
 			status := 400
 			var ce *codec.Error
-			if errors.As(err, &ce) {
+			if errors.As(berr, &ce) {
 				status = ce.Status
 			}
-			ex.fault, ex.why = status, "request body: "+err.Error()
+			ex.fault, ex.why = status, "request body: "+berr.Error()
 			break
 		}
 		off += n
 		if chunked {
 			out = appendChunk(out, payload, done)
+			if len(out) >= reframeBytes {
+				_, err = ex.uc.c.Write(out)
+				out = out[:0]
+				if err != nil {
+					break // the connection closed inside Write
+				}
+			}
 		}
 		if done {
 			ex.reqDone = true
@@ -363,8 +375,7 @@ func (ex *exchange) pumpBody() {
 	if !chunked {
 		out = buf[:off]
 	}
-	var err error
-	if len(out) > 0 {
+	if err == nil && len(out) > 0 {
 		_, err = ex.uc.c.Write(out)
 	}
 	if chunked {
@@ -379,6 +390,13 @@ func (ex *exchange) pumpBody() {
 		ex.requestDeadline()
 	}
 }
+
+// reframeBytes bounds the chunked body bytes pumpBody copies into the
+// loop's buffer before writing them: a body that waited while the
+// upstream was dialed (up to limits.body_bytes) is re-framed and written
+// in pieces of this size, so the buffer, which the loop keeps, never grows
+// to the body's size.
+const reframeBytes = 64 << 10
 
 // appendChunk appends a payload segment of a chunked request body as one
 // chunk of gale's own framing (RFC 9112 section 7.1), and the last chunk
