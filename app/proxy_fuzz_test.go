@@ -5,32 +5,20 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
-
-	"github.com/panjf2000/gnet/v2"
 
 	"gale/codec"
 	"gale/config"
 	"gale/proxy"
 )
 
-// recConn is a fake gnet.Conn that keeps what is written to it.
+// recConn is a fakeConn that keeps what is written to it.
 type recConn struct {
-	gnet.Conn // nil: any other method panics
-	in        []byte
-	out       bytes.Buffer
+	fakeConn
+	out bytes.Buffer
 }
 
-func (f *recConn) Peek(int) ([]byte, error) { return f.in, nil }
-func (f *recConn) Discard(n int) (int, error) {
-	if n <= 0 || n > len(f.in) {
-		n = len(f.in)
-	}
-	f.in = f.in[n:]
-	return n, nil
-}
 func (f *recConn) Write(b []byte) (int, error) { return f.out.Write(b) }
 func (f *recConn) Writev(bs [][]byte) (int, error) {
 	n := 0
@@ -40,16 +28,6 @@ func (f *recConn) Writev(bs [][]byte) (int, error) {
 	}
 	return n, nil
 }
-func (f *recConn) OutboundBuffered() int         { return 0 }
-func (f *recConn) InboundBuffered() int          { return len(f.in) }
-func (f *recConn) Wake(gnet.AsyncCallback) error { return nil }
-func (f *recConn) RemoteAddr() net.Addr {
-	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-}
-func (f *recConn) Context() any              { return nil }
-func (f *recConn) EventLoop() gnet.EventLoop { return nil }
-func (f *recConn) SetContext(any)            {}
-func (f *recConn) Fd() int                   { return -1 }
 
 // fuzzProxyRoutes exercise what renders the upstream's head: a prefix
 // rewrite, request header rules, trusted forwarding fields.
@@ -97,7 +75,7 @@ func FuzzProxyRequest(f *testing.F) {
 		if !ok {
 			return
 		}
-		cl, up := &recConn{in: append([]byte(nil), data...)}, &recConn{}
+		cl, up := &recConn{fakeConn: fakeConn{in: append([]byte(nil), data...)}}, &recConn{}
 		cs := newConn(newLoop(s, nil), cl)
 		var uc *proxy.UpstreamConn
 		cs.ProxyLoop().SetDial(func(c *proxy.UpstreamConn) { uc = c })
