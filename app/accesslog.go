@@ -216,8 +216,11 @@ func (a *accessLog) appendLine(dst []byte, remote netip.Addr, rec *accessRecord,
 }
 
 func appendProto(dst []byte, v codec.Version) []byte {
-	if v == codec.HTTP10 {
+	switch v {
+	case codec.HTTP10:
 		return append(dst, "HTTP/1.0"...)
+	case codec.HTTP20:
+		return append(dst, "HTTP/2.0"...)
 	}
 	return append(dst, "HTTP/1.1"...)
 }

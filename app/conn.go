@@ -63,6 +63,8 @@ type conn struct {
 	st staticConn // static routes: a request waiting for the file cache (static_glue.go)
 
 	tls     *tlsConn       // TLS transport (tls_conn.go); nil for plain connections
+	h2      *h2conn        // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
+	proto   bool           // the protocol is known: HTTP/2 was or was not chosen
 	toHTTPS *httpsRedirect // set on redirect_to_https listeners: every request is redirected
 }
 
@@ -183,6 +185,9 @@ func (cs *conn) release() {
 		cs.xfer.abandon()
 	}
 	cs.proxyClosed()
+	if cs.h2 != nil {
+		cs.h2.release()
+	}
 	if cs.tls != nil {
 		cs.tls.release()
 	}
@@ -202,6 +207,17 @@ func (cs *conn) onTraffic() gnet.Action {
 		if a, handled := cs.tls.onTraffic(); handled {
 			return a
 		}
+	}
+	if !cs.proto {
+		if a, wait := cs.chooseProto(); wait {
+			return a
+		}
+	}
+	if cs.h2 != nil {
+		if cs.tls != nil {
+			return cs.tls.afterH2(cs.h2.onTraffic())
+		}
+		return cs.h2.onTraffic()
 	}
 	if cs.proxyPending() {
 		return cs.proxyInput()
@@ -574,6 +590,9 @@ func (cs *conn) check(now int64, set *settings) bool {
 	}
 	if cs.tls != nil && cs.tls.handshaking() {
 		return cs.tls.checkHandshake(now)
+	}
+	if cs.h2 != nil {
+		return cs.h2.check(now, set)
 	}
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout

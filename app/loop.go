@@ -96,6 +96,13 @@ func (l *loop) sweep() {
 func (l *loop) drain() {
 	l.victims = l.victims[:0]
 	for _, cs := range l.conns {
+		if cs.h2 != nil {
+			cs.h2.goAway()
+			if cs.closing && cs.h2.pendingOutput() == 0 {
+				l.victims = append(l.victims, cs)
+			}
+			continue
+		}
 		if cs.idleNow() || (cs.closing && cs.outboundBuffered() == 0) {
 			l.victims = append(l.victims, cs)
 		} else {

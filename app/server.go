@@ -22,6 +22,7 @@ import (
 
 	"gale/cache"
 	"gale/codec"
+	"gale/h2"
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
@@ -43,6 +44,8 @@ type settings struct {
 	idle         int64
 	write        int64
 	maxOut       int   // server.max_buffered_output
+	http2        h2.Config // server.http2, for new HTTP/2 connections
+	http2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
 	dirs         int64 // descriptors the router holds (static roots), counted in the budget
 }
 
@@ -83,6 +86,7 @@ func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 	if cfg.Server.ServerHeader != "" {
 		s.serverHeader = []byte(cfg.Server.ServerHeader)
 	}
+	s.http2, s.http2On = compileHTTP2(cfg)
 	return s, nil
 }
 

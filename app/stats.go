@@ -20,11 +20,14 @@ type Stats struct {
 	TimedOut    atomic.Uint64    // connections closed by a timeout
 	Rejected    atomic.Uint64    // connections refused by the descriptor budget, limits.connections, while stopping, or beyond a client address's share of TLS handshakes
 	ParseErrors atomic.Uint64    // requests answered with a codec error
+	H2Conns     atomic.Uint64    // connections that chose HTTP/2 (ALPN h2 or the h2c preface)
+	H2Requests  atomic.Uint64    // HTTP/2 streams answered (included in Requests)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
+	H2Conns, H2Requests                                                    uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
 	Budget                                                                 fds.Snapshot // the descriptor budget, process-wide
@@ -42,4 +45,6 @@ func (s *Stats) addTo(d *StatsSnapshot) {
 	d.TimedOut += s.TimedOut.Load()
 	d.Rejected += s.Rejected.Load()
 	d.ParseErrors += s.ParseErrors.Load()
+	d.H2Conns += s.H2Conns.Load()
+	d.H2Requests += s.H2Requests.Load()
 }

@@ -58,13 +58,14 @@ type tlsListener struct {
 // tlsSettings is one generation of a listener's TLS settings: replaced as
 // a whole when certificates or settings change. Immutable.
 type tlsSettings struct {
-	config  *tls.Config // per-handshake config: version floor, certificate choice
-	certs   certSet     // the loaded certificates
-	timeout int64       // handshake timeout, nanoseconds
-	hello   int64       // ClientHello timeout, nanoseconds
-	max     int64       // handshakes in progress at once
-	share   int64       // slots one client address may hold or wait for
-	src     *config.TLS // what this generation was loaded from
+	config   *tls.Config // per-handshake config: version floor, certificate choice; ALPN http/1.1
+	configH2 *tls.Config // the same, offering h2 first (while the server serves HTTP/2)
+	certs    certSet     // the loaded certificates
+	timeout  int64       // handshake timeout, nanoseconds
+	hello    int64       // ClientHello timeout, nanoseconds
+	max      int64       // handshakes in progress at once
+	share    int64       // slots one client address may hold or wait for
+	src      *config.TLS // what this generation was loaded from
 }
 
 // fileStamp identifies one version of a certificate or key file.
@@ -153,7 +154,7 @@ func supported(hello *tls.ClientHelloInfo, cs []*tls.Certificate) *tls.Certifica
 }
 
 // newTLSListener loads the certificates of l and builds its TLS config.
-func newTLSListener(index int, l *config.Listener, logf func(string, ...any)) (*tlsListener, error) {
+func newTLSListener(index int, l *config.Listener, logf func(string, ...any), h2 func() bool) (*tlsListener, error) {
 	tl := &tlsListener{index: index, log: logf, gate: newHandshakeGate()}
 	set, stamps, err := loadTLSSettings(l.TLS)
 	if err != nil {
@@ -166,6 +167,9 @@ func newTLSListener(index int, l *config.Listener, logf func(string, ...any)) (*
 		// listener's life: the session ticket keys (generated and
 		// rotated by crypto/tls), so that resumption survives reloads.
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if h2() {
+				return tl.cur.Load().configH2, nil
+			}
 			return tl.cur.Load().config, nil
 		},
 		MinVersion: tls.VersionTLS12,
@@ -203,7 +207,6 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 	}
 	set.config = &tls.Config{
 		MinVersion: minVersion,
-		// Advertise h2 here once HTTP/2 is served.
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return set.certs.pick(hello), nil
@@ -212,6 +215,11 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 		// response, like nginx's default 16k ssl_buffer_size.
 		DynamicRecordSizingDisabled: true,
 	}
+	// h2 is offered over TLS 1.2 and later only (the floor is 1.2 at
+	// least); a TLS 1.2 session with a suite RFC 9113 section 9.2.2
+	// forbids is refused after the handshake (h2Cipher).
+	set.configH2 = set.config.Clone()
+	set.configH2.NextProtos = []string{"h2", "http/1.1"}
 	return set, stamps, nil
 }
 
@@ -274,7 +282,7 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 		}
 		li := listenerInfo{addr: ap}
 		if l.TLS != nil {
-			tl, err := newTLSListener(i, l, logf)
+			tl, err := newTLSListener(i, l, logf, s.http2On)
 			if err != nil {
 				return fmt.Errorf("listen %s: %w", l.Address, err)
 			}

@@ -647,3 +647,18 @@ func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
 	}
 	return cs.finish(time.Now().UnixNano())
 }
+
+// afterH2 runs after the HTTP/2 engine on an open connection: when the
+// client sent close_notify (or the session failed), the connection closes
+// once its output drained.
+func (t *tlsConn) afterH2(a gnet.Action) gnet.Action {
+	cs := t.cs
+	if a != gnet.None || cs.dead || !t.eof {
+		return a
+	}
+	if cs.h2.pendingOutput() == 0 {
+		return gnet.Close
+	}
+	cs.closing, cs.closeAfter = true, true
+	return gnet.None
+}

@@ -49,3 +49,13 @@ func lower(c byte) byte {
 	}
 	return c
 }
+
+// AppendLower appends b with ASCII letters lower-cased (HTTP/2 and HTTP/3
+// field names are lower case on the wire, RFC 9113 section 8.2). It does
+// not allocate when dst has room.
+func AppendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, lower(c))
+	}
+	return dst
+}

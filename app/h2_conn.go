@@ -1,0 +1,251 @@
+package app
+
+import (
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/h2"
+)
+
+// The HTTP/2 connection engine. A connection becomes HTTP/2 when TLS
+// negotiated ALPN "h2", or, on a plain listener, when its first bytes are
+// the client preface (h2c with prior knowledge, RFC 9113 section 3.3),
+// checked before the HTTP/1.1 parser ever sees them. From then on its
+// bytes go to the protocol core (package h2: frames, HPACK, stream states
+// and flow control over byte slices), and each stream is an exchange
+// (h2_exchange.go) answered by the same router and handlers as an
+// HTTP/1.1 request. The transport seam of conn (inbound, consume, send)
+// is shared with HTTP/1.1, so TLS sits underneath unchanged.
+//
+// Output leaves in one of two ways. Inline, the core's frames are handed
+// to gnet after every event, as HTTP/1.1 responses are. When a body is too
+// large for the loop's buffers, or the socket stops taking bytes while
+// bodies wait, the connection moves its output to a writer goroutine on a
+// duplicate of the socket (h2_writer.go) for the rest of its life: the
+// loop keeps producing frames, but only while the writer holds less than
+// server.max_buffered_output, and the writer wakes the loop when it has
+// room again. gnet has no writable callback, so this is what keeps a fast
+// download at socket speed and a slow one at bounded memory.
+
+// maxProducePerEvent bounds the body bytes one connection produces inline
+// in one event before it lets the loop's other connections have a turn (it
+// wakes itself to go on).
+const maxProducePerEvent = 4 << 20
+
+// h2conn is one HTTP/2 connection's engine state. Owned by its loop.
+type h2conn struct {
+	cs   *conn
+	core h2.Conn
+	cfg  h2.Config
+
+	ex     []*h2exchange // by h2.Stream.Slot; made once per slot, reused
+	active []*h2exchange // exchanges with body bytes left to send, in round-robin order
+	turn   int           // where the next production round starts in active
+
+	hdr      []byte // HPACK block being built
+	lower    []byte // a field name being lower-cased
+	date     []byte // the Date line of the current second
+	produced int    // body bytes produced inline during the current event
+
+	wantWriter bool      // output must move to the writer once gnet's buffer drained
+	w          *h2writer // the off-loop writer, once started
+	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
+	woke       bool      // a Wake to continue production is pending
+}
+
+// startH2 makes cs an HTTP/2 connection. It runs on the loop, before any
+// byte of the connection was handed to the HTTP/1.1 parser.
+func (cs *conn) startH2(set *settings) {
+	h := &h2conn{cs: cs, cfg: set.http2}
+	h.core.Init(&h.cfg, h)
+	cs.h2 = h
+	cs.loop.stats.H2Conns.Add(1)
+}
+
+// prefaceState says what the first bytes of a plain connection are.
+const (
+	notPreface = iota
+	maybePreface
+	isPreface
+)
+
+// sniffPreface reports whether b (the first bytes a plain connection sent)
+// is the HTTP/2 client preface, could still become it, or is not it.
+func sniffPreface(b []byte) int {
+	p := h2.ClientPreface
+	n := min(len(b), len(p))
+	if string(b[:n]) != p[:n] {
+		return notPreface
+	}
+	if n < len(p) {
+		return maybePreface
+	}
+	return isPreface
+}
+
+// onTraffic feeds what arrived to the core and writes what it answered.
+func (h *h2conn) onTraffic() gnet.Action {
+	cs := h.cs
+	h.woke = false
+	h.produced = 0
+	if h.w != nil && h.w.failed() {
+		return gnet.Close
+	}
+	if cs.closing {
+		cs.consume(-1) // nothing more is read once closing
+		if h.pendingOutput() == 0 {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	buf := cs.inbound()
+	if len(buf) > 0 {
+		n, err := h.core.Feed(buf)
+		if n > 0 {
+			cs.consume(n)
+			cs.loop.stats.BytesIn.Add(uint64(n))
+			cs.lastActive = time.Now().UnixNano()
+		}
+		if cs.dead {
+			return gnet.None
+		}
+		if err != nil {
+			h.flush()
+			return h.closeAfterOutput()
+		}
+	}
+	h.produce()
+	h.flush()
+	if cs.dead {
+		return gnet.None
+	}
+	return h.maybeClose()
+}
+
+// maybeClose closes the connection when the core says it is done (a
+// connection error, or a graceful GOAWAY with no stream left).
+func (h *h2conn) maybeClose() gnet.Action {
+	if h.core.Closed() || (h.goingAway && h.core.Streams() == 0 && len(h.active) == 0) {
+		return h.closeAfterOutput()
+	}
+	return gnet.None
+}
+
+// closeAfterOutput closes now when nothing waits to be sent, else marks
+// the connection closing so the sweep closes it once its output drained.
+func (h *h2conn) closeAfterOutput() gnet.Action {
+	cs := h.cs
+	cs.closing, cs.closeAfter = true, true
+	if h.pendingOutput() > 0 {
+		return gnet.None
+	}
+	return gnet.Close
+}
+
+// pendingOutput is how many bytes wait to leave: in gnet's buffer, or in
+// the writer's queue.
+func (h *h2conn) pendingOutput() int {
+	if h.w != nil {
+		return h.w.queuedBytes()
+	}
+	return h.cs.outboundBuffered()
+}
+
+// flush hands the core's output to gnet or the writer.
+func (h *h2conn) flush() {
+	out := h.core.Out()
+	if len(out) == 0 {
+		return
+	}
+	cs := h.cs
+	cs.loop.stats.BytesOut.Add(uint64(len(out)))
+	if h.w != nil {
+		h.w.queueBytes(out)
+	} else if !cs.dead {
+		cs.send(out)
+	}
+	h.core.ResetOut()
+}
+
+// room is how many more bytes the connection may queue now: the output
+// bound minus what already waits.
+func (h *h2conn) room() int {
+	set := h.cs.loop.srv.set.Load()
+	return set.maxOut - h.pendingOutput() - len(h.core.Out())
+}
+
+// wake asks the loop to run onTraffic again soon.
+func (h *h2conn) wake() {
+	if !h.woke && !h.cs.dead {
+		h.woke = true
+		_ = h.cs.c.Wake(nil)
+	}
+}
+
+// goAway begins a graceful stop of the connection: GOAWAY with the last
+// stream processed; streams in flight finish; the connection closes when
+// none remain. It runs on the loop (drain).
+func (h *h2conn) goAway() {
+	if h.goingAway {
+		return
+	}
+	h.goingAway = true
+	h.core.GoAway(h2.NoError)
+	h.flush()
+	if h.cs.dead {
+		return
+	}
+	if h.core.Streams() == 0 && len(h.active) == 0 {
+		h.cs.closing, h.cs.closeAfter = true, true
+	}
+}
+
+// check runs from the sweep and reports whether the connection must be
+// closed now: timeouts, a drained final GOAWAY, and resuming output that
+// waited for gnet's buffer to drain.
+func (h *h2conn) check(now int64, set *settings) bool {
+	cs := h.cs
+	if h.w == nil && cs.writeStalled(now, set.write) {
+		cs.loop.stats.TimedOut.Add(1)
+		return true
+	}
+	if h.w != nil && h.w.failed() {
+		return true
+	}
+	if cs.closing {
+		return h.pendingOutput() == 0
+	}
+	if h.wantWriter || len(h.active) > 0 {
+		if h.w == nil && cs.outboundBuffered() == 0 {
+			h.wake() // resume production (and start the writer) on the loop
+		}
+		return false
+	}
+	if h.core.Streams() > 0 {
+		if now-cs.lastActive > set.readBody {
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
+		return false
+	}
+	if now-cs.lastActive > set.idle {
+		cs.loop.stats.TimedOut.Add(1)
+		h.goAway()
+		return h.pendingOutput() == 0
+	}
+	return false
+}
+
+// release drops what the connection holds once gnet closed it.
+func (h *h2conn) release() {
+	for _, ex := range h.ex {
+		if ex != nil && ex.s != nil {
+			ex.abandon()
+		}
+	}
+	h.active = h.active[:0]
+	if h.w != nil {
+		h.w.abort()
+	}
+}

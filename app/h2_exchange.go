@@ -1,0 +1,369 @@
+package app
+
+import (
+	"os"
+	"sync/atomic"
+	"time"
+
+	"gale/cache"
+	"gale/codec"
+	"gale/h2"
+	"gale/handlers"
+)
+
+// h2exchange is one HTTP/2 stream's request and response: its own Ctx,
+// scratch memory and, while it waits for the file cache, its own copy of
+// the request. One is made per stream slot of a connection and reused by
+// the streams that take that slot, so steady-state requests allocate
+// nothing. Owned by the connection's loop.
+type h2exchange struct {
+	h   *h2conn
+	s   *h2.Stream // nil when the slot is free
+	ctx handlers.Ctx
+
+	own    codec.Request // the request copied out of the core's memory (waiting for a load)
+	ownBuf []byte        // the bytes own aliases
+
+	rec    accessRecord // what the access log says of the request, kept once the response outlives Request
+	recBuf []byte
+
+	// The response body still to send, in order; the first part is
+	// partly sent when off is not zero.
+	parts      []handlers.BodyPart
+	one        [1]handlers.BodyPart // storage for a body in one piece
+	off        int64                // bytes of parts[0] already sent
+	file       *os.File             // the body's file regions are read from here; closed by dropFile
+	fileQueued bool                 // the writer has regions of file to read: it closes it
+	status     int
+	sent       int64 // body bytes sent
+	headOnly   bool  // HEAD: the head went out, no body follows
+	reqDone    bool  // the request's END_STREAM arrived
+	answered   bool  // the response head went out
+	queued     bool  // in h2conn.active
+
+	// Waiting for the file cache (handlers.CacheAccess).
+	done    cache.Done
+	result  atomic.Pointer[cacheResult]
+	waitKey string
+	waiting bool
+}
+
+var _ h2.Handler = (*h2conn)(nil)
+
+// exchange returns the exchange of slot, made on first use.
+func (h *h2conn) exchange(slot int) *h2exchange {
+	for len(h.ex) <= slot {
+		h.ex = append(h.ex, nil)
+	}
+	ex := h.ex[slot]
+	if ex == nil {
+		ex = &h2exchange{h: h}
+		ex.ctx.Scratch = make([]byte, 0, 2<<10)
+		ex.ctx.Cache = ex
+		h.ex[slot] = ex
+	}
+	return ex
+}
+
+// Request implements h2.Handler: a stream's request head arrived.
+func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
+	ex := h.exchange(s.Slot)
+	ex.start(s)
+	ex.ctx.Req = req
+	if s.TooLarge {
+		ex.ctx.Resp.Reset()
+		ex.ctx.Error(431)
+	} else {
+		ex.serve()
+	}
+	if ex.waiting {
+		ex.keepRequest()
+		return
+	}
+	ex.answer()
+}
+
+// Data implements h2.Handler: request body bytes. Routes served by the
+// loop's own handlers read no request bodies: the bytes are discarded and
+// their credit returned at once.
+func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
+	h.core.Consumed(s, len(data))
+	ex := h.exchange(s.Slot)
+	if ex.s != s {
+		return
+	}
+	if end {
+		ex.reqDone = true
+	}
+}
+
+// Reset implements h2.Handler: the stream ended abnormally.
+func (h *h2conn) Reset(s *h2.Stream, _ h2.ErrCode) {
+	if s.Slot >= len(h.ex) {
+		return
+	}
+	ex := h.ex[s.Slot]
+	if ex == nil || ex.s != s {
+		return
+	}
+	ex.abandon()
+}
+
+// Writable implements h2.Handler. Production runs after every Feed, so
+// nothing needs doing here.
+func (h *h2conn) Writable(*h2.Stream) {}
+
+// start prepares ex for stream s.
+func (ex *h2exchange) start(s *h2.Stream) {
+	cs := ex.h.cs
+	ex.s = s
+	ex.reqDone = !s.BodyFollows
+	ex.answered, ex.headOnly, ex.waiting = false, false, false
+	ex.status, ex.sent, ex.off = 0, 0, 0
+	ex.parts = nil
+	ex.rec = accessRecord{}
+	c := &ex.ctx
+	c.Resp.Reset()
+	c.Scratch = c.Scratch[:0]
+	c.Route, c.Path, c.Rest = nil, nil, nil
+	c.Remote = cs.remote
+	c.TLS = cs.tls != nil
+}
+
+// serve routes the request and runs its handler, as conn.answer does for
+// HTTP/1.1. A handler that waits for the file cache leaves ex.waiting set.
+func (ex *h2exchange) serve() {
+	cs := ex.h.cs
+	set := cs.loop.srv.set.Load()
+	c := &ex.ctx
+	req := c.Req
+	switch {
+	case req.Form == codec.AsteriskForm:
+		c.Resp.Reset()
+		c.Resp.Status = 200
+	case req.Form == codec.AuthorityForm:
+		c.Resp.Reset()
+		c.Error(405) // CONNECT: gale is not a forward proxy
+	case cs.toHTTPS != nil:
+		cs.toHTTPS.serve(c)
+	default:
+		set.router.Serve(c)
+	}
+	if c.Resp.Pending != nil {
+		// Only routes the loop answers itself are reachable over
+		// HTTP/2 (h2 is not offered while routes forward).
+		c.Resp.Pending = nil
+		c.Resp.Reset()
+		c.Error(502)
+	}
+}
+
+// keepRequest copies the request out of the core's memory, which the next
+// header block overwrites, so that it can be served again once the file
+// cache has loaded what it waits for.
+func (ex *h2exchange) keepRequest() {
+	src := ex.ctx.Req
+	b := ex.ownBuf[:0]
+	b = append(b, src.Method...)
+	b = append(b, src.Target...)
+	b = append(b, src.Host...)
+	for _, f := range src.Headers {
+		b = append(b, f.Name...)
+		b = append(b, f.Value...)
+	}
+	ex.ownBuf = b
+	own := &ex.own
+	hs := own.Headers[:0]
+	*own = *src
+	rest := b
+	own.Method, rest = cut(rest, len(src.Method))
+	own.Target, rest = cut(rest, len(src.Target))
+	own.Path, own.Query = splitTarget(own.Target, src)
+	own.Host, rest = cut(rest, len(src.Host))
+	for _, f := range src.Headers {
+		var n, v []byte
+		n, rest = cut(rest, len(f.Name))
+		v, rest = cut(rest, len(f.Value))
+		hs = append(hs, codec.Header{Name: n, Value: v})
+	}
+	own.Headers = hs
+	ex.ctx.Req = own
+}
+
+// splitTarget returns the path and query of a copied target, at the same
+// places src had them.
+func splitTarget(target []byte, src *codec.Request) (path, query []byte) {
+	if src.Path == nil {
+		return nil, nil
+	}
+	path = target[:len(src.Path)]
+	if src.Query != nil {
+		query = target[len(target)-len(src.Query):]
+	}
+	return path, query
+}
+
+// resume serves a request that waited for the file cache again, once the
+// load finished.
+func (ex *h2exchange) resume() {
+	if ex.s == nil || !ex.waiting || ex.result.Load() == nil {
+		return
+	}
+	ex.waiting = false
+	ex.ctx.Resp.Reset()
+	ex.ctx.Scratch = ex.ctx.Scratch[:0]
+	ex.serve()
+	if ex.waiting {
+		return
+	}
+	ex.answer()
+}
+
+// answer sends the response head, and the body as far as the windows and
+// the output bound allow; the rest is produced later (produce).
+func (ex *h2exchange) answer() {
+	h := ex.h
+	c := &ex.ctx
+	resp := &c.Resp
+	if ex.result.Load() != nil {
+		ex.result.Store(nil) // a load result belongs to this request only
+	}
+	ex.status = resp.Status
+	isHead := string(c.Req.Method) == "HEAD"
+	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	size := resp.BodySize()
+	end := isHead || bodyless || size == 0
+	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
+	h.core.WriteHeaders(ex.s, h.hdr, end)
+	ex.answered = true
+	ex.rec.fromRequest(c.Req)
+	if end {
+		ex.closeFile(resp)
+		ex.finish()
+		return
+	}
+	ex.setBody(resp)
+	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.set.Load().maxOut) {
+		h.wantWriter = true // large file regions are read off the loop
+	}
+	ex.recBuf = ex.rec.keep(ex.recBuf) // the response outlives the request's bytes
+	h.enqueue(ex)
+}
+
+// setBody takes the response's body as parts to send.
+func (ex *h2exchange) setBody(resp *handlers.Response) {
+	switch {
+	case resp.Parts != nil:
+		ex.parts = resp.Parts
+	case resp.File != nil:
+		ex.one[0] = handlers.BodyPart{Off: resp.FileOffset, Len: resp.FileSize}
+		ex.parts = ex.one[:]
+	default:
+		ex.one[0] = handlers.BodyPart{Data: resp.Body, Len: int64(len(resp.Body))}
+		ex.parts = ex.one[:]
+	}
+	ex.file = resp.File
+	resp.File = nil // the exchange owns it now
+}
+
+// bodyFromFile reports whether any part of the body is a file region.
+func (ex *h2exchange) bodyFromFile() bool {
+	for _, p := range ex.parts {
+		if p.Data == nil && p.Len > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (ex *h2exchange) closeFile(resp *handlers.Response) {
+	if resp.File != nil {
+		_ = resp.File.Close()
+		resp.File = nil
+	}
+}
+
+// finish ends the exchange once its last frame was queued: it is counted
+// and logged, and its slot freed. A request whose body is still arriving
+// is told to stop with RST_STREAM(NO_ERROR) (RFC 9113 section 8.1).
+func (ex *h2exchange) finish() {
+	h := ex.h
+	cs := h.cs
+	now := time.Now().UnixNano()
+	if !ex.reqDone {
+		h.core.Reset(ex.s, h2.NoError)
+	}
+	cs.loop.stats.H2Requests.Add(1)
+	cs.record(&ex.rec, ex.status, ex.sent, now)
+	ex.release()
+}
+
+// abandon drops the exchange when its stream was reset or the connection
+// closed: the response, if any began, is logged as it stands.
+func (ex *h2exchange) abandon() {
+	if ex.answered {
+		ex.h.cs.record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
+	}
+	ex.h.dequeue(ex)
+	ex.closeFile(&ex.ctx.Resp)
+	ex.dropFile()
+	ex.release()
+}
+
+// release frees the slot for the next stream.
+func (ex *h2exchange) release() {
+	ex.s = nil
+	ex.file = nil
+	ex.parts = nil
+	ex.one[0] = handlers.BodyPart{}
+	ex.waiting = false
+	ex.ctx.Req = nil
+	ex.ctx.Resp.Reset()
+}
+
+// The file cache, per exchange (handlers.CacheAccess).
+
+var _ handlers.CacheAccess = (*h2exchange)(nil)
+
+// CacheView implements handlers.CacheAccess: the loop's view over c.
+func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
+	return ex.h.cs.CacheView(c)
+}
+
+// CacheDone implements handlers.CacheAccess: the callback stores the
+// result and wakes the connection, whose next event resumes the exchange.
+func (ex *h2exchange) CacheDone() cache.Done {
+	if ex.done == nil {
+		gc := ex.h.cs.c
+		ex.done = func(e *cache.Entry, err error) {
+			ex.result.Store(&cacheResult{e: e, err: err})
+			_ = gc.Wake(nil)
+		}
+	}
+	return ex.done
+}
+
+// CacheLoaded implements handlers.CacheAccess.
+func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
+	r := ex.result.Load()
+	if r == nil || ex.waitKey != string(key) {
+		return nil, nil, false
+	}
+	ex.result.Store(nil)
+	return r.e, r.err, true
+}
+
+// CacheWait implements handlers.CacheAccess.
+func (ex *h2exchange) CacheWait(key []byte) {
+	ex.waiting = true
+	ex.waitKey = string(key)
+}
+
+// resumeWaiting serves again every exchange whose load finished.
+func (h *h2conn) resumeWaiting() {
+	for _, ex := range h.ex {
+		if ex != nil && ex.waiting && ex.result.Load() != nil {
+			ex.resume()
+		}
+	}
+}
