@@ -245,7 +245,8 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 // Reload swaps in cfg for new requests: routes, handler settings, limits,
-// timeouts and the Server header. Settings that need new listeners or a new
+// timeouts and the Server header, and the HTTP/2 settings for connections
+// accepted afterwards. Settings that need new listeners or a new
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files))
@@ -266,6 +267,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	reactor := func(c *config.Config) config.Server {
 		v := c.Server
 		v.Limits, v.Timeouts, v.ServerHeader, v.MaxBufferedOutput = config.Limits{}, config.Timeouts{}, "", 0
+		v.HTTP2 = config.HTTP2{}
 		return v
 	}
 	if reactor(old) != reactor(cfg) {

@@ -508,6 +508,51 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 }
 
+// TestReloadHTTP2Settings: server.http2 applies to connections accepted
+// after a reload, so changing it asks for no restart; a reactor key
+// changed alongside still does.
+func TestReloadHTTP2Settings(t *testing.T) {
+	ts := startServer(t, siteConfig, siteFiles)
+	file := filepath.Join(ts.dir, "gale.yaml")
+	reload := func(server string) []string {
+		t.Helper()
+		text := baseListen + "server: " + server + "\n" + siteConfig
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes, err := ts.srv.Reload(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return notes
+	}
+	for _, h2 := range []string{
+		"{enabled: false}",
+		"{max_concurrent_streams: 7, initial_stream_window: 1MiB, initial_connection_window: 64KiB}",
+		"{max_frame_size: 1MiB, max_header_list_size: 4KiB, max_requests: 3}",
+	} {
+		if notes := reload("{http2: " + h2 + "}"); len(notes) != 0 {
+			t.Errorf("http2: %s: notes %q, want none", h2, notes)
+		}
+	}
+	if notes := reload("{reuse_port: false, http2: {enabled: false}}"); len(notes) != 1 || !strings.Contains(notes[0], "restart") {
+		t.Errorf("reuse_port changed: notes %q, want one asking for a restart", notes)
+	}
+	resp, err := http.Get(ts.url("/hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello\n" {
+		t.Fatalf("after the reloads: %q", body)
+	}
+}
+
 func TestAccessLog(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "access.log")

@@ -312,7 +312,7 @@ func TestErrorListSortedAndUnwrapped(t *testing.T) {
 	}
 	want := strings.Join([]string{
 		`c.yaml:1:17: routes[0].path: expected a path starting with "/", got "x"`,
-		`c.yaml:2:10: server.idle: unknown key "idle" (expected one of: event_loops, reuse_port, load_balancing, lock_os_thread, edge_triggered, read_buffer, write_buffer, max_buffered_output, socket_recv_buffer, socket_send_buffer, tcp_no_delay, server_header, limits, timeouts)`,
+		`c.yaml:2:10: server.idle: unknown key "idle" (expected one of: event_loops, reuse_port, load_balancing, lock_os_thread, edge_triggered, read_buffer, write_buffer, max_buffered_output, socket_recv_buffer, socket_send_buffer, tcp_no_delay, server_header, limits, timeouts, http2)`,
 		`c.yaml:3:9: listen: expected a string, got an integer (80); quote it to make it a string: "80"`,
 	}, "\n")
 	if err.Error() != want {
@@ -504,7 +504,10 @@ func TestDefaultsFinite(t *testing.T) {
 		"timeouts.read_header": int64(s.Timeouts.ReadHeader), "timeouts.read_body": int64(s.Timeouts.ReadBody),
 		"timeouts.idle": int64(s.Timeouts.Idle), "timeouts.write": int64(s.Timeouts.Write),
 		"timeouts.shutdown": int64(s.Timeouts.Shutdown), "cache.revalidate": int64(c.Cache.Revalidate),
-		"cache.negative_ttl": int64(c.Cache.NegativeTTL),
+		"cache.negative_ttl":           int64(c.Cache.NegativeTTL),
+		"http2.max_concurrent_streams": int64(s.HTTP2.MaxConcurrentStreams), "http2.initial_stream_window": int64(s.HTTP2.InitialStreamWindow),
+		"http2.initial_connection_window": int64(s.HTTP2.InitialConnWindow), "http2.max_frame_size": int64(s.HTTP2.MaxFrameSize),
+		"http2.max_header_list_size": int64(s.HTTP2.MaxHeaderListSize), "http2.max_requests": int64(s.HTTP2.MaxRequests),
 	} {
 		if v <= 0 || v > 1<<40 {
 			t.Errorf("default %s = %d, want positive and finite", name, v)
@@ -648,4 +651,39 @@ func TestListenPortZeroTwice(t *testing.T) {
 	if len(cfg.Listen) != 2 {
 		t.Fatalf("%d listeners, want 2", len(cfg.Listen))
 	}
+}
+
+// TestHTTP2Bounds parses server.http2 at the low end of every range, and
+// checks that max_header_list_size follows limits.header_bytes, brought
+// within its own range, unless it is set.
+func TestHTTP2Bounds(t *testing.T) {
+	cases := []struct {
+		server string
+		want   HTTP2
+	}{
+		{"{}", defaults().Server.HTTP2},
+		{"{http2: {max_concurrent_streams: 1, initial_stream_window: 65535, initial_connection_window: 65535, max_frame_size: 16KiB, max_header_list_size: 1KiB, max_requests: 1}}",
+			HTTP2{Enabled: true, MaxConcurrentStreams: 1, InitialStreamWindow: 65535, InitialConnWindow: 65535, MaxFrameSize: 16384, MaxHeaderListSize: 1024, MaxRequests: 1}},
+		{"{limits: {header_bytes: 100}}", withHeaderList(1024)},
+		{"{limits: {header_bytes: 64MiB}}", withHeaderList(1 << 20)},
+		{"{limits: {header_bytes: 20000}, http2: {enabled: true}}", withHeaderList(20000)},
+		{"{http2: {max_header_list_size: 2KiB}, limits: {header_bytes: 64KiB}}", withHeaderList(2048)},
+	}
+	for _, tc := range cases {
+		cfg, err := Parse([]byte("listen: \":0\"\nserver: "+tc.server+"\nroutes: [{path: /, respond: {}}]\n"), "")
+		if err != nil {
+			t.Errorf("server: %s: %v", tc.server, err)
+			continue
+		}
+		if cfg.Server.HTTP2 != tc.want {
+			t.Errorf("server: %s: HTTP2 = %+v, want %+v", tc.server, cfg.Server.HTTP2, tc.want)
+		}
+	}
+}
+
+// withHeaderList returns the default HTTP/2 settings with MaxHeaderListSize n.
+func withHeaderList(n uint32) HTTP2 {
+	h := defaults().Server.HTTP2
+	h.MaxHeaderListSize = n
+	return h
 }

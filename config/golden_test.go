@@ -196,6 +196,8 @@ func dump(b *strings.Builder, v reflect.Value, field, indent string) {
 			return
 		}
 		fmt.Fprint(b, v.Int())
+	case reflect.Uint32:
+		fmt.Fprint(b, v.Uint())
 	case reflect.Bool:
 		fmt.Fprint(b, v.Bool())
 	default:

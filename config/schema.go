@@ -30,6 +30,20 @@ const (
 	maxEventLoop = 1024
 )
 
+// HTTP/2 bounds. The windows and the frame size are the protocol's own
+// limits (RFC 9113 sections 6.5.2 and 6.9.1); the others keep what one
+// connection may hold finite.
+const (
+	maxH2Streams    = 1000
+	minH2Window     = 65535 // the protocol's initial window
+	maxH2Window     = 1<<31 - 1
+	minH2FrameSize  = 1 << 14 // SETTINGS_MAX_FRAME_SIZE may not be set lower
+	maxH2FrameSize  = 1<<24 - 1
+	minH2HeaderList = 1 << 10
+	maxH2HeaderList = 1 << 20
+	maxH2Requests   = 1_000_000_000
+)
+
 // Default values, as documented on the fields in types.go.
 const (
 	defaultReadBuffer        = 64 << 10
@@ -45,6 +59,11 @@ const (
 	defaultCompressMinBytes  = 1 << 10
 	defaultRespondType       = "text/plain; charset=utf-8"
 	defaultRedirectStatus    = 308
+	defaultH2Streams         = 128
+	defaultH2StreamWindow    = 256 << 10
+	defaultH2ConnWindow      = 1 << 20
+	defaultH2FrameSize       = 16 << 10
+	defaultH2Requests        = 10000
 )
 
 // defaults returns a Config holding every default, without listeners and
@@ -71,6 +90,15 @@ func defaults() *Config {
 				Idle:       60 * time.Second,
 				Write:      60 * time.Second,
 				Shutdown:   30 * time.Second,
+			},
+			HTTP2: HTTP2{
+				Enabled:              true,
+				MaxConcurrentStreams: defaultH2Streams,
+				InitialStreamWindow:  defaultH2StreamWindow,
+				InitialConnWindow:    defaultH2ConnWindow,
+				MaxFrameSize:         defaultH2FrameSize,
+				MaxHeaderListSize:    h2HeaderList(defaultHeaderBytes),
+				MaxRequests:          defaultH2Requests,
 			},
 		},
 		Cache: Cache{
@@ -186,7 +214,7 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	s := d.section(n, path, "event_loops", "reuse_port", "load_balancing", "lock_os_thread", "edge_triggered",
 		"read_buffer", "write_buffer", "max_buffered_output", "socket_recv_buffer", "socket_send_buffer",
-		"tcp_no_delay", "server_header", "limits", "timeouts")
+		"tcp_no_delay", "server_header", "limits", "timeouts", "http2")
 	if s == nil {
 		return
 	}
@@ -246,6 +274,38 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 			d.setDuration(t, "shutdown", &sv.Timeouts.Shutdown)
 		}
 	}
+	listSet := false
+	if v := s.get("http2"); v != nil {
+		listSet = d.http2(v, join(path, "http2"), &sv.HTTP2)
+	}
+	if !listSet {
+		sv.HTTP2.MaxHeaderListSize = h2HeaderList(sv.Limits.HeaderBytes)
+	}
+}
+
+// http2 decodes server.http2 into h. It reports whether the file sets
+// max_header_list_size; when it does not, the caller derives it from
+// limits.header_bytes, which may be written after this section.
+func (d *decoder) http2(n *yaml.Node, path string, h *HTTP2) (listSet bool) {
+	s := d.section(n, path, "enabled", "max_concurrent_streams", "initial_stream_window",
+		"initial_connection_window", "max_frame_size", "max_header_list_size", "max_requests")
+	if s == nil {
+		return false
+	}
+	d.setBool(s, "enabled", &h.Enabled)
+	d.setCount32(s, "max_concurrent_streams", &h.MaxConcurrentStreams, 1, maxH2Streams)
+	d.setSize32(s, "initial_stream_window", &h.InitialStreamWindow, minH2Window, maxH2Window)
+	d.setSize32(s, "initial_connection_window", &h.InitialConnWindow, minH2Window, maxH2Window)
+	d.setSize32(s, "max_frame_size", &h.MaxFrameSize, minH2FrameSize, maxH2FrameSize)
+	d.setSize32(s, "max_header_list_size", &h.MaxHeaderListSize, minH2HeaderList, maxH2HeaderList)
+	d.setCount32(s, "max_requests", &h.MaxRequests, 1, maxH2Requests)
+	return s.has("max_header_list_size")
+}
+
+// h2HeaderList is the default SETTINGS_MAX_HEADER_LIST_SIZE: the HTTP/1.1
+// head limit, brought within the range the key itself allows.
+func h2HeaderList(headerBytes int) uint32 {
+	return uint32(min(max(headerBytes, minH2HeaderList), maxH2HeaderList))
 }
 
 // ceilPow2 rounds n (>= 1) up to a power of two, as gnet does with its
@@ -882,6 +942,24 @@ func (d *decoder) setInt(s *section, name string, dst *int, lo, hi int64) bool {
 		}
 	}
 	return false
+}
+
+// setCount32 decodes a whole number within [lo, hi] (hi < 2^32).
+func (d *decoder) setCount32(s *section, name string, dst *uint32, lo, hi int64) {
+	if v := s.get(name); v != nil {
+		if n, ok := d.integer(v, join(s.path, name), lo, hi); ok {
+			*dst = uint32(n)
+		}
+	}
+}
+
+// setSize32 decodes a size within [lo, hi] bytes (hi < 2^32).
+func (d *decoder) setSize32(s *section, name string, dst *uint32, lo, hi int64) {
+	if v := s.get(name); v != nil {
+		if n, ok := d.size(v, join(s.path, name), lo, hi); ok {
+			*dst = uint32(n)
+		}
+	}
 }
 
 func (d *decoder) setInt64(s *section, name string, dst *int64, lo int64) bool {

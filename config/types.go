@@ -78,6 +78,7 @@ type Server struct {
 	ServerHeader      string   // default "gale"; "" sends none
 	Limits            Limits   // size limits
 	Timeouts          Timeouts // time limits
+	HTTP2             HTTP2    // HTTP/2 settings; a reload applies them to connections accepted afterwards
 }
 
 // Limits bound request sizes and connection counts.
@@ -95,6 +96,19 @@ type Timeouts struct {
 	Idle       time.Duration // default 60s: keep-alive wait for the next request
 	Write      time.Duration // default 60s: longest time without progress while output is pending
 	Shutdown   time.Duration // default 30s: graceful stop deadline
+}
+
+// HTTP2 holds the HTTP/2 settings (RFC 9113): what a connection advertises
+// in its SETTINGS frame and enforces. Every field is within its range after
+// defaults; the windows and sizes are in bytes.
+type HTTP2 struct {
+	Enabled              bool   // default true: offer HTTP/2, with ALPN "h2" on TLS listeners and h2c with prior knowledge on plain listeners
+	MaxConcurrentStreams uint32 // default 128, 1..1000: SETTINGS_MAX_CONCURRENT_STREAMS
+	InitialStreamWindow  uint32 // default 256 KiB, 65535..2^31-1: our receive window per stream, SETTINGS_INITIAL_WINDOW_SIZE
+	InitialConnWindow    uint32 // default 1 MiB, 65535..2^31-1: our receive window for the whole connection, raised from 65535 by a WINDOW_UPDATE on stream 0; may be smaller than InitialStreamWindow
+	MaxFrameSize         uint32 // default 16 KiB, 16384..16777215: the largest frame payload we accept, SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2)
+	MaxHeaderListSize    uint32 // default Limits.HeaderBytes brought within 1 KiB..1 MiB: SETTINGS_MAX_HEADER_LIST_SIZE, counted as RFC 7541 section 4.1 does
+	MaxRequests          uint32 // default 10000, 1..10^9: streams one connection may carry before a graceful GOAWAY
 }
 
 // Cache configures the static file cache, one per server, shared by every

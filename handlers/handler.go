@@ -51,11 +51,18 @@ type Ctx struct {
 	// capacity (a few KiB) that steady-state requests do not grow it.
 	Scratch []byte
 
-	// Conn is the connection the request arrived on, opaque to this
-	// package: the server sets it for the connection's life, and a
-	// handler that finishes its response later (the proxy) asserts it to
-	// the interface it needs to write the response and resume the
-	// connection. Like the Ctx, it belongs to the connection's loop.
+	// Cache is the exchange's access to the event loop's file cache,
+	// through which static routes look files up and wait for loads (see
+	// CacheAccess). The protocol engine sets it; nil outside the server
+	// (static routes then use a shared view under a lock).
+	Cache CacheAccess
+
+	// Conn is the HTTP/1.1 connection, for the proxy; nil on other
+	// protocols. It is opaque to this package: the server sets it for
+	// the connection's life, and a handler that finishes its response
+	// later (the proxy) asserts it to the interface it needs to write
+	// the response and resume the connection. Like the Ctx, it belongs
+	// to the connection's loop.
 	Conn any
 }
 

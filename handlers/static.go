@@ -29,7 +29,7 @@ const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
 // staticSyncMax is the largest file a cache miss reads on the event loop;
 // larger files (up to cache.max_file_bytes) are read by the cache's
-// workers while the connection waits (see StaticConn).
+// workers while the exchange waits (see CacheAccess).
 const staticSyncMax = 64 << 10
 
 // staticHandler serves files under a root directory through the file
@@ -65,7 +65,7 @@ type staticHandler struct {
 	cache   *cache.Cache
 	prof    cache.Profile // how this route's files are represented
 	errProf cache.Profile // how its error pages are
-	shared  sharedView    // for requests outside the server (Ctx.Conn not a StaticConn)
+	shared  sharedView    // for requests outside the server (Ctx.Cache nil)
 }
 
 // errPage is a custom error page of a static route.
@@ -285,14 +285,14 @@ func (h *staticHandler) entry(c *Ctx, clean []byte) (*cache.Entry, error) {
 }
 
 // get returns key's entry: from the loop's view of the cache, or from the
-// result a finished load left on the connection, or by loading it. A
+// result a finished load left on the exchange, or by loading it. A
 // page of nil loads the clean path under the root with the route's
 // profile; else it loads the error page. err is cache.ErrPending when the
-// connection waits for the load (the handler must return without an
+// exchange waits for the load (the handler must return without an
 // answer), cache.ErrBusy or cache.ErrClosed when the file must be served
 // without the cache, or another error.
 func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.Entry, error) {
-	sc, _ := c.Conn.(StaticConn)
+	sc := c.Cache
 	var v *cache.View
 	if sc != nil {
 		v = sc.CacheView(h.cache)
@@ -326,7 +326,7 @@ func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.En
 }
 
 // loadFailed answers a request whose entry could not be had from the
-// cache: nothing while the connection waits for a load, the file read
+// cache: nothing while the exchange waits for a load, the file read
 // directly when the cache is busy or closed, else 500.
 func (h *staticHandler) loadFailed(c *Ctx, ri *reqInfo, err error, clean []byte, dir bool) {
 	switch {

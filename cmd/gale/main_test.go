@@ -22,12 +22,19 @@ func TestValidate(t *testing.T) {
 	// validate must refuse it as serve does.
 	unnormal := filepath.Join(dir, "unnormal.yaml")
 	os.WriteFile(unnormal, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /%7euser/\n    respond: {body: \"hi\\n\"}\n"), 0o644)
+	h2 := filepath.Join(dir, "h2.yaml")
+	os.WriteFile(h2, []byte("listen: [\"127.0.0.1:0\"]\nserver:\n  http2: {enabled: true, max_concurrent_streams: 100, initial_stream_window: 1MiB, initial_connection_window: 64KiB,\n    max_frame_size: 16KiB, max_header_list_size: 32KiB, max_requests: 1000}\nroutes:\n  - path: /\n    respond: {}\n"), 0o644)
+	h2bad := filepath.Join(dir, "h2bad.yaml")
+	os.WriteFile(h2bad, []byte("listen: [\"127.0.0.1:0\"]\nserver:\n  http2: {max_frame_size: 16MiB, max_streams: 10}\nroutes:\n  - path: /\n    respond: {}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
 		out  string
 	}{
 		{[]string{"validate", "-c", good}, 0, "ok\n"},
+		{[]string{"validate", "-c", h2}, 0, "ok\n"},
+		{[]string{"validate", "-c", h2bad}, 1, "h2bad.yaml:3:27: server.http2.max_frame_size: must be at most 16777215B, got 16MiB\n" +
+			h2bad + ":3:34: server.http2.max_streams: unknown key \"max_streams\""},
 		{[]string{"validate", "-c", bad}, 1, "bad.yaml:4:15: routes[0].respond.bodyy: unknown key \"bodyy\"; did you mean \"body\"?"},
 		{[]string{"validate", "-c", unnormal}, 1, "unnormal.yaml:3:5: route host \"\" path \"/%7euser/\": handlers: route path is not in normal form"},
 		{[]string{"validate"}, 2, ""},
