@@ -221,7 +221,8 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 	l.fileBuf = growLen(l.fileBuf[:0], k)
 	if _, err := ex.file.ReadAt(l.fileBuf, p.Off+ex.off); err != nil {
 		// The frame header is out: the connection cannot go on.
-		h.cs.closeNow()
+		h.cs.closing = true
+		_ = h.cs.c.Close()
 		return 0
 	}
 	if !h.cs.dead {

@@ -115,7 +115,7 @@ routes:
 	}
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s.set.Store(set)
-	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {})
+	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return false })
 	if err != nil {
 		t.Fatal(err)
 	}
