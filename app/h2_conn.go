@@ -101,6 +101,7 @@ func (h *h2conn) onTraffic() gnet.Action {
 	}
 	buf := cs.inbound()
 	if len(buf) > 0 {
+		h.core.SetBacklog(h.pendingOutput())
 		n, err := h.core.Feed(buf)
 		if n > 0 {
 			cs.consume(n)

@@ -1,0 +1,130 @@
+//go:build !race
+
+package app
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"gale/config"
+)
+
+// h2Frames renders a client's HTTP/2 session with x/net's framer and
+// HPACK encoder: the preface and SETTINGS, then n GET requests for path
+// on streams 1, 3, 5, ..., each returned as its own frame bytes.
+func h2Frames(t testing.TB, path string, n int) (start []byte, reqs [][]byte) {
+	var buf bytes.Buffer
+	buf.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&buf, nil)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30})
+	_ = fr.WriteSettingsAck()
+	_ = fr.WriteWindowUpdate(0, 1<<30)
+	start = append([]byte(nil), buf.Bytes()...)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := 0; i < n; i++ {
+		buf.Reset()
+		hb.Reset()
+		for _, f := range [][2]string{
+			{":method", "GET"}, {":scheme", "https"}, {":authority", "example.com"}, {":path", path},
+			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64) gale-test"}, {"accept", "*/*"},
+			{"accept-encoding", "gzip, br"}, {"accept-language", "en"}, {"cookie", "a=b"},
+		} {
+			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+		reqs = append(reqs, append([]byte(nil), buf.Bytes()...))
+	}
+	return start, reqs
+}
+
+// TestH2ServeAllocs proves that answering a request on an established
+// HTTP/2 connection, from the HEADERS frame in the inbound buffer to the
+// frames handed to the connection (HPACK decoding, validation, routing,
+// the handler, header rules, HPACK encoding, DATA), allocates nothing once
+// the connection's buffers have grown: for a respond route and a cached
+// static file.
+func TestH2ServeAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/index.html", []byte("<h1>hello</h1>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    static: {root: .}
+  - path: /hello
+    headers: {response: {set: {X-Frame-Options: DENY}}}
+    respond: {status: 200, body: "hello\n"}
+`), dir+"/gale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.set.Store(set)
+	for _, path := range []string{"/hello", "/index.html"} {
+		t.Run(path, func(t *testing.T) {
+			fc := &fakeConn{}
+			cs := newConn(newLoop(s, nil), fc)
+			start, reqs := h2Frames(t, path, 400)
+			fc.in = start
+			cs.onTraffic()
+			if cs.h2 == nil {
+				t.Fatal("the preface did not start HTTP/2")
+			}
+			next := 0
+			serve := func() {
+				fc.in = reqs[next]
+				next++
+				cs.onTraffic()
+				if len(fc.in) != 0 || cs.closing {
+					t.Fatalf("left %d bytes, closing %v", len(fc.in), cs.closing)
+				}
+			}
+			for range 20 {
+				serve() // grow the buffers (and load the file into the cache)
+			}
+			waitCached(t, cs, serve)
+			before := fc.written
+			if n := testing.AllocsPerRun(200, serve); n != 0 {
+				t.Fatalf("%v allocations per request, want 0", n)
+			}
+			if fc.written == before {
+				t.Fatal("nothing written")
+			}
+		})
+	}
+}
+
+// waitCached serves until no exchange of cs waits for the file cache.
+func waitCached(t *testing.T, cs *conn, serve func()) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, ex := range cs.h2.ex {
+			if ex != nil && ex.waiting {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(time.Millisecond) // polls for the cache worker's result
+		serve()
+	}
+	t.Fatal("the file never reached the cache")
+}
