@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -79,7 +80,7 @@ func TestRepFieldsAndHead(t *testing.T) {
 	if string(r.Head) != want {
 		t.Errorf("Head =\n%q\nwant\n%q", r.Head, want)
 	}
-	if got := string(AppendFields(nil, r.Fields)); got != want {
+	if got := string(codec.AppendFieldLines(nil, r.Fields)); got != want {
 		t.Errorf("Fields render to %q", got)
 	}
 
@@ -87,7 +88,7 @@ func TestRepFieldsAndHead(t *testing.T) {
 	// profile serves codings.
 	prof := &Profile{Encodings: []Encoding{Gzip}, MinCompress: 1 << 20, Render: func(dst []byte, e *Entry, r *Rep) []byte {
 		dst = append(dst, "HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"...)
-		dst = AppendFields(dst, r.Fields)
+		dst = codec.AppendFieldLines(dst, r.Fields)
 		return append(dst, "Cache-Control: max-age=60\r\n"...)
 	}}
 	p2 := writeFile(t, t.TempDir(), "b.txt", []byte("hello"), mtime0)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"gale/codec"
 )
@@ -276,18 +275,6 @@ var (
 	valueEncodings      = [numEncodings][]byte{nil, []byte("gzip"), []byte("zstd"), []byte("br")}
 )
 
-// AppendFields appends fields as HTTP/1.1 header lines "Name: value\r\n"
-// to dst and returns the extended slice.
-func AppendFields(dst []byte, fields []codec.Header) []byte {
-	for _, f := range fields {
-		dst = append(dst, f.Name...)
-		dst = append(dst, ':', ' ')
-		dst = append(dst, f.Value...)
-		dst = append(dst, '\r', '\n')
-	}
-	return dst
-}
-
 // Invalidate records that e no longer describes its path (the caller
 // opened the file and found it changed, Entry.SameFile false): if e is
 // still its key's current version, every view misses on it from now on
@@ -329,11 +316,6 @@ func codedETag(tag []byte, enc Encoding) []byte {
 	return append(b, '"')
 }
 
-// appendHTTPDate appends t as an IMF-fixdate (RFC 9110 5.6.7).
-func appendHTTPDate(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, "Mon, 02 Jan 2006 15:04:05 GMT")
-}
-
 // repOverhead approximates what a Rep costs besides its slices' bytes.
 const repOverhead = 160
 
@@ -371,7 +353,7 @@ func buildRep(e *Entry, r *Rep) int64 {
 	if e.prof != nil && e.prof.Render != nil {
 		head = e.prof.Render(head, e, r)
 	} else {
-		head = AppendFields(head, fields)
+		head = codec.AppendFieldLines(head, fields)
 	}
 	r.Head = append(make([]byte, 0, len(head)), head...) // exact size: it lives as long as the entry
 	return repOverhead + int64(cap(vals)+cap(r.Head)+len(r.ETag)) + int64(cap(fields))*48 + int64(len(r.Body))

@@ -194,9 +194,7 @@ func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte 
 	dst = append(dst, headStatusOK...)
 	dst = append(dst, headDateLine...)
 	if len(h.server) > 0 {
-		dst = append(dst, "Server: "...)
-		dst = append(dst, h.server...)
-		dst = append(dst, '\r', '\n')
+		dst = codec.AppendFieldLine(dst, hdrServer, h.server)
 	}
 	fields := make([]codec.Header, 0, len(r.Fields)+4)
 	fields = append(fields, r.Fields...)
@@ -206,7 +204,7 @@ func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte 
 	if h.respOps != nil {
 		fields = h.respOps.apply(fields)
 	}
-	return cache.AppendFields(dst, fields)
+	return codec.AppendFieldLines(dst, fields)
 }
 
 // renderNothing is the Render of error pages, whose responses are

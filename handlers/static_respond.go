@@ -196,9 +196,7 @@ func (h *staticHandler) serveRanges(c *Ctx, ri *reqInfo, fr *fileRep) bool {
 		}
 		c.Scratch = append(c.Scratch, "--"+multipartBoundary+"\r\n"...)
 		if ct != nil {
-			c.Scratch = append(c.Scratch, "Content-Type: "...)
-			c.Scratch = append(c.Scratch, ct...)
-			c.Scratch = append(c.Scratch, '\r', '\n')
+			c.Scratch = codec.AppendFieldLine(c.Scratch, hdrContentType, ct)
 		}
 		c.Scratch = append(c.Scratch, "Content-Range: "...)
 		c.Scratch = appendRange(c.Scratch, r, fr.size)
