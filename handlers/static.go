@@ -161,6 +161,7 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	h.prof.MinCompress = sc.Compress.MinBytes
 	h.prof.Open = h.openAbs
 	h.prof.Render = h.render
+	h.prof.RenderHPACK = h.renderHPACK
 	h.errProf.Render = renderNothing
 
 	if !filepath.IsAbs(sc.Root) {
@@ -189,22 +190,15 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 func (h *staticHandler) close() error { return h.root.Close() }
 
 // render is the route's cache.Profile.Render: the head of a 200 response
-// for representation r, with a Date placeholder (see AppendHead).
+// for representation r, with a Date placeholder (see AppendHead). Its
+// HTTP/2 twin is renderHPACK (static_hpack.go).
 func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte {
 	dst = append(dst, headStatusOK...)
 	dst = append(dst, headDateLine...)
 	if len(h.server) > 0 {
 		dst = codec.AppendFieldLine(dst, hdrServer, h.server)
 	}
-	fields := make([]codec.Header, 0, len(r.Fields)+4)
-	fields = append(fields, r.Fields...)
-	if h.cacheControl != nil {
-		fields = append(fields, codec.Header{Name: hdrCacheControl, Value: h.cacheControl})
-	}
-	if h.respOps != nil {
-		fields = h.respOps.apply(fields)
-	}
-	return codec.AppendFieldLines(dst, fields)
+	return codec.AppendFieldLines(dst, h.headFields(r))
 }
 
 // renderNothing is the Render of error pages, whose responses are
@@ -476,6 +470,7 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 	fr := fileRep{
 		entry:  e,
 		head:   rep.Head,
+		hpack:  rep.HPACK,
 		fields: rep.Fields,
 		etag:   rep.ETag,
 		mtime:  e.ModTime,
