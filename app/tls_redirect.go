@@ -1,6 +1,9 @@
 package app
 
-import "gale/handlers"
+import (
+	"gale/codec"
+	"gale/handlers"
+)
 
 var (
 	hdrLocation    = []byte("Location")
@@ -52,39 +55,43 @@ func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
 }
 
 // hostOnly returns the host of a Host value without its port and
-// trailing dot, or nil when it holds a byte that a host name or an IP
-// literal cannot.
+// trailing dots (codec.HostName, and any further trailing dot), or nil
+// when it holds a byte that a host name or an IP literal cannot.
 func hostOnly(h []byte) []byte {
-	if len(h) == 0 {
+	h = codec.HostName(h)
+	if !redirectHost(h) {
 		return nil
-	}
-	if h[0] == '[' {
-		end := 1
-		for end < len(h) && h[end] != ']' {
-			c := h[end]
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
-				return nil
-			}
-			end++
-		}
-		if end == len(h) {
-			return nil
-		}
-		return h[:end+1]
-	}
-	for i, c := range h {
-		if c == ':' {
-			h = h[:i]
-			break
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return nil
-		}
 	}
 	for len(h) > 0 && h[len(h)-1] == '.' {
 		h = h[:len(h)-1]
 	}
 	return h
+}
+
+// redirectHost reports whether h (without a port) may be copied into a
+// Location: an IP literal in brackets of hex digits, ':' and '.', or a
+// name of letters, digits, '.', '-' and '_'.
+func redirectHost(h []byte) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if h[0] == '[' {
+		if len(h) < 2 || h[len(h)-1] != ']' {
+			return false
+		}
+		for _, c := range h[1 : len(h)-1] {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // appendLocationSafe appends p, percent-encoding the bytes that must not
