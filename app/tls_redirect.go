@@ -15,8 +15,6 @@ var (
 	slash          = []byte("/")
 )
 
-const upperHex = "0123456789ABCDEF"
-
 // serve answers a request on a redirect_to_https listener with a redirect
 // to the same host, path and query over https: 301 for GET and HEAD, 308
 // (which keeps the method and body) for the others. A request without a
@@ -37,10 +35,10 @@ func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
 	if len(path) == 0 || path[0] != '/' {
 		path = slash
 	}
-	s = appendLocationSafe(s, path)
+	s = codec.AppendLocationSafe(s, path)
 	if req.Query != nil {
 		s = append(s, '?')
-		s = appendLocationSafe(s, req.Query)
+		s = codec.AppendLocationSafe(s, req.Query)
 	}
 	ctx.Scratch = s
 	n := len(s)
@@ -92,18 +90,4 @@ func redirectHost(h []byte) bool {
 		}
 	}
 	return true
-}
-
-// appendLocationSafe appends p, percent-encoding the bytes that must not
-// appear raw in a Location value: controls, space, non-ASCII, '\\' (read
-// as '/' by browsers), '"', '<', '>' and '#'.
-func appendLocationSafe(dst, p []byte) []byte {
-	for _, b := range p {
-		if b <= ' ' || b >= 0x7f || b == '\\' || b == '"' || b == '<' || b == '>' || b == '#' {
-			dst = append(dst, '%', upperHex[b>>4], upperHex[b&15])
-			continue
-		}
-		dst = append(dst, b)
-	}
-	return dst
 }

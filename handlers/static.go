@@ -538,11 +538,11 @@ func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir boo
 // the Location can never be a network-path reference ("//host/").
 func (h *staticHandler) redirectToDir(c *Ctx) {
 	mark := len(c.Scratch)
-	c.Scratch = appendURLSafe(c.Scratch, c.Path)
+	c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Path)
 	c.Scratch = append(c.Scratch, '/')
 	if len(c.Req.Query) > 0 {
 		c.Scratch = append(c.Scratch, '?')
-		c.Scratch = appendURLSafe(c.Scratch, c.Req.Query)
+		c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Req.Query)
 	}
 	c.Resp.Status = 301
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
