@@ -15,16 +15,6 @@ import (
 // the streams that have body left, one frame per stream per round, so a
 // large download never holds up the small responses beside it.
 
-// connectionSpecific reports whether name (lower case) is a field HTTP/2
-// forbids (RFC 9113 section 8.2.2): it never goes out in an h2 response.
-func connectionSpecific(name []byte) bool {
-	switch string(name) {
-	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		return true
-	}
-	return false
-}
-
 // appendHead appends the HPACK block of resp's head to dst.
 func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless bool, size int64) []byte {
 	h := ex.h
@@ -39,7 +29,7 @@ func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless b
 	}
 	for _, f := range resp.Headers {
 		h.lower = codec.AppendLower(h.lower[:0], f.Name)
-		if connectionSpecific(h.lower) || string(h.lower) == "content-length" {
+		if codec.ConnectionSpecific(h.lower) || string(h.lower) == "content-length" {
 			continue
 		}
 		dst = hpack.AppendField(dst, h.lower, f.Value)

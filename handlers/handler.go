@@ -119,7 +119,7 @@ type Response struct {
 	FileOffset int64        // where File's body starts (a byte range)
 	Parts      []BodyPart   // the body in pieces (multipart/byteranges); when set, Body is nil and File, if set, is what the pieces' regions are read from
 	Head       []byte       // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
-	HPACK      []byte       // the HTTP/2 head of Head, pre-encoded (a cached entry's; see cache.Rep.HPACK); set only with Head
+	HPACK      []byte       // with Head: the same response as an HTTP/2 header block (cache.Rep.HPACK: ":status" and every field but Date, which the HTTP/2 engine appends); nil otherwise
 	Entry      *cache.Entry // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
 }
 

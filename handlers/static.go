@@ -161,6 +161,7 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	h.prof.MinCompress = sc.Compress.MinBytes
 	h.prof.Open = h.openAbs
 	h.prof.Render = h.render
+	h.prof.RenderHPACK = h.renderHPACK
 	h.errProf.Render = renderNothing
 
 	if !filepath.IsAbs(sc.Root) {
@@ -189,24 +190,15 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 func (h *staticHandler) close() error { return h.root.Close() }
 
 // render is the route's cache.Profile.Render: the head of a 200 response
-// for representation r, with a Date placeholder (see AppendHead).
+// for representation r, with a Date placeholder (see AppendHead). Its
+// HTTP/2 twin is renderHPACK (static_hpack.go).
 func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte {
 	dst = append(dst, headStatusOK...)
 	dst = append(dst, headDateLine...)
 	if len(h.server) > 0 {
-		dst = append(dst, "Server: "...)
-		dst = append(dst, h.server...)
-		dst = append(dst, '\r', '\n')
+		dst = codec.AppendFieldLine(dst, hdrServer, h.server)
 	}
-	fields := make([]codec.Header, 0, len(r.Fields)+4)
-	fields = append(fields, r.Fields...)
-	if h.cacheControl != nil {
-		fields = append(fields, codec.Header{Name: hdrCacheControl, Value: h.cacheControl})
-	}
-	if h.respOps != nil {
-		fields = h.respOps.apply(fields)
-	}
-	return cache.AppendFields(dst, fields)
+	return codec.AppendFieldLines(dst, h.headFields(r))
 }
 
 // renderNothing is the Render of error pages, whose responses are
@@ -478,6 +470,7 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 	fr := fileRep{
 		entry:  e,
 		head:   rep.Head,
+		hpack:  rep.HPACK,
 		fields: rep.Fields,
 		etag:   rep.ETag,
 		mtime:  e.ModTime,
@@ -545,11 +538,11 @@ func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir boo
 // the Location can never be a network-path reference ("//host/").
 func (h *staticHandler) redirectToDir(c *Ctx) {
 	mark := len(c.Scratch)
-	c.Scratch = appendURLSafe(c.Scratch, c.Path)
+	c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Path)
 	c.Scratch = append(c.Scratch, '/')
 	if len(c.Req.Query) > 0 {
 		c.Scratch = append(c.Scratch, '?')
-		c.Scratch = appendURLSafe(c.Scratch, c.Req.Query)
+		c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Req.Query)
 	}
 	c.Resp.Status = 301
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
