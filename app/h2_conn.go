@@ -50,6 +50,7 @@ type h2conn struct {
 
 	wantWriter bool      // output must move to the writer once gnet's buffer drained
 	w          *h2writer // the off-loop writer, once started
+	progress   int64     // when body bytes were last produced, or an exchange began waiting to send (unix ns)
 	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
 	woke       bool      // a Wake to continue production is pending
 }
@@ -218,6 +219,12 @@ func (h *h2conn) check(now int64, set *settings) bool {
 		return h.pendingOutput() == 0
 	}
 	if h.wantWriter || len(h.active) > 0 {
+		if now-h.progress > set.write {
+			// Bodies wait and none moved for timeouts.write: the
+			// client keeps its windows shut or reads nothing.
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
 		if h.w == nil && cs.outboundBuffered() == 0 {
 			h.wake() // resume production (and start the writer) on the loop
 		}

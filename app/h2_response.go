@@ -2,6 +2,7 @@ package app
 
 import (
 	"strconv"
+	"time"
 
 	"gale/codec"
 	"gale/h2/hpack"
@@ -57,6 +58,9 @@ var (
 func (h *h2conn) enqueue(ex *h2exchange) {
 	if !ex.queued {
 		ex.queued = true
+		if len(h.active) == 0 {
+			h.progress = time.Now().UnixNano()
+		}
 		h.active = append(h.active, ex)
 	}
 }
@@ -106,6 +110,7 @@ func (h *h2conn) produce() {
 		if !h.round(room) {
 			return // every window is closed: WINDOW_UPDATE resumes
 		}
+		h.progress = time.Now().UnixNano()
 		if h.w == nil {
 			h.flush()
 			if !h.cs.dead && h.cs.outboundBuffered() > 0 && len(h.active) > 0 {
@@ -185,8 +190,10 @@ func (ex *h2exchange) step(limit int) int {
 			break
 		}
 	}
-	ex.sent += int64(sent)
-	h.produced += sent
+	if sent > 0 {
+		ex.sent += int64(sent)
+		h.produced += sent
+	}
 	return sent
 }
 
