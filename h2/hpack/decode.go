@@ -1,6 +1,9 @@
 package hpack
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // Decoder is one connection's HPACK decoder (RFC 7541 section 3): the
 // dynamic table the peer's encoder fills, and the buffer decoded fields
@@ -11,6 +14,7 @@ type Decoder struct {
 	table dynamicTable
 	limit uint32 // the largest maximum size a size update may set: the SETTINGS_HEADER_TABLE_SIZE we advertised
 	buf   []byte // names and values of the current block's fields, reused from block to block
+	grow  int    // the largest capacity buf may grow to in the current block: its bound plus the table's limit
 	cause error  // why the last Decode failed, for tests: ErrCompression itself is returned
 }
 
@@ -63,6 +67,7 @@ func (d *Decoder) Init(maxTable uint32) {
 // decoded so far; the connection must then end with COMPRESSION_ERROR.
 func (d *Decoder) Decode(dst []Field, block []byte, maxList uint32) ([]Field, error) {
 	d.buf = d.buf[:0]
+	d.grow = int(min(uint64(maxList)+uint64(d.limit), math.MaxInt))
 	d.cause = nil
 	s := blockState{in: block, max: uint64(maxList)}
 	dst = dst[:0]
@@ -322,12 +327,15 @@ func (d *Decoder) materialize(l *literalField) (name, value []byte, err error) {
 }
 
 // reserve grows d.buf, when needed, so that n more bytes fit without
-// moving it, so that the fields of a block share one array.
+// moving it, so that the fields of a block share one array. It doubles,
+// but not past d.grow unless the n bytes need it: stored fields hold at
+// most the list bound, and a field only added to the table at most the
+// table's maximum size, so d.buf never needs more than d.grow.
 func (d *Decoder) reserve(n int) {
 	if cap(d.buf)-len(d.buf) >= n {
 		return
 	}
-	buf := make([]byte, len(d.buf), max(2*cap(d.buf), len(d.buf)+n, 512))
+	buf := make([]byte, len(d.buf), max(min(2*cap(d.buf), d.grow), len(d.buf)+n, min(512, d.grow)))
 	copy(buf, d.buf)
 	d.buf = buf
 }

@@ -1,0 +1,115 @@
+package h2
+
+// Defences against the published HTTP/2 denial-of-service classes (RFC
+// 9113 section 10.5). Each bounds work or memory a peer can cause without
+// making progress:
+//
+//   - Rapid Reset (CVE-2023-44487) and MadeYouReset (CVE-2025-8671): every
+//     stream the peer resets, and every RST_STREAM the peer makes us send
+//     (malformed requests, refused streams, frames on closed streams, bad
+//     window updates, bodies over the limit), takes one from a reset budget
+//     of max(2*MaxConcurrentStreams, 100), refilled by one for each stream
+//     that completes normally. Empty, the connection fails with
+//     ENHANCE_YOUR_CALM.
+//   - Frames without progress (SETTINGS, PING, WINDOW_UPDATE and PRIORITY
+//     floods, empty DATA and CONTINUATION frames, frames of unknown type
+//     or on closed streams): each takes one from a budget of 1000,
+//     refilled by one for every 4 KiB of DATA payload either way and by 8
+//     for each stream that completes normally. Empty: ENHANCE_YOUR_CALM.
+//   - Queued control output: a frame the peer makes us queue (SETTINGS
+//     ACK, PING ACK, RST_STREAM) while SetBacklog's figure plus len(Out)
+//     is over 64 KiB counts; over 100 of them before the output drains
+//     below that: ENHANCE_YOUR_CALM.
+//   - CONTINUATION flood (CVE-2024-27316): the header block gathered across
+//     CONTINUATION frames is bounded by 2*MaxHeaderListSize+4 KiB (headers.go);
+//     over it: ENHANCE_YOUR_CALM. Empty CONTINUATION frames count as above.
+//   - HPACK bomb: the decoded list is bounded by MaxHeaderListSize (RFC
+//     7541 section 4.1 accounting) by the decoder, which keeps decoding to
+//     stay in sync but keeps no more; the stream is delivered with TooLarge
+//     set and the engine answers 431.
+//   - Too many streams: one past MaxConcurrentStreams is refused with
+//     RST_STREAM REFUSED_STREAM (RFC 9113 section 5.1.2), counted as above.
+//   - Windows: DATA beyond a receive window is FLOW_CONTROL_ERROR (section
+//     6.9.1), on the connection or the stream.
+
+const (
+	idleBudget        = 1000     // frames without progress
+	idleRefillBytes   = 4096     // payload bytes per frame of refill
+	idleRefillStream  = 8        // frames of refill per completed stream
+	minResetBudget    = 100      // resets, at the least
+	maxControlBacklog = 64 << 10 // queued output over which control frames count
+	maxControlOver    = 100      // control frames queued over it
+)
+
+var (
+	errResetFlood   = connErr(EnhanceYourCalm, "too many streams reset")
+	errIdleFlood    = connErr(EnhanceYourCalm, "too many frames without progress")
+	errControlFlood = connErr(EnhanceYourCalm, "too many control frames queued")
+)
+
+// defenceBudget holds the budgets above.
+type defenceBudget struct {
+	resets, maxResets int // reset budget
+	idleN             int // frames without progress still allowed
+	bytes             int // payload bytes towards the next refill
+	ctlOver           int // control frames queued over the backlog bound
+}
+
+func (b *defenceBudget) init(cfg *Config) {
+	b.maxResets = max(2*int(cfg.MaxConcurrentStreams), minResetBudget)
+	*b = defenceBudget{resets: b.maxResets, maxResets: b.maxResets, idleN: idleBudget}
+}
+
+// idle counts a frame that carries no progress.
+func (b *defenceBudget) idle() *Error {
+	if b.idleN--; b.idleN < 0 {
+		return errIdleFlood
+	}
+	return nil
+}
+
+// progress refills the idle budget for n payload bytes.
+func (b *defenceBudget) progress(n int) {
+	b.bytes += n
+	if b.bytes >= idleRefillBytes {
+		b.idleN = min(b.idleN+b.bytes/idleRefillBytes, idleBudget)
+		b.bytes %= idleRefillBytes
+	}
+}
+
+// completed refills both budgets for a stream that completed normally.
+func (b *defenceBudget) completed() {
+	b.resets = min(b.resets+1, b.maxResets)
+	b.idleN = min(b.idleN+idleRefillStream, idleBudget)
+}
+
+// peerReset counts a stream the peer reset (Rapid Reset).
+func (b *defenceBudget) peerReset() *Error {
+	if b.resets--; b.resets < 0 {
+		return errResetFlood
+	}
+	return nil
+}
+
+// madeReset counts a RST_STREAM the peer made us send (MadeYouReset).
+func (b *defenceBudget) madeReset() *Error { return b.peerReset() }
+
+// drained records how much output still waits: below the bound, the count
+// of control frames queued over it starts again.
+func (b *defenceBudget) drained(waiting int) {
+	if waiting <= maxControlBacklog {
+		b.ctlOver = 0
+	}
+}
+
+// queuedControl counts a control frame the peer made us queue while the
+// output waiting downstream is over its bound.
+func (c *Conn) queuedControl() *Error {
+	if c.backlog+len(c.out) <= maxControlBacklog {
+		return nil
+	}
+	if c.budget.ctlOver++; c.budget.ctlOver > maxControlOver {
+		return errControlFlood
+	}
+	return nil
+}
