@@ -39,6 +39,8 @@ type h2exchange struct {
 	headOnly   bool  // HEAD: the head went out, no body follows
 	reqDone    bool  // the request's END_STREAM arrived
 	answered   bool  // the response head went out
+	deferred   bool  // the request has a body: it is served once the body ended
+	bodyBytes  int64 // request body bytes received (and discarded)
 	queued     bool  // in h2conn.active
 
 	// Waiting for the file cache (handlers.CacheAccess).
@@ -65,12 +67,25 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 	return ex
 }
 
-// Request implements h2.Handler: a stream's request head arrived.
+// Request implements h2.Handler: a stream's request head arrived. A
+// request with a body is answered once the body has ended (the loop's own
+// handlers read no bodies; the bytes are discarded as they arrive), so
+// that the stream's frames are judged in the state the request left it in.
 func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	ex := h.exchange(s.Slot)
 	ex.start(s)
 	ex.ctx.Req = req
-	if s.TooLarge {
+	if s.BodyFollows && !s.TooLarge {
+		ex.keepRequest()
+		ex.deferred = true
+		return
+	}
+	ex.run()
+}
+
+// run serves the request and answers it, unless it waits for a load.
+func (ex *h2exchange) run() {
+	if ex.s.TooLarge {
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(431)
 	} else {
@@ -83,17 +98,35 @@ func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	ex.answer()
 }
 
-// Data implements h2.Handler: request body bytes. Routes served by the
-// loop's own handlers read no request bodies: the bytes are discarded and
-// their credit returned at once.
+// Data implements h2.Handler: request body bytes, discarded with their
+// credit returned at once. A body over limits.body_bytes is answered 413
+// without waiting for the rest.
 func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	h.core.Consumed(s, len(data))
-	ex := h.exchange(s.Slot)
-	if ex.s != s {
+	if s.Slot >= len(h.ex) {
+		return
+	}
+	ex := h.ex[s.Slot]
+	if ex == nil || ex.s != s {
+		return
+	}
+	ex.bodyBytes += int64(len(data))
+	if end {
+		ex.reqDone = true
+	}
+	if !ex.deferred {
+		return
+	}
+	if ex.bodyBytes > h.cs.loop.srv.set.Load().limits.BodyBytes {
+		ex.deferred = false
+		ex.ctx.Resp.Reset()
+		ex.ctx.Error(413)
+		ex.answer()
 		return
 	}
 	if end {
-		ex.reqDone = true
+		ex.deferred = false
+		ex.run()
 	}
 }
 
@@ -118,7 +151,8 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	cs := ex.h.cs
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
-	ex.answered, ex.headOnly, ex.waiting = false, false, false
+	ex.answered, ex.headOnly, ex.waiting, ex.deferred = false, false, false, false
+	ex.bodyBytes = 0
 	ex.status, ex.sent, ex.off = 0, 0, 0
 	ex.parts = nil
 	ex.rec = accessRecord{}
@@ -269,7 +303,7 @@ func (ex *h2exchange) setBody(resp *handlers.Response) {
 // bodyFromFile reports whether any part of the body is a file region.
 func (ex *h2exchange) bodyFromFile() bool {
 	for _, p := range ex.parts {
-		if p.Data == nil && p.Len > 0 {
+		if p.Data == nil && p.Size() > 0 {
 			return true
 		}
 	}

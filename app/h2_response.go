@@ -170,7 +170,8 @@ func (ex *h2exchange) step(limit int) int {
 	sent := 0
 	for limit > 0 && len(ex.parts) > 0 && !h.cs.dead {
 		p := &ex.parts[0]
-		rem := p.Len - ex.off
+		size := p.Size()
+		rem := size - ex.off
 		k := int(min(rem, int64(limit)))
 		var took int
 		if p.Data != nil {
@@ -182,7 +183,7 @@ func (ex *h2exchange) step(limit int) int {
 		ex.off += int64(took)
 		sent += took
 		limit -= took
-		if ex.off == p.Len {
+		if ex.off == size {
 			ex.parts = ex.parts[1:]
 			ex.off = 0
 		}
