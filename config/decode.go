@@ -31,6 +31,9 @@ type decoder struct {
 	budget    int  // nodes left to walk
 	exhausted bool // budget ran out (reported once)
 	truncated bool // errors past maxErrors were dropped
+	// protoKeys are the protocols lists of the listeners, checked
+	// against server.http2 once it is decoded.
+	protoKeys []protocolsKey
 }
 
 // entry is one key and its value in a mapping.

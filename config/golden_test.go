@@ -108,6 +108,10 @@ func dump(b *strings.Builder, v reflect.Value, field, indent string) {
 		fmt.Fprintf(b, "%q", time.Duration(v.Int()).String())
 		return
 	}
+	if v.Type() == reflect.TypeFor[Protocols]() {
+		fmt.Fprintf(b, "%q", v.Interface().(Protocols).String())
+		return
+	}
 	if v.Type() == reflect.TypeFor[netip.Prefix]() {
 		fmt.Fprintf(b, "%q", v.Interface().(netip.Prefix).String())
 		return

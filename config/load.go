@@ -168,7 +168,7 @@ func forFlags(listen string, route func(wd string, errs *ErrorList) Route) (*Con
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	c.Listen = []Listener{{Address: listen}}
+	c.Listen = []Listener{{Address: listen, Protocols: DefaultProtocols(false)}}
 	c.Routes = []Route{r}
 	return c, nil
 }

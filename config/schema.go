@@ -137,6 +137,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if v := s.get("server"); v != nil {
 		d.server(v, "server", &c.Server)
 	}
+	d.checkProtocolsHTTP2(c.Server.HTTP2)
 	if v := s.get("cache"); v != nil {
 		d.cache(v, "cache", &c.Cache)
 	}
@@ -157,7 +158,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 }
 
 // listen decodes one address or a list of addresses, each a string or an
-// object {address, tls, redirect_to_https} (tls.go).
+// object {address, tls, redirect_to_https, protocols} (tls.go).
 func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 	n = deref(n)
 	one := func(item *yaml.Node, path string) (Listener, bool) {
@@ -176,7 +177,7 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 			d.errorf(item, path, "%s", msg)
 			return Listener{}, false
 		}
-		return Listener{Address: addr, Pos: Pos{item.Line, item.Column}}, true
+		return Listener{Address: addr, Protocols: DefaultProtocols(false), Pos: Pos{item.Line, item.Column}}, true
 	}
 	if isNull(n) {
 		d.errorf(n, path, `expected an address or a list of addresses, e.g. ["127.0.0.1:8080"]`)

@@ -12,6 +12,7 @@ import (
 //	listen  127.0.0.1:8080
 //	listen  :8443  tls (2 certificates)
 //	listen  :80  redirect to https
+//	listen  :9090  protocols [h2c]
 //	route   */             static ./site
 //	route   */hello        respond 200
 //	route   */old/         redirect 308 /
@@ -32,6 +33,9 @@ func (c *Config) Summary() []string {
 			line += "  tls (" + strconv.Itoa(len(l.TLS.Certificates)) + " certificates)"
 		case l.RedirectToHTTPS != nil:
 			line += "  redirect to https"
+		}
+		if l.Protocols != DefaultProtocols(l.TLS != nil) {
+			line += "  protocols " + l.Protocols.String()
 		}
 		out = append(out, line)
 	}

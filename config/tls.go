@@ -35,9 +35,9 @@ const (
 var TLSVersions = []string{"1.2", "1.3"}
 
 // listenerObject decodes the object form of a listen entry:
-// {address, tls, redirect_to_https}.
+// {address, tls, redirect_to_https, protocols}.
 func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
-	s := d.section(n, path, "address", "tls", "redirect_to_https")
+	s := d.section(n, path, "address", "tls", "redirect_to_https", "protocols")
 	if s == nil {
 		return Listener{}, false
 	}
@@ -72,6 +72,20 @@ func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
 				"a TLS listener serves the routes itself; redirect_to_https belongs on a plain listener")
 			ok = false
 		}
+	}
+	l.Protocols = DefaultProtocols(s.has("tls"))
+	if v := s.get("protocols"); v != nil {
+		p := join(path, "protocols")
+		set, good := d.protocols(v, p, s.has("tls"))
+		if good {
+			l.Protocols = set
+			d.protoKeys = append(d.protoKeys, protocolsKey{node: v, path: p, set: set})
+			if redirect && !set.H1() {
+				d.errorf(deref(v), p, "a redirect_to_https listener must include h1: browsers that were sent to http:// arrive over HTTP/1.1")
+				good = false
+			}
+		}
+		ok = ok && good
 	}
 	return l, ok
 }

@@ -114,6 +114,7 @@ func TestTLSListeners(t *testing.T) {
       "RedirectToHTTPS": {
         "Listener": 1
       },
+      "Protocols": "[h1, h2c]",
       "Pos": {
         "Line": 2,
         "Col": 5
@@ -146,6 +147,7 @@ func TestTLSListeners(t *testing.T) {
         "MaxHandshakes": 64,
         "MaxHandshakesPerAddress": 8
       },
+      "Protocols": "[h1, h2]",
       "Pos": {
         "Line": 3,
         "Col": 5
@@ -226,6 +228,36 @@ x.yaml:4:49: listen[2].tls.certificates[0].cert: "$DIR/empty.pem" holds no PEM C
 x.yaml:5:61: listen[3].tls.certificates[0].key: "$DIR/b.pem" holds no PEM PRIVATE KEY block
 x.yaml:6:61: listen[4].tls.certificates[0].key: cannot read the private key "$DIR/nope/b.key": no such file or directory
 x.yaml:7:49: listen[5].tls.certificates[0].cert: the certificate chain "$DIR" is not a regular file
+`,
+		},
+		{
+			name: "protocols of TLS listeners",
+			listen: `listen:
+  - {address: ":1", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h2]}
+  - {address: ":2", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h1]}
+  - {address: ":3", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h2, h1]}
+  - {address: ":4", protocols: [h2c]}
+`,
+			want: `"MaxHandshakesPerAddress": 256
+      },
+      "Protocols": "[h2]",`,
+			summary: "listen  :1  tls (1 certificate)  protocols [h2]\nlisten  :2  tls (1 certificate)  protocols [h1]\nlisten  :3  tls (1 certificate)\nlisten  :4  protocols [h2c]\n",
+		},
+		{
+			name: "protocols that a TLS listener cannot speak",
+			listen: `listen:
+  - {address: ":1", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h1, h2c]}
+  - {address: ":2", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h2, H2, "h2 "]}
+  - {address: ":3", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: [h2, h2]}
+  - {address: ":4", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: []}
+  - {address: ":5", tls: {certificates: [{cert: b.pem, key: b.key}]}, protocols: ["http/1.1"]}
+`,
+			want: `x.yaml:2:87: listen[0].protocols[1]: h2c is HTTP/2 over cleartext; a TLS listener speaks HTTP/2 as h2
+x.yaml:3:87: listen[1].protocols[1]: expected one of h1, h2, h2c, got "H2"; did you mean "h2"?
+x.yaml:3:91: listen[1].protocols[2]: expected one of h1, h2, h2c, got "h2 "; did you mean "h2"?
+x.yaml:4:87: listen[2].protocols[1]: h2 is listed twice; first at line 4, column 83
+x.yaml:5:82: listen[3].protocols: expected at least one of h1, h2, h2c, e.g. [h1, h2]
+x.yaml:6:83: listen[4].protocols[0]: expected one of h1, h2, h2c, got "http/1.1"
 `,
 		},
 		{

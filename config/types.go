@@ -28,12 +28,62 @@ type Pos struct {
 }
 
 // Listener is one address to accept connections on: a plain string in
-// the file, or the object form {address, tls, redirect_to_https}.
+// the file, or the object form {address, tls, redirect_to_https, protocols}.
 type Listener struct {
 	Address         string         // "host:port" as written (port may be 0); host "" = all interfaces
 	TLS             *TLS           // nil = plain HTTP
 	RedirectToHTTPS *HTTPSRedirect // non-nil: a plain listener that answers every request with a redirect to https (redirect_to_https: true)
+	Protocols       Protocols      // never empty: default h1 and h2 on TLS listeners, h1 and h2c on plain ones; h2 only with TLS, h2c only without
 	Pos             Pos            // where the address (or the object) is written
+}
+
+// Protocols is the set of HTTP versions a listener speaks (its protocols
+// key). server.http2.enabled: false turns HTTP/2 off on every listener
+// whatever its set says, and then every listener's set includes H1. The
+// zero value is the empty set, which a loaded Config never holds.
+type Protocols uint8
+
+// The members of Protocols.
+const (
+	ProtoH1  Protocols = 1 << iota // "h1": HTTP/1.1 (and 1.0)
+	ProtoH2                        // "h2": HTTP/2 over TLS, negotiated by ALPN (RFC 9113 section 3.2)
+	ProtoH2C                       // "h2c": HTTP/2 over cleartext TCP with prior knowledge (RFC 9113 section 3.3)
+)
+
+// H1 reports whether the set holds HTTP/1.1.
+func (p Protocols) H1() bool { return p&ProtoH1 != 0 }
+
+// H2 reports whether the set holds HTTP/2 over TLS.
+func (p Protocols) H2() bool { return p&ProtoH2 != 0 }
+
+// H2C reports whether the set holds HTTP/2 over cleartext.
+func (p Protocols) H2C() bool { return p&ProtoH2C != 0 }
+
+// String returns the set as the file writes it, e.g. "[h1, h2c]".
+func (p Protocols) String() string {
+	s := "["
+	for i, name := range protocolNames {
+		if p&(1<<i) != 0 {
+			if len(s) > 1 {
+				s += ", "
+			}
+			s += name
+		}
+	}
+	return s + "]"
+}
+
+// protocolNames are the accepted items of a listener's protocols list, in
+// the order of their bits in Protocols.
+var protocolNames = []string{"h1", "h2", "h2c"}
+
+// DefaultProtocols is the set of a listener that does not write protocols:
+// HTTP/1.1 and HTTP/2 over TLS (tls true), or HTTP/1.1 and h2c.
+func DefaultProtocols(tls bool) Protocols {
+	if tls {
+		return ProtoH1 | ProtoH2
+	}
+	return ProtoH1 | ProtoH2C
 }
 
 // HTTPSRedirect is how a redirect_to_https listener redirects: to the
