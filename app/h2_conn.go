@@ -154,8 +154,18 @@ func (h *h2conn) pendingOutput() int {
 	return h.cs.outboundBuffered()
 }
 
-// flush hands the core's output to gnet or the writer.
+// flush hands the core's output to gnet or the writer, and lets the
+// writer go on with everything queued.
 func (h *h2conn) flush() {
+	h.moveOut()
+	if h.w != nil {
+		h.w.kick()
+	}
+}
+
+// moveOut hands the core's output to gnet or queues it for the writer
+// (which writes it at the next kick).
+func (h *h2conn) moveOut() {
 	out := h.core.Out()
 	if len(out) == 0 {
 		return

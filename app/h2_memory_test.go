@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -156,5 +157,47 @@ func TestH2SlowReadersMemory(t *testing.T) {
 	}
 	for _, hc := range clients {
 		hc.c.Close()
+	}
+}
+
+// TestH2GracefulStop stops the server while a stream downloads: the
+// client gets GOAWAY naming the stream as processed, the download
+// finishes, the connection closes, and Stop returns within its deadline.
+func TestH2GracefulStop(t *testing.T) {
+	ts := h2Server(t, map[string]string{"mid.bin": string(bytes.Repeat([]byte("x"), 4<<20))})
+	hc := dialH2C(t, ts.plainAddr(), 64<<10, 0)
+	id := hc.get("/mid.bin")
+	hc.awaitHeaders(1)
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped <- ts.srv.Stop(ctx)
+	}()
+	got, goaway := 0, false
+	for {
+		f, err := hc.fr.ReadFrame()
+		if err != nil {
+			break // the server closed the connection
+		}
+		switch f := f.(type) {
+		case *http2.GoAwayFrame:
+			if f.ErrCode != http2.ErrCodeNo || f.LastStreamID != id {
+				t.Fatalf("GOAWAY %v, last stream %d", f.ErrCode, f.LastStreamID)
+			}
+			goaway = true
+		case *http2.DataFrame:
+			got += len(f.Data())
+			if n := uint32(len(f.Data())); n > 0 {
+				_ = hc.fr.WriteWindowUpdate(0, n)
+				_ = hc.fr.WriteWindowUpdate(id, n)
+			}
+		}
+	}
+	if !goaway || got != 4<<20 {
+		t.Fatalf("GOAWAY %v, %d of %d body bytes", goaway, got, 4<<20)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
 	}
 }

@@ -209,12 +209,12 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 		return 0
 	}
 	if h.w != nil {
-		h.flush()
+		h.moveOut()
 		ex.fileQueued = true
 		h.w.queueFile(ex.file, p.Off+ex.off, int64(k))
 		return k
 	}
-	h.flush()
+	h.moveOut()
 	l := h.cs.loop
 	l.fileBuf = growLen(l.fileBuf[:0], k)
 	if _, err := ex.file.ReadAt(l.fileBuf, p.Off+ex.off); err != nil {

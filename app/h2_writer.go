@@ -49,7 +49,7 @@ type writeItem struct {
 }
 
 // writeChunk is how many bytes the writer gathers into one write.
-const writeChunk = 256 << 10
+const writeChunk = 64 << 10
 
 // startWriter moves the connection's output to a writer once gnet's
 // buffer is empty (the writer must not overtake bytes gnet still holds).
@@ -100,7 +100,7 @@ func (w *h2writer) askRoom() {
 	}
 }
 
-// queueBytes queues a copy of b.
+// queueBytes queues a copy of b (written after the next kick).
 func (w *h2writer) queueBytes(b []byte) {
 	w.mu.Lock()
 	if n := len(w.items); n > 0 && w.items[n-1].f == nil && len(w.items[n-1].b)+len(b) <= writeChunk {
@@ -114,18 +114,21 @@ func (w *h2writer) queueBytes(b []byte) {
 	}
 	w.queued.Add(int64(len(b)))
 	w.mu.Unlock()
-	w.cond.Signal()
 }
 
 // queueFile queues n bytes of f from off (a DATA frame's payload whose
-// header was queued just before).
+// header was queued just before), written after the next kick.
 func (w *h2writer) queueFile(f *os.File, off, n int64) {
 	w.mu.Lock()
 	w.items = append(w.items, writeItem{f: f, off: off, n: n})
 	w.queued.Add(n)
 	w.mu.Unlock()
-	w.cond.Signal()
 }
+
+// kick lets the goroutine write what was queued since the last kick: the
+// loop queues a turn's frames first and wakes the writer once, so that it
+// writes them in few large writes rather than one per frame.
+func (w *h2writer) kick() { w.cond.Signal() }
 
 // queueClose has the writer close f once everything queued before is out.
 func (w *h2writer) queueClose(f *os.File) {

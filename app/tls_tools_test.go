@@ -64,7 +64,7 @@ func TestTLSCurl(t *testing.T) {
 		{"TLSv1.3", []string{"--tlsv1.3"}, "TLSv1.3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-sS", "-v", "--cacert", ca, "--resolve", "localhost:" + port + ":127.0.0.1"}, tc.args...)
+			args := append([]string{"-sS", "-v", "--http1.1", "--cacert", ca, "--resolve", "localhost:" + port + ":127.0.0.1"}, tc.args...)
 			args = append(args, url, url) // two requests: the second reuses the connection
 			out, err := runTool(t, "", curl, args...)
 			if err != nil {
