@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gale/codec"
+	"gale/config"
 	"gale/handlers"
 )
 
@@ -62,10 +63,11 @@ type conn struct {
 
 	st staticConn // static routes: a request waiting for the file cache (static_glue.go)
 
-	tls     *tlsConn       // TLS transport (tls_conn.go); nil for plain connections
-	h2      *h2conn        // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
-	proto   bool           // the protocol is known: HTTP/2 was or was not chosen
-	toHTTPS *httpsRedirect // set on redirect_to_https listeners: every request is redirected
+	tls     *tlsConn         // TLS transport (tls_conn.go); nil for plain connections
+	h2      *h2conn          // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
+	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
+	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
+	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
 }
 
 // The transport seam. Everything the connection reads from or writes to
@@ -175,6 +177,7 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	cs.ctx.Conn = cs  // proxy.Client, for handlers that answer later
 	cs.ctx.Cache = cs // handlers.CacheAccess, for static routes
 	cs.req.ContentLength = -1
+	cs.protos = config.DefaultProtocols(false) // until attachTransport knows the listener
 	cs.lastActive = time.Now().UnixNano()
 	cs.leftSeen = -1
 	return cs
@@ -210,7 +213,7 @@ func (cs *conn) onTraffic() gnet.Action {
 		}
 	}
 	if !cs.proto {
-		if a, wait := cs.chooseProto(); wait {
+		if a, stop := cs.chooseProto(); stop {
 			return a
 		}
 	}
@@ -636,6 +639,10 @@ func (cs *conn) check(now int64, set *settings) bool {
 	case cs.headStart != 0:
 		if now-cs.headStart > set.readHeader {
 			cs.loop.stats.TimedOut.Add(1)
+			if !cs.proto && !cs.protos.H1() {
+				cs.loop.stats.NoPreface.Add(1)
+				return true // part of a preface, on a listener that answers nothing over HTTP/1.1
+			}
 			l := cs.loop
 			l.out = l.out[:0]
 			cs.writeError(set, 408)

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/tls"
+	"fmt"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -55,43 +57,95 @@ func h2Cipher(version, suite uint16) bool {
 	return false
 }
 
+// speaks returns an error when a listener at addr speaking protos could
+// answer no connection under cfg: it has no h1, and HTTP/2 is not offered
+// (h2On false). config refuses this for server.http2.enabled: false; the
+// check here also covers the proxy (which keeps HTTP/2 off) and listeners
+// a reload cannot change.
+func speaks(cfg *config.Config, h2On bool, addr string, protos config.Protocols) error {
+	if h2On || protos.H1() {
+		return nil
+	}
+	why := "server.http2.enabled is false"
+	if cfg.Server.HTTP2.Enabled {
+		why = "HTTP/2 is off while a route proxies (the reverse proxy answers clients over HTTP/1.1 only)"
+	}
+	return fmt.Errorf("listen %s: protocols %s need HTTP/2, and %s; add h1 to the listener's protocols", addr, protos, why)
+}
+
 // chooseProto decides, on a connection's first bytes after any TLS
-// handshake, whether it speaks HTTP/2: ALPN "h2" on TLS (refused with
-// INADEQUATE_SECURITY under a forbidden TLS 1.2 suite), the client preface
-// on a plain connection. It reports wait when the connection must wait for
-// more bytes before it can tell (a prefix of the preface arrived).
-func (cs *conn) chooseProto() (a gnet.Action, wait bool) {
+// handshake, whether it speaks HTTP/2, within what its listener speaks
+// (cs.protos). On TLS, ALPN "h2" chooses HTTP/2 (refused with
+// INADEQUATE_SECURITY under a forbidden TLS 1.2 suite) and anything else
+// HTTP/1.1, except on a listener without h1: there a client that
+// negotiated no protocol is HTTP/2 if it opens with the client preface. On
+// a plain listener with h2c, the preface chooses HTTP/2 (prior knowledge,
+// RFC 9113 section 3.3); a listener without h2c never looks for it.
+//
+// stop says that onTraffic must return a now: the connection waits for
+// more bytes before it can tell (a prefix of the preface arrived), or is
+// closed. A listener without h1 closes a connection whose first bytes are
+// not the preface without answering, as RFC 9113 section 3.4 has an
+// endpoint do with an invalid preface: an HTTP/1.1 error response would
+// be garbage to a client that believes it speaks HTTP/2.
+func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 	set := cs.loop.srv.set.Load()
 	if cs.tls != nil {
-		cs.proto = true
 		st := cs.tls.tc.ConnectionState()
-		if st.NegotiatedProtocol != "h2" {
+		switch {
+		case st.NegotiatedProtocol == "h2":
+			cs.proto = true
+			cs.startH2TLS(set, &st)
+			return gnet.None, false
+		case cs.protos.H1():
+			cs.proto = true
 			return gnet.None, false
 		}
-		cs.startH2(set)
-		if !h2Cipher(st.Version, st.CipherSuite) {
-			cs.h2.core.GoAway(h2.InadequateSecurity)
-			cs.h2.goingAway = true
+		return cs.sniffProto(set, set.http2On && cs.protos.H2(), &st)
+	}
+	return cs.sniffProto(set, set.http2On && cs.protos.H2C(), nil)
+}
+
+// sniffProto chooses by the connection's first bytes: HTTP/2 when h2 is
+// allowed and they are the client preface, else HTTP/1.1 when the
+// listener has h1, else a close. st is the TLS state, nil on a plain
+// connection.
+func (cs *conn) sniffProto(set *settings, h2 bool, st *tls.ConnectionState) (gnet.Action, bool) {
+	state := notPreface
+	if h2 {
+		state = sniffPreface(cs.inbound())
+	}
+	switch {
+	case state == isPreface:
+		cs.proto = true
+		cs.headStart = 0
+		if st != nil {
+			cs.startH2TLS(set, st)
+		} else {
+			cs.startH2(set)
 		}
-		return gnet.None, false
-	}
-	if !set.http2On {
-		cs.proto = true
-		return gnet.None, false
-	}
-	buf := cs.inbound()
-	switch sniffPreface(buf) {
-	case isPreface:
-		cs.proto = true
-		cs.startH2(set)
-	case maybePreface:
+	case state == maybePreface:
 		if cs.headStart == 0 {
 			cs.headStart = time.Now().UnixNano() // read_header bounds the wait
 		}
 		return gnet.None, true
-	default:
+	case cs.protos.H1():
 		cs.proto = true
+		cs.headStart = 0
+	default:
+		cs.loop.stats.NoPreface.Add(1)
+		return gnet.Close, true
 	}
-	cs.headStart = 0
 	return gnet.None, false
+}
+
+// startH2TLS makes cs, a TLS connection in state st, an HTTP/2 one, and
+// refuses it with INADEQUATE_SECURITY when TLS 1.2 negotiated a suite
+// RFC 9113 section 9.2.2 forbids.
+func (cs *conn) startH2TLS(set *settings, st *tls.ConnectionState) {
+	cs.startH2(set)
+	if !h2Cipher(st.Version, st.CipherSuite) {
+		cs.h2.core.GoAway(h2.InadequateSecurity)
+		cs.h2.goingAway = true
+	}
 }

@@ -22,9 +22,9 @@ import (
 
 	"gale/cache"
 	"gale/codec"
-	"gale/h2"
 	"gale/config"
 	"gale/fds"
+	"gale/h2"
 	"gale/handlers"
 )
 
@@ -43,10 +43,10 @@ type settings struct {
 	readBody     int64
 	idle         int64
 	write        int64
-	maxOut       int   // server.max_buffered_output
+	maxOut       int       // server.max_buffered_output
 	http2        h2.Config // server.http2, for new HTTP/2 connections
 	http2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
-	dirs         int64 // descriptors the router holds (static roots), counted in the budget
+	dirs         int64     // descriptors the router holds (static roots), counted in the budget
 }
 
 // compile builds the settings of cfg outside a server (tests): nothing is
@@ -59,6 +59,12 @@ func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
 // router holds open in b (it fails when b has no room for them) and
 // giving b to the proxy routes.
 func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*settings, error) {
+	_, h2On := compileHTTP2(cfg)
+	for _, l := range cfg.Listen {
+		if err := speaks(cfg, h2On, l.Address, l.Protocols); err != nil {
+			return nil, err
+		}
+	}
 	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
 	if err != nil {
 		return nil, err
@@ -128,8 +134,9 @@ type Server struct {
 
 	files *cache.Cache // the file cache of static routes (static_glue.go)
 
-	listeners []listenerInfo // per listener, in config order: TLS and redirect state (tls.go)
-	anyTLS    bool           // some listener is TLS or redirect_to_https
+	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (tls.go)
+	anyTLS     bool             // some listener is TLS or redirect_to_https
+	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (tls.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -254,6 +261,12 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 		return nil, err
 	}
 	old := s.set.Load().cfg
+	for i := range s.listeners {
+		if err := speaks(cfg, set.http2On, s.addrs[i], s.listeners[i].protos); err != nil {
+			s.retire(set)
+			return nil, err
+		}
+	}
 	if fmt.Sprint(listenAddrs(old)) != fmt.Sprint(listenAddrs(cfg)) {
 		notes = append(notes, "listen changed: restart gale to apply it")
 	} else {

@@ -22,12 +22,13 @@ type Stats struct {
 	ParseErrors atomic.Uint64    // requests answered with a codec error
 	H2Conns     atomic.Uint64    // connections that chose HTTP/2 (ALPN h2 or the h2c preface)
 	H2Requests  atomic.Uint64    // HTTP/2 streams answered (included in Requests)
+	NoPreface   atomic.Uint64    // connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
-	H2Conns, H2Requests                                                    uint64
+	H2Conns, H2Requests, NoPreface                                         uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
 	Budget                                                                 fds.Snapshot // the descriptor budget, process-wide
@@ -47,4 +48,5 @@ func (s *Stats) addTo(d *StatsSnapshot) {
 	d.ParseErrors += s.ParseErrors.Load()
 	d.H2Conns += s.H2Conns.Load()
 	d.H2Requests += s.H2Requests.Load()
+	d.NoPreface += s.NoPreface.Load()
 }

@@ -36,15 +36,17 @@ var errTLSListener = errors.New("app: tls")
 // listenerInfo is what a connection needs to know about the listener that
 // accepted it. It is immutable once the server is built.
 type listenerInfo struct {
-	addr    netip.AddrPort // the bound address (port resolved; the unspecified address for "all interfaces")
-	tls     *tlsListener   // nil for plain listeners
-	toHTTPS *httpsRedirect // non-nil for redirect_to_https listeners
+	addr    netip.AddrPort   // the bound address (port resolved; the unspecified address for "all interfaces")
+	tls     *tlsListener     // nil for plain listeners
+	toHTTPS *httpsRedirect   // non-nil for redirect_to_https listeners
+	protos  config.Protocols // the HTTP versions it speaks (listen[].protocols), as the server started with it
 }
 
 // tlsListener is the TLS state of one listener. Its methods are safe for
 // concurrent use.
 type tlsListener struct {
 	index  int                         // position in config.Listen
+	protos config.Protocols            // what ALPN may offer: h2 and http/1.1 as listen[].protocols holds them
 	config *tls.Config                 // what handshakes start from; GetConfigForClient returns cur's
 	cur    atomic.Pointer[tlsSettings] // the settings generation new handshakes use
 	gate   *handshakeGate              // handshake slots, per-address shares and the queue (tls_gate.go)
@@ -58,8 +60,8 @@ type tlsListener struct {
 // tlsSettings is one generation of a listener's TLS settings: replaced as
 // a whole when certificates or settings change. Immutable.
 type tlsSettings struct {
-	config   *tls.Config // per-handshake config: version floor, certificate choice; ALPN http/1.1
-	configH2 *tls.Config // the same, offering h2 first (while the server serves HTTP/2)
+	config   *tls.Config // per-handshake config: version floor, certificate choice; ALPN http/1.1 when the listener has h1
+	configH2 *tls.Config // the same, offering h2 first when the listener has h2 (while the server serves HTTP/2)
 	certs    certSet     // the loaded certificates
 	timeout  int64       // handshake timeout, nanoseconds
 	hello    int64       // ClientHello timeout, nanoseconds
@@ -155,8 +157,8 @@ func supported(hello *tls.ClientHelloInfo, cs []*tls.Certificate) *tls.Certifica
 
 // newTLSListener loads the certificates of l and builds its TLS config.
 func newTLSListener(index int, l *config.Listener, logf func(string, ...any), h2 func() bool) (*tlsListener, error) {
-	tl := &tlsListener{index: index, log: logf, gate: newHandshakeGate()}
-	set, stamps, err := loadTLSSettings(l.TLS)
+	tl := &tlsListener{index: index, protos: l.Protocols, log: logf, gate: newHandshakeGate()}
+	set, stamps, err := loadTLSSettings(l.TLS, tl.protos)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +181,9 @@ func newTLSListener(index int, l *config.Listener, logf func(string, ...any), h2
 }
 
 // loadTLSSettings reads the certificate files of t and builds a settings
-// generation, with the stamps of the files it read.
-func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
+// generation for a listener speaking protos, with the stamps of the files
+// it read.
+func loadTLSSettings(t *config.TLS, protos config.Protocols) (*tlsSettings, []fileStamp, error) {
 	var stamps []fileStamp
 	certs := make([]*tls.Certificate, 0, len(t.Certificates))
 	for _, c := range t.Certificates {
@@ -207,7 +210,7 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 	}
 	set.config = &tls.Config{
 		MinVersion: minVersion,
-		NextProtos: []string{"http/1.1"},
+		NextProtos: alpn(protos, false),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return set.certs.pick(hello), nil
 		},
@@ -219,8 +222,24 @@ func loadTLSSettings(t *config.TLS) (*tlsSettings, []fileStamp, error) {
 	// least); a TLS 1.2 session with a suite RFC 9113 section 9.2.2
 	// forbids is refused after the handshake (h2Cipher).
 	set.configH2 = set.config.Clone()
-	set.configH2.NextProtos = []string{"h2", "http/1.1"}
+	set.configH2.NextProtos = alpn(protos, true)
 	return set, stamps, nil
+}
+
+// alpn is what a listener speaking protos offers in ALPN (RFC 7301): "h2"
+// first when it has h2 and HTTP/2 is on (h2), then "http/1.1" when it has
+// h1. A listener without h1 never offers "http/1.1": a client that offers
+// only that gets no protocol from crypto/tls, and is served only if it
+// opens with the HTTP/2 preface (chooseProto).
+func alpn(protos config.Protocols, h2 bool) []string {
+	var out []string
+	if h2 && protos.H2() {
+		out = append(out, "h2")
+	}
+	if protos.H1() {
+		out = append(out, "http/1.1")
+	}
+	return out
 }
 
 // stampsNow returns the current stamps of the files in stamps.
@@ -251,7 +270,7 @@ func (tl *tlsListener) poll() {
 		return
 	}
 	src := tl.cur.Load().src
-	set, stamps, err := loadTLSSettings(src)
+	set, stamps, err := loadTLSSettings(src, tl.protos)
 	if err != nil {
 		tl.bad = now
 		tl.log("tls: certificate files changed but cannot be loaded; keeping the running certificates", "err", err.Error())
@@ -280,7 +299,7 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 			p, _ := strconv.Atoi(port)
 			ap = netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p))
 		}
-		li := listenerInfo{addr: ap}
+		li := listenerInfo{addr: ap, protos: l.Protocols}
 		if l.TLS != nil {
 			tl, err := newTLSListener(i, l, logf, s.http2On)
 			if err != nil {
@@ -305,7 +324,23 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 		s.listeners[i].toHTTPS = h
 		s.anyTLS = true
 	}
+	s.sameProtos = uniformProtocols(s.listeners)
 	return nil
+}
+
+// uniformProtocols returns the protocols of listeners when all of them
+// are plain and speak the same ones, else 0: then a connection must find
+// its listener at open.
+func uniformProtocols(listeners []listenerInfo) config.Protocols {
+	var p config.Protocols
+	for i := range listeners {
+		li := &listeners[i]
+		if li.tls != nil || li.toHTTPS != nil || (p != 0 && li.protos != p) {
+			return 0
+		}
+		p = li.protos
+	}
+	return p
 }
 
 // listenerOf finds the listener that accepted c by its local address
@@ -333,21 +368,24 @@ func (s *Server) listenerOf(c gnet.Conn) *listenerInfo {
 	return byPort
 }
 
-// attachTransport gives a newly opened client connection the transport
-// of its listener: TLS, or the https redirect. Plain listeners need
-// nothing.
+// attachTransport gives a newly opened client connection what it needs
+// of its listener for its whole life: the protocols it may speak, and its
+// transport (TLS, or the https redirect). When every listener is plain
+// and speaks the same protocols, nothing is looked up.
 func (s *Server) attachTransport(c gnet.Conn) {
-	if !s.anyTLS {
-		return
-	}
 	cs, ok := c.Context().(*conn)
 	if !ok {
+		return
+	}
+	if s.sameProtos != 0 {
+		cs.protos = s.sameProtos
 		return
 	}
 	li := s.listenerOf(c)
 	if li == nil {
 		return
 	}
+	cs.protos = li.protos
 	switch {
 	case li.tls != nil:
 		cs.tls = newTLSConn(cs, li.tls)
@@ -382,8 +420,8 @@ func (s *Server) watchCertificates(stop <-chan struct{}, interval time.Duration)
 // reloadTLS applies the TLS settings of cfg (whose listen addresses are
 // those running) to the running TLS listeners: certificates are read
 // again, even when their files did not change. A listener that changes
-// between plain, TLS and redirect needs a restart; that is returned as a
-// note.
+// between plain, TLS and redirect, or changes its protocols, needs a
+// restart; that is returned as a note.
 func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 	type job struct {
 		tl *tlsListener
@@ -395,10 +433,14 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 			break
 		}
 		l, li := &cfg.Listen[i], &s.listeners[i]
-		switch {
-		case (l.TLS != nil) != (li.tls != nil) || (l.RedirectToHTTPS != nil) != (li.toHTTPS != nil):
+		if (l.TLS != nil) != (li.tls != nil) || (l.RedirectToHTTPS != nil) != (li.toHTTPS != nil) {
 			notes = append(notes, fmt.Sprintf("listen %s: switching between plain, TLS and redirect_to_https needs a restart", l.Address))
-		case l.TLS != nil:
+			continue
+		}
+		if l.Protocols != li.protos {
+			notes = append(notes, fmt.Sprintf("listen %s: protocols changed to %s: restart gale to apply them (the listener keeps %s)", l.Address, l.Protocols, li.protos))
+		}
+		if l.TLS != nil {
 			jobs = append(jobs, job{li.tls, l.TLS})
 		}
 	}
@@ -407,7 +449,7 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 	sets := make([]*tlsSettings, len(jobs))
 	stamps := make([][]fileStamp, len(jobs))
 	for i, j := range jobs {
-		if sets[i], stamps[i], err = loadTLSSettings(j.t); err != nil {
+		if sets[i], stamps[i], err = loadTLSSettings(j.t, j.tl.protos); err != nil {
 			return nil, err
 		}
 	}
