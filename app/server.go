@@ -60,8 +60,9 @@ func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
 // giving b to the proxy routes.
 func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*settings, error) {
 	_, h2On := compileHTTP2(cfg)
-	for _, l := range cfg.Listen {
-		if err := speaks(cfg, h2On, l.Address, l.Protocols); err != nil {
+	for i := range cfg.Listen {
+		l := &cfg.Listen[i]
+		if err := speaks(cfg, h2On, listenerWhere(cfg, l), l.Protocols); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +263,12 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	}
 	old := s.set.Load().cfg
 	for i := range s.listeners {
-		if err := speaks(cfg, set.http2On, s.addrs[i], s.listeners[i].protos); err != nil {
+		// The running listeners keep their protocols until a restart.
+		where := "running listener " + s.addrs[i]
+		if i < len(cfg.Listen) && cfg.Listen[i].Address == old.Listen[i].Address {
+			where = listenerWhere(cfg, &cfg.Listen[i])
+		}
+		if err := speaks(cfg, set.http2On, where, s.listeners[i].protos); err != nil {
 			s.retire(set)
 			return nil, err
 		}
