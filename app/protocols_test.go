@@ -266,7 +266,9 @@ func TestProtocolsTLSH2Only(t *testing.T) {
 
 // TestProtocolsReload: a reload that changes a listener's protocols says
 // it needs a restart and the listener keeps its protocols; a reload that
-// would turn HTTP/2 off under a listener without h1 is refused.
+// would turn HTTP/2 off under a running listener without h1 (a proxy
+// route, server.http2.enabled: false) is refused, and so is such a config
+// at start.
 func TestProtocolsReload(t *testing.T) {
 	ts := startServer(t, "listen: [{address: \"127.0.0.1:0\", protocols: [h2c]}]\n"+protocolsRoutes, nil)
 	file := filepath.Join(ts.dir, "gale.yaml")
@@ -302,13 +304,19 @@ func TestProtocolsReload(t *testing.T) {
 	if _, err := ts.srv.Reload(load(proxied)); err == nil || !strings.Contains(err.Error(), "need HTTP/2") {
 		t.Fatalf("reload with a proxy route: %v, want it refused", err)
 	}
+	// HTTP/2 turned off in a file whose listener has h1 now: config
+	// accepts it, but the running listener has none.
+	off := both + "server: {http2: {enabled: false}}\n" + protocolsRoutes
+	if _, err := ts.srv.Reload(load(off)); err == nil || !strings.Contains(err.Error(), "gale.yaml:1:10: listen 127.0.0.1:0: protocols [h2c] need HTTP/2, and server.http2.enabled is false") {
+		t.Fatalf("reload turning HTTP/2 off: %v, want it refused", err)
+	}
 	resp, err := h2cClient(t).Get(ts.url("/hello"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
-		t.Fatalf("after the refused reload: %s %d", resp.Proto, resp.StatusCode)
+		t.Fatalf("after the refused reloads: %s %d", resp.Proto, resp.StatusCode)
 	}
 	// New and Check refuse such a config too.
 	cfg := load("listen: [{address: \"127.0.0.1:0\", protocols: [h2c]}]\n" + protocolsRoutes + "  - path: /api/\n    proxy: {to: [\"127.0.0.1:1\"]}\n")
