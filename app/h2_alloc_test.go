@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"time"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"

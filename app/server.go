@@ -22,9 +22,9 @@ import (
 
 	"gale/cache"
 	"gale/codec"
-	"gale/h2"
 	"gale/config"
 	"gale/fds"
+	"gale/h2"
 	"gale/handlers"
 )
 
@@ -43,10 +43,10 @@ type settings struct {
 	readBody     int64
 	idle         int64
 	write        int64
-	maxOut       int   // server.max_buffered_output
+	maxOut       int       // server.max_buffered_output
 	http2        h2.Config // server.http2, for new HTTP/2 connections
 	http2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
-	dirs         int64 // descriptors the router holds (static roots), counted in the budget
+	dirs         int64     // descriptors the router holds (static roots), counted in the budget
 }
 
 // compile builds the settings of cfg outside a server (tests): nothing is
