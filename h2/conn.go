@@ -89,6 +89,7 @@ type Conn struct {
 	nreq    uint32        // streams delivered to the Handler
 	flow    connFlow      // connection-level windows
 	budget  defenceBudget // flood and reset budgets (defence.go)
+	nframes uint64        // frames handled, for tests of the defences
 
 	hdrStream uint32 // stream whose CONTINUATION frames are awaited; 0 = none
 	hdrFlags  Flags  // the flags of that stream's HEADERS frame
@@ -253,6 +254,7 @@ func (c *Conn) Feed(b []byte) (n int, err error) {
 			return n, nil
 		}
 		n += m
+		c.nframes++
 		if e := c.frame(fh, p); e != nil {
 			if e.Stream {
 				e = c.streamError(fh.StreamID, e)
