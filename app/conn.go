@@ -170,7 +170,8 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	}
 	cs.ctx.Req = &cs.req
 	cs.ctx.Remote = cs.remote
-	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
+	cs.ctx.Conn = cs  // proxy.Client, for handlers that answer later
+	cs.ctx.Cache = cs // handlers.CacheAccess, for static routes
 	cs.req.ContentLength = -1
 	cs.lastActive = time.Now().UnixNano()
 	cs.leftSeen = -1

@@ -15,8 +15,9 @@ import (
 // The file cache's place in the server: one cache.Cache per Server (made
 // in New, purged on every reload, closed when Run returns), one
 // cache.View per event loop (made on the loop's first static request),
-// and, per connection, the handlers.StaticConn methods below, through
-// which a static route waits for a file read off the loop.
+// and, per connection (HTTP/1.1 serves one exchange at a time), the
+// handlers.CacheAccess methods below, through which a static route waits
+// for a file read off the loop.
 //
 // Waiting: when a load is pending, the handler calls CacheWait and
 // answers nothing. serve then leaves the request's bytes unconsumed
@@ -28,7 +29,7 @@ import (
 // cache did not keep). The request bytes stay in gnet's inbound buffer
 // all along, so nothing of the request is copied.
 
-var _ handlers.StaticConn = (*conn)(nil)
+var _ handlers.CacheAccess = (*conn)(nil)
 
 // staticConn is a connection's state for static routes.
 type staticConn struct {
@@ -60,7 +61,7 @@ func cacheNotes(old, cfg *config.Config) []string {
 	return nil
 }
 
-// CacheView implements handlers.StaticConn: the loop's view over c.
+// CacheView implements handlers.CacheAccess: the loop's view over c.
 func (cs *conn) CacheView(c *cache.Cache) *cache.View {
 	l := cs.loop
 	if l.view == nil || l.view.Cache() != c {
@@ -69,7 +70,7 @@ func (cs *conn) CacheView(c *cache.Cache) *cache.View {
 	return l.view
 }
 
-// CacheDone implements handlers.StaticConn.
+// CacheDone implements handlers.CacheAccess.
 func (cs *conn) CacheDone() cache.Done {
 	if cs.st.done == nil {
 		gc := cs.c
@@ -83,7 +84,7 @@ func (cs *conn) CacheDone() cache.Done {
 	return cs.st.done
 }
 
-// CacheLoaded implements handlers.StaticConn.
+// CacheLoaded implements handlers.CacheAccess.
 func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	r := cs.st.result.Load()
 	if r == nil || cs.st.waitKey != string(key) {
@@ -93,7 +94,7 @@ func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	return r.e, r.err, true
 }
 
-// CacheWait implements handlers.StaticConn.
+// CacheWait implements handlers.CacheAccess.
 func (cs *conn) CacheWait(key []byte) {
 	cs.st.waiting = true
 	cs.st.waitKey = string(key)

@@ -1,6 +1,9 @@
 package app
 
-import "gale/handlers"
+import (
+	"gale/codec"
+	"gale/handlers"
+)
 
 var (
 	hdrLocation    = []byte("Location")
@@ -11,8 +14,6 @@ var (
 	httpsScheme    = "https://"
 	slash          = []byte("/")
 )
-
-const upperHex = "0123456789ABCDEF"
 
 // serve answers a request on a redirect_to_https listener with a redirect
 // to the same host, path and query over https: 301 for GET and HEAD, 308
@@ -34,10 +35,10 @@ func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
 	if len(path) == 0 || path[0] != '/' {
 		path = slash
 	}
-	s = appendLocationSafe(s, path)
+	s = codec.AppendLocationSafe(s, path)
 	if req.Query != nil {
 		s = append(s, '?')
-		s = appendLocationSafe(s, req.Query)
+		s = codec.AppendLocationSafe(s, req.Query)
 	}
 	ctx.Scratch = s
 	n := len(s)
@@ -52,34 +53,12 @@ func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
 }
 
 // hostOnly returns the host of a Host value without its port and
-// trailing dot, or nil when it holds a byte that a host name or an IP
-// literal cannot.
+// trailing dots (codec.HostName, and any further trailing dot), or nil
+// when it holds a byte that a host name or an IP literal cannot.
 func hostOnly(h []byte) []byte {
-	if len(h) == 0 {
+	h = codec.HostName(h)
+	if !redirectHost(h) {
 		return nil
-	}
-	if h[0] == '[' {
-		end := 1
-		for end < len(h) && h[end] != ']' {
-			c := h[end]
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
-				return nil
-			}
-			end++
-		}
-		if end == len(h) {
-			return nil
-		}
-		return h[:end+1]
-	}
-	for i, c := range h {
-		if c == ':' {
-			h = h[:i]
-			break
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return nil
-		}
 	}
 	for len(h) > 0 && h[len(h)-1] == '.' {
 		h = h[:len(h)-1]
@@ -87,16 +66,28 @@ func hostOnly(h []byte) []byte {
 	return h
 }
 
-// appendLocationSafe appends p, percent-encoding the bytes that must not
-// appear raw in a Location value: controls, space, non-ASCII, '\\' (read
-// as '/' by browsers), '"', '<', '>' and '#'.
-func appendLocationSafe(dst, p []byte) []byte {
-	for _, b := range p {
-		if b <= ' ' || b >= 0x7f || b == '\\' || b == '"' || b == '<' || b == '>' || b == '#' {
-			dst = append(dst, '%', upperHex[b>>4], upperHex[b&15])
-			continue
-		}
-		dst = append(dst, b)
+// redirectHost reports whether h (without a port) may be copied into a
+// Location: an IP literal in brackets of hex digits, ':' and '.', or a
+// name of letters, digits, '.', '-' and '_'.
+func redirectHost(h []byte) bool {
+	if len(h) == 0 {
+		return false
 	}
-	return dst
+	if h[0] == '[' {
+		if len(h) < 2 || h[len(h)-1] != ']' {
+			return false
+		}
+		for _, c := range h[1 : len(h)-1] {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

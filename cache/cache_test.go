@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -79,16 +80,25 @@ func TestRepFieldsAndHead(t *testing.T) {
 	if string(r.Head) != want {
 		t.Errorf("Head =\n%q\nwant\n%q", r.Head, want)
 	}
-	if got := string(AppendFields(nil, r.Fields)); got != want {
+	if got := string(codec.AppendFieldLines(nil, r.Fields)); got != want {
 		t.Errorf("Fields render to %q", got)
+	}
+	if r.HPACK != nil {
+		t.Errorf("HPACK = %x without a RenderHPACK", r.HPACK)
 	}
 
 	// A profile's Render builds the whole block; Vary appears once the
 	// profile serves codings.
 	prof := &Profile{Encodings: []Encoding{Gzip}, MinCompress: 1 << 20, Render: func(dst []byte, e *Entry, r *Rep) []byte {
 		dst = append(dst, "HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"...)
-		dst = AppendFields(dst, r.Fields)
+		dst = codec.AppendFieldLines(dst, r.Fields)
 		return append(dst, "Cache-Control: max-age=60\r\n"...)
+	}, RenderHPACK: func(dst []byte, e *Entry, r *Rep) []byte {
+		dst = append(dst, 0x88) // :status 200
+		for _, f := range r.Fields {
+			dst = append(dst, f.Name[0]) // enough to see which fields it was given
+		}
+		return dst
 	}}
 	p2 := writeFile(t, t.TempDir(), "b.txt", []byte("hello"), mtime0)
 	e2 := load(t, v, p2, "", prof)
@@ -97,6 +107,10 @@ func TestRepFieldsAndHead(t *testing.T) {
 		"Vary: Accept-Encoding\r\nCache-Control: max-age=60\r\n"
 	if got := string(e2.Identity().Head); got != want2 {
 		t.Errorf("rendered Head =\n%q\nwant\n%q", got, want2)
+	}
+	// RenderHPACK runs with Render, on the same Fields, into its own copy.
+	if got := e2.Identity().HPACK; string(got) != "\x88CLEAV" || cap(got) != len(got) {
+		t.Errorf("HPACK = %q (cap %d); want \"\\x88CLEAV\" of its own", got, cap(got))
 	}
 	if !e2.Negotiable() || e.Negotiable() {
 		t.Errorf("Negotiable = %v, %v", e2.Negotiable(), e.Negotiable())

@@ -100,7 +100,9 @@
 // (for HTTP/2 or for 304 and 206 responses) and its rendered HTTP/1.1
 // header block (for the one-write fast path; the Profile's Render may put
 // a status line and a Date placeholder in it, which the server patches in
-// its own copy). The static handler's sequence is:
+// its own copy), and the same response's HTTP/2 header block pre-encoded
+// by the Profile's RenderHPACK (without Date, which the HTTP/2 engine
+// appends). The static handler's sequence is:
 //
 //	e, ok := view.Lookup(key)
 //	if !ok {

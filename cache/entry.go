@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"gale/codec"
 )
@@ -82,6 +81,16 @@ type Profile struct {
 	// result is copied. nil: Rep.Head is r.Fields rendered as
 	// "Name: value\r\n" lines.
 	Render func(dst []byte, e *Entry, r *Rep) []byte
+
+	// RenderHPACK, if not nil, encodes the HTTP/2 header block kept in
+	// Rep.HPACK (RFC 7541, with gale/h2/hpack's stateless encoder, so the
+	// block can be sent on any connection): the fields of the response
+	// that Render renders, lower-cased, without the connection-specific
+	// ones (RFC 9113 section 8.2.2) and without Date, which the HTTP/2
+	// engine appends per response. It runs exactly when and where Render
+	// runs, under the same rules; the result is copied. nil: Rep.HPACK is
+	// nil, and an HTTP/2 engine encodes the response's fields itself.
+	RenderHPACK func(dst []byte, e *Entry, r *Rep) []byte
 }
 
 // Rep is one representation of a cached file: identity, or a content
@@ -106,6 +115,10 @@ type Rep struct {
 	// Head is the rendered HTTP/1.1 header block: Profile.Render's output,
 	// or Fields as "Name: value\r\n" lines.
 	Head []byte
+
+	// HPACK is the pre-encoded HTTP/2 header block of the same response:
+	// Profile.RenderHPACK's output, or nil when the profile has none.
+	HPACK []byte
 }
 
 // variants are the coded representations of an entry, published once by a
@@ -276,18 +289,6 @@ var (
 	valueEncodings      = [numEncodings][]byte{nil, []byte("gzip"), []byte("zstd"), []byte("br")}
 )
 
-// AppendFields appends fields as HTTP/1.1 header lines "Name: value\r\n"
-// to dst and returns the extended slice.
-func AppendFields(dst []byte, fields []codec.Header) []byte {
-	for _, f := range fields {
-		dst = append(dst, f.Name...)
-		dst = append(dst, ':', ' ')
-		dst = append(dst, f.Value...)
-		dst = append(dst, '\r', '\n')
-	}
-	return dst
-}
-
 // Invalidate records that e no longer describes its path (the caller
 // opened the file and found it changed, Entry.SameFile false): if e is
 // still its key's current version, every view misses on it from now on
@@ -329,16 +330,11 @@ func codedETag(tag []byte, enc Encoding) []byte {
 	return append(b, '"')
 }
 
-// appendHTTPDate appends t as an IMF-fixdate (RFC 9110 5.6.7).
-func appendHTTPDate(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, "Mon, 02 Jan 2006 15:04:05 GMT")
-}
-
 // repOverhead approximates what a Rep costs besides its slices' bytes.
 const repOverhead = 160
 
-// buildRep fills r's Fields and Head for e (whose exported fields are set)
-// and returns the bytes it holds, for the budget.
+// buildRep fills r's Fields, Head and HPACK for e (whose exported fields
+// are set) and returns the bytes it holds, for the budget.
 func buildRep(e *Entry, r *Rep) int64 {
 	var lenBuf [20]byte
 	clen := strconv.AppendInt(lenBuf[:0], r.Size, 10)
@@ -371,8 +367,12 @@ func buildRep(e *Entry, r *Rep) int64 {
 	if e.prof != nil && e.prof.Render != nil {
 		head = e.prof.Render(head, e, r)
 	} else {
-		head = AppendFields(head, fields)
+		head = codec.AppendFieldLines(head, fields)
 	}
 	r.Head = append(make([]byte, 0, len(head)), head...) // exact size: it lives as long as the entry
-	return repOverhead + int64(cap(vals)+cap(r.Head)+len(r.ETag)) + int64(cap(fields))*48 + int64(len(r.Body))
+	if e.prof != nil && e.prof.RenderHPACK != nil {
+		block := e.prof.RenderHPACK(buf[:0], e, r)
+		r.HPACK = append(make([]byte, 0, len(block)), block...)
+	}
+	return repOverhead + int64(cap(vals)+cap(r.Head)+cap(r.HPACK)+len(r.ETag)) + int64(cap(fields))*48 + int64(len(r.Body))
 }

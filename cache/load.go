@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"gale/codec"
 )
 
 // entryOverhead approximates what an entry costs besides its slices' bytes
@@ -322,7 +324,7 @@ func (c *Cache) newStat(j *loadJob, kind Kind, fi fs.FileInfo, body []byte, now 
 		Kind:         kind,
 		Path:         j.path,
 		ModTime:      id.mtime,
-		LastModified: appendHTTPDate(make([]byte, 0, 29), fi.ModTime()),
+		LastModified: codec.AppendHTTPDate(make([]byte, 0, 29), fi.ModTime()),
 		id:           id,
 	}
 	charge := int64(entryOverhead + 2*len(j.key) + len(j.path) + len(e.LastModified))

@@ -52,6 +52,18 @@ func TestBodyReaderAllocs(t *testing.T) {
 	}
 }
 
+func TestAppendFieldLinesAllocs(t *testing.T) {
+	fs := []Header{{[]byte("Content-Type"), []byte("text/plain")}, {[]byte("ETag"), []byte(`"a-b"`)}}
+	dst := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(200, func() {
+		b := AppendFieldLines(dst[:0], fs)
+		b = AppendContentLength(b, 12345)
+		_ = AppendConnection(b, true, false)
+	}); n != 0 {
+		t.Errorf("field lines: %v allocations; want 0", n)
+	}
+}
+
 func TestAppendResponseHeadAllocs(t *testing.T) {
 	h := &ResponseHead{
 		Status:  200,

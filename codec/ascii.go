@@ -2,7 +2,8 @@ package codec
 
 // ASCII helpers for header names and tokens, shared by every package that
 // inspects header fields so that there is one definition of "the same
-// name". None of them allocates; results alias their input.
+// name". None of them allocates (the Append ones when dst has room);
+// other results alias their input.
 
 // EqualFold reports whether b and s are equal ignoring ASCII case (header
 // names and tokens are case-insensitive; other bytes compare exactly).
@@ -41,6 +42,35 @@ func TrimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// AppendLower appends b to dst with ASCII upper-case letters lower-cased:
+// header names as HTTP/2 and HTTP/3 send them (RFC 9113 section 8.2.1),
+// host names as routes compare them. Other bytes are copied as they are.
+func AppendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, lower(c))
+	}
+	return dst
+}
+
+// ConnectionSpecific reports whether a field name (in any case) is one of
+// the connection-specific fields that HTTP/2 forbids (RFC 9113 section
+// 8.2.2; HTTP/3 likewise, RFC 9114 section 4.2): Connection, Keep-Alive,
+// Proxy-Connection, Transfer-Encoding and Upgrade. TE, allowed with the
+// value "trailers" in requests, is left to the caller.
+func ConnectionSpecific(name []byte) bool {
+	switch len(name) {
+	case 7:
+		return EqualFold(name, "upgrade")
+	case 10:
+		return EqualFold(name, "connection") || EqualFold(name, "keep-alive")
+	case 16:
+		return EqualFold(name, "proxy-connection")
+	case 17:
+		return EqualFold(name, "transfer-encoding")
+	}
+	return false
 }
 
 func lower(c byte) byte {

@@ -34,27 +34,13 @@ func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
 	dst = AppendStatusLine(dst, status)
 	dst = AppendDate(dst)
 	if len(h.Server) > 0 {
-		dst = append(dst, "Server: "...)
-		dst = append(dst, h.Server...)
-		dst = append(dst, crlf...)
+		dst = AppendFieldLine(dst, serverName, h.Server)
 	}
-	for i := range h.Headers {
-		dst = append(dst, h.Headers[i].Name...)
-		dst = append(dst, ": "...)
-		dst = append(dst, h.Headers[i].Value...)
-		dst = append(dst, crlf...)
-	}
+	dst = AppendFieldLines(dst, h.Headers)
 	if h.ContentLength >= 0 && status >= 200 && status != 204 {
-		dst = append(dst, "Content-Length: "...)
-		dst = strconv.AppendInt(dst, h.ContentLength, 10)
-		dst = append(dst, crlf...)
+		dst = AppendContentLength(dst, h.ContentLength)
 	}
-	switch {
-	case h.Close:
-		dst = append(dst, "Connection: close\r\n"...)
-	case h.KeepAlive10:
-		dst = append(dst, "Connection: keep-alive\r\n"...)
-	}
+	dst = AppendConnection(dst, h.Close, h.KeepAlive10)
 	return append(dst, crlf...)
 }
 
@@ -293,6 +279,7 @@ func ErrorContentType(asJSON bool) []byte {
 }
 
 var (
+	serverName      = []byte("Server")
 	contentTypeName = []byte("Content-Type")
 	nosniffName     = []byte("X-Content-Type-Options")
 	nosniffValue    = []byte("nosniff")

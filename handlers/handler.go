@@ -51,11 +51,18 @@ type Ctx struct {
 	// capacity (a few KiB) that steady-state requests do not grow it.
 	Scratch []byte
 
-	// Conn is the connection the request arrived on, opaque to this
-	// package: the server sets it for the connection's life, and a
-	// handler that finishes its response later (the proxy) asserts it to
-	// the interface it needs to write the response and resume the
-	// connection. Like the Ctx, it belongs to the connection's loop.
+	// Cache is the exchange's access to the event loop's file cache,
+	// through which static routes look files up and wait for loads (see
+	// CacheAccess). The protocol engine sets it; nil outside the server
+	// (static routes then use a shared view under a lock).
+	Cache CacheAccess
+
+	// Conn is the HTTP/1.1 connection, for the proxy; nil on other
+	// protocols. It is opaque to this package: the server sets it for
+	// the connection's life, and a handler that finishes its response
+	// later (the proxy) asserts it to the interface it needs to write
+	// the response and resume the connection. Like the Ctx, it belongs
+	// to the connection's loop.
 	Conn any
 }
 
@@ -112,6 +119,7 @@ type Response struct {
 	FileOffset int64        // where File's body starts (a byte range)
 	Parts      []BodyPart   // the body in pieces (multipart/byteranges); when set, Body is nil and File, if set, is what the pieces' regions are read from
 	Head       []byte       // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
+	HPACK      []byte       // with Head: the same response as an HTTP/2 header block (cache.Rep.HPACK: ":status" and every field but Date, which the HTTP/2 engine appends); nil otherwise
 	Entry      *cache.Entry // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
 }
 

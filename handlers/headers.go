@@ -12,6 +12,7 @@ var (
 	hdrAllow         = []byte("Allow")
 	hdrLastModified  = []byte("Last-Modified")
 	hdrCacheControl  = []byte("Cache-Control")
+	hdrServer        = []byte("Server")
 	hdrNosniff       = []byte("X-Content-Type-Options")
 	valNosniff       = []byte("nosniff")
 	valAllowReadOnly = []byte("GET, HEAD, OPTIONS")

@@ -1,5 +1,7 @@
 package handlers
 
+import "gale/codec"
+
 // The normal form of a request path. Routing, header rules, the static
 // handler, redirects and the reverse proxy all read one spelling of the
 // path, computed once per request by Router.Serve (Ctx.Path), so that no
@@ -48,8 +50,6 @@ package handlers
 // becomes an escape); it appends to Ctx.Scratch, reused between requests,
 // or returns the request's own bytes when they are already in normal
 // form, so it allocates nothing in steady state.
-
-const upperHex = "0123456789ABCDEF"
 
 // Classes of path bytes (pathClass).
 const (
@@ -206,7 +206,7 @@ func appendSegment(dst, p []byte, i int) (_ []byte, end int, ok bool) {
 		if k&pcUnreserved != 0 || !esc && k&pcRaw != 0 {
 			dst = append(dst, b)
 		} else {
-			dst = append(dst, '%', upperHex[b>>4], upperHex[b&15])
+			dst = codec.AppendPercent(dst, b)
 		}
 	}
 	return dst, i, u.need == 0

@@ -182,6 +182,8 @@ func FuzzNormalPath(f *testing.F) {
 }
 
 // checkNormalForm fails unless out has the shape of a normal path.
+const hexDigitsUpper = "0123456789ABCDEF"
+
 func checkNormalForm(t *testing.T, in, out string) {
 	t.Helper()
 	if !strings.HasPrefix(out, "/") || strings.Contains(out, "//") || strings.Contains(out, "/./") ||
@@ -192,7 +194,7 @@ func checkNormalForm(t *testing.T, in, out string) {
 		b := out[i]
 		switch {
 		case b == '%':
-			if i+2 >= len(out) || !strings.ContainsRune(upperHex, rune(out[i+1])) || !strings.ContainsRune(upperHex, rune(out[i+2])) {
+			if i+2 >= len(out) || !strings.ContainsRune(hexDigitsUpper, rune(out[i+1])) || !strings.ContainsRune(hexDigitsUpper, rune(out[i+2])) {
 				t.Fatalf("%q: %q has a bad escape at %d", in, out, i)
 			}
 			hi, _ := unhex(out[i+1])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -82,7 +83,7 @@ func (h *redirectHandler) Serve(c *Ctx) {
 			if !h.baseSlash {
 				s = append(s, '/')
 			}
-			s = appendURLSafe(s, tail)
+			s = codec.AppendLocationSafe(s, tail)
 		}
 		reqQuery = c.Req.Query
 	}
@@ -92,7 +93,7 @@ func (h *redirectHandler) Serve(c *Ctx) {
 		if len(h.query) > 0 && len(reqQuery) > 0 {
 			s = append(s, '&')
 		}
-		s = appendURLSafe(s, reqQuery)
+		s = codec.AppendLocationSafe(s, reqQuery)
 	}
 	s = append(s, h.fragment...)
 	c.Scratch = s
@@ -100,21 +101,4 @@ func (h *redirectHandler) Serve(c *Ctx) {
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
 	c.Resp.Add(hdrContentType, ctTextPlain)
 	c.Resp.Body = h.body
-}
-
-// appendURLSafe appends p to dst, percent-encoding the bytes that must not
-// appear raw in a Location value: controls, space, non-ASCII, '\\' (read
-// as '/' by browsers), '"', '<', '>' and '#'. The codec already refuses
-// most of them in a request-target; this keeps the output safe whatever
-// the input.
-func appendURLSafe(dst, p []byte) []byte {
-	const hex = "0123456789ABCDEF"
-	for _, b := range p {
-		if b <= ' ' || b >= 0x7f || b == '\\' || b == '"' || b == '<' || b == '>' || b == '#' {
-			dst = append(dst, '%', hex[b>>4], hex[b&15])
-			continue
-		}
-		dst = append(dst, b)
-	}
-	return dst
 }

@@ -371,36 +371,12 @@ var slash = []byte("/")
 // hostGroup selects the routes for host: an exact host, else the most
 // specific matching wildcard, else the routes without a host.
 func (rt *Router) hostGroup(host []byte) *group {
-	// Strip the port: after "]" for an IP literal, else after the first ":".
-	if len(host) > 0 && host[0] == '[' {
-		for i, b := range host {
-			if b == ']' {
-				host = host[:i+1]
-				break
-			}
-		}
-	} else {
-		for i, b := range host {
-			if b == ':' {
-				host = host[:i]
-				break
-			}
-		}
-	}
-	if n := len(host); n > 0 && host[n-1] == '.' {
-		host = host[:n-1]
-	}
+	host = codec.HostName(host)
 	if len(host) == 0 || len(host) > maxHostLen || (len(rt.exact) == 0 && len(rt.wild) == 0) {
 		return rt.nohost
 	}
 	var buf [maxHostLen]byte
-	lower := buf[:len(host)]
-	for i, b := range host {
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		lower[i] = b
-	}
+	lower := codec.AppendLower(buf[:0], host)
 	if g := rt.exact[string(lower)]; g != nil {
 		return g
 	}
@@ -417,18 +393,10 @@ func (rt *Router) hostGroup(host []byte) *group {
 	return rt.nohost
 }
 
-// normalizeHost lower-cases a configured host and drops a trailing dot and
-// a port, like the router does for requests.
+// normalizeHost puts a configured host in the normal form the router
+// compares requests' hosts in (codec.AppendNormalHost).
 func normalizeHost(h string) string {
-	h = strings.ToLower(strings.TrimSpace(h))
-	if strings.HasPrefix(h, "[") {
-		if i := strings.IndexByte(h, ']'); i >= 0 {
-			h = h[:i+1]
-		}
-	} else if i := strings.IndexByte(h, ':'); i >= 0 {
-		h = h[:i]
-	}
-	return strings.TrimSuffix(h, ".")
+	return string(codec.AppendNormalHost(nil, []byte(strings.TrimSpace(h))))
 }
 
 // Serve resets c.Resp, normalises the request path (setting c.Path),

@@ -29,7 +29,7 @@ const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
 // staticSyncMax is the largest file a cache miss reads on the event loop;
 // larger files (up to cache.max_file_bytes) are read by the cache's
-// workers while the connection waits (see StaticConn).
+// workers while the exchange waits (see CacheAccess).
 const staticSyncMax = 64 << 10
 
 // staticHandler serves files under a root directory through the file
@@ -65,7 +65,7 @@ type staticHandler struct {
 	cache   *cache.Cache
 	prof    cache.Profile // how this route's files are represented
 	errProf cache.Profile // how its error pages are
-	shared  sharedView    // for requests outside the server (Ctx.Conn not a StaticConn)
+	shared  sharedView    // for requests outside the server (Ctx.Cache nil)
 }
 
 // errPage is a custom error page of a static route.
@@ -161,6 +161,7 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	h.prof.MinCompress = sc.Compress.MinBytes
 	h.prof.Open = h.openAbs
 	h.prof.Render = h.render
+	h.prof.RenderHPACK = h.renderHPACK
 	h.errProf.Render = renderNothing
 
 	if !filepath.IsAbs(sc.Root) {
@@ -189,24 +190,15 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 func (h *staticHandler) close() error { return h.root.Close() }
 
 // render is the route's cache.Profile.Render: the head of a 200 response
-// for representation r, with a Date placeholder (see AppendHead).
+// for representation r, with a Date placeholder (see AppendHead). Its
+// HTTP/2 twin is renderHPACK (static_hpack.go).
 func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte {
 	dst = append(dst, headStatusOK...)
 	dst = append(dst, headDateLine...)
 	if len(h.server) > 0 {
-		dst = append(dst, "Server: "...)
-		dst = append(dst, h.server...)
-		dst = append(dst, '\r', '\n')
+		dst = codec.AppendFieldLine(dst, hdrServer, h.server)
 	}
-	fields := make([]codec.Header, 0, len(r.Fields)+4)
-	fields = append(fields, r.Fields...)
-	if h.cacheControl != nil {
-		fields = append(fields, codec.Header{Name: hdrCacheControl, Value: h.cacheControl})
-	}
-	if h.respOps != nil {
-		fields = h.respOps.apply(fields)
-	}
-	return cache.AppendFields(dst, fields)
+	return codec.AppendFieldLines(dst, h.headFields(r))
 }
 
 // renderNothing is the Render of error pages, whose responses are
@@ -285,14 +277,14 @@ func (h *staticHandler) entry(c *Ctx, clean []byte) (*cache.Entry, error) {
 }
 
 // get returns key's entry: from the loop's view of the cache, or from the
-// result a finished load left on the connection, or by loading it. A
+// result a finished load left on the exchange, or by loading it. A
 // page of nil loads the clean path under the root with the route's
 // profile; else it loads the error page. err is cache.ErrPending when the
-// connection waits for the load (the handler must return without an
+// exchange waits for the load (the handler must return without an
 // answer), cache.ErrBusy or cache.ErrClosed when the file must be served
 // without the cache, or another error.
 func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.Entry, error) {
-	sc, _ := c.Conn.(StaticConn)
+	sc := c.Cache
 	var v *cache.View
 	if sc != nil {
 		v = sc.CacheView(h.cache)
@@ -326,7 +318,7 @@ func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.En
 }
 
 // loadFailed answers a request whose entry could not be had from the
-// cache: nothing while the connection waits for a load, the file read
+// cache: nothing while the exchange waits for a load, the file read
 // directly when the cache is busy or closed, else 500.
 func (h *staticHandler) loadFailed(c *Ctx, ri *reqInfo, err error, clean []byte, dir bool) {
 	switch {
@@ -478,6 +470,7 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 	fr := fileRep{
 		entry:  e,
 		head:   rep.Head,
+		hpack:  rep.HPACK,
 		fields: rep.Fields,
 		etag:   rep.ETag,
 		mtime:  e.ModTime,
@@ -545,11 +538,11 @@ func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir boo
 // the Location can never be a network-path reference ("//host/").
 func (h *staticHandler) redirectToDir(c *Ctx) {
 	mark := len(c.Scratch)
-	c.Scratch = appendURLSafe(c.Scratch, c.Path)
+	c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Path)
 	c.Scratch = append(c.Scratch, '/')
 	if len(c.Req.Query) > 0 {
 		c.Scratch = append(c.Scratch, '?')
-		c.Scratch = appendURLSafe(c.Scratch, c.Req.Query)
+		c.Scratch = codec.AppendLocationSafe(c.Scratch, c.Req.Query)
 	}
 	c.Resp.Status = 301
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))

@@ -11,7 +11,7 @@ import (
 	"gale/config"
 )
 
-// loopConn is a StaticConn with a view of its own, as the server's
+// loopConn is a CacheAccess with a view of its own, as the server's
 // connections have one per event loop.
 type loopConn struct {
 	view *cache.View
@@ -40,7 +40,7 @@ func TestStaticHitAllocs(t *testing.T) {
 	// Publish the compressed variants first.
 	serveUntil(t, rt, func() *Ctx {
 		c := newCtx(request("GET", "", "/site.css", "Accept-Encoding", "gzip"))
-		c.Conn = lc
+		c.Cache = lc
 		rt.Serve(c)
 		return c
 	}, func(r *http.Response) bool { return r.Header.Get("Content-Encoding") == "gzip" })
@@ -61,7 +61,7 @@ func TestStaticHitAllocs(t *testing.T) {
 			req := request("GET", "example.com", tt.target, tt.headers...)
 			nh := len(req.Headers)
 			c := newCtx(req)
-			c.Conn = lc
+			c.Cache = lc
 			run := func() {
 				c.Scratch = c.Scratch[:0]
 				req.Headers = req.Headers[:nh]

@@ -68,12 +68,7 @@ func AppendHead(dst, head []byte, closeConn, keepAlive10 bool) []byte {
 	dst = append(dst, head[:i]...)
 	dst = codec.AppendDate(dst)
 	dst = append(dst, head[i+len(headDateLine):]...)
-	switch {
-	case closeConn:
-		dst = append(dst, "Connection: close\r\n"...)
-	case keepAlive10:
-		dst = append(dst, "Connection: keep-alive\r\n"...)
-	}
+	dst = codec.AppendConnection(dst, closeConn, keepAlive10)
 	return append(dst, '\r', '\n')
 }
 

@@ -15,6 +15,7 @@ import (
 type fileRep struct {
 	entry  *cache.Entry   // the cache entry the bytes come from; nil when uncached
 	head   []byte         // pre-rendered 200 head (Response.Head); nil: render fields
+	hpack  []byte         // the same head as an HTTP/2 header block (Response.HPACK); nil with head
 	fields []codec.Header // the representation's fields, as cache.Rep.Fields (Content-Length is skipped)
 	etag   []byte         // strong ETag
 	mtime  int64          // ns since the Unix epoch
@@ -93,7 +94,7 @@ func (h *staticHandler) respond(c *Ctx, ri *reqInfo, fr *fileRep) {
 	c.Resp.Status = 200
 	c.Resp.Entry = fr.entry
 	if fr.head != nil {
-		c.Resp.Head = fr.head
+		c.Resp.Head, c.Resp.HPACK = fr.head, fr.hpack
 	} else {
 		h.addFields(c, fr, false)
 	}
@@ -196,9 +197,7 @@ func (h *staticHandler) serveRanges(c *Ctx, ri *reqInfo, fr *fileRep) bool {
 		}
 		c.Scratch = append(c.Scratch, "--"+multipartBoundary+"\r\n"...)
 		if ct != nil {
-			c.Scratch = append(c.Scratch, "Content-Type: "...)
-			c.Scratch = append(c.Scratch, ct...)
-			c.Scratch = append(c.Scratch, '\r', '\n')
+			c.Scratch = codec.AppendFieldLine(c.Scratch, hdrContentType, ct)
 		}
 		c.Scratch = append(c.Scratch, "Content-Range: "...)
 		c.Scratch = appendRange(c.Scratch, r, fr.size)

@@ -300,13 +300,11 @@ func (ex *exchange) send() bool {
 	uc := ex.uc
 	b := append(ex.lp.buf[:0], ex.head[:ex.lineEnd]...)
 	if !ex.ruleHost {
-		b = append(b, "Host: "...)
-		if len(ex.host) > 0 {
-			b = append(b, ex.host...)
-		} else {
-			b = append(b, ex.up.host...)
+		host := ex.host
+		if len(host) == 0 {
+			host = ex.up.host
 		}
-		b = append(b, "\r\n"...)
+		b = codec.AppendFieldLine(b, hdrHost, host)
 	}
 	b = append(b, ex.head[ex.lineEnd:]...)
 	ex.lp.buf = b

@@ -27,6 +27,7 @@ import (
 
 // Header names the proxy renders. Static memory: never modified.
 var (
+	hdrHost   = []byte("Host")
 	hdrXFF    = []byte("X-Forwarded-For")
 	hdrXFP    = []byte("X-Forwarded-Proto")
 	hdrXFH    = []byte("X-Forwarded-Host")
@@ -228,7 +229,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 			ex.ruleHost = true
 		}
 	}
-	b = appendFields(b, hs)
+	b = codec.AppendFieldLines(b, hs)
 	clear(hs)
 	lp.hdrs = hs[:0]
 	b = appendRequestFraming(b, req)
@@ -400,9 +401,7 @@ func appendRequestFraming(b []byte, req *codec.Request) []byte {
 	case req.Chunked:
 		return append(b, "Transfer-Encoding: chunked\r\n"...)
 	case req.ContentLength >= 0:
-		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, req.ContentLength, 10)
-		return append(b, crlf...)
+		return codec.AppendContentLength(b, req.ContentLength)
 	}
 	return b
 }
@@ -505,19 +504,7 @@ func (ex *exchange) appendResponseFraming(b []byte) []byte {
 			b = append(b, "Transfer-Encoding: chunked\r\n"...)
 		}
 	case r.ContentLength >= 0 && r.Status >= 200 && r.Status != 204:
-		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, r.ContentLength, 10)
-		b = append(b, crlf...)
-	}
-	return b
-}
-
-func appendFields(b []byte, hs []codec.Header) []byte {
-	for i := range hs {
-		b = append(b, hs[i].Name...)
-		b = append(b, ": "...)
-		b = append(b, hs[i].Value...)
-		b = append(b, crlf...)
+		b = codec.AppendContentLength(b, r.ContentLength)
 	}
 	return b
 }
@@ -531,7 +518,7 @@ func (ex *exchange) relayInterim() {
 	hs, _ := ex.filterResponse(false)
 	lp := ex.lp
 	lp.buf = ex.appendStatusLine(lp.buf)
-	lp.buf = appendFields(lp.buf, hs)
+	lp.buf = codec.AppendFieldLines(lp.buf, hs)
 	lp.buf = append(lp.buf, crlf...)
 	clear(hs)
 	lp.hdrs = hs[:0]
@@ -549,7 +536,7 @@ func (ex *exchange) relayHead() {
 		ex.kind = codec.BodyNone
 		hs, _ := ex.filterResponse(true)
 		lp.buf = ex.appendStatusLine(lp.buf)
-		lp.buf = appendFields(lp.buf, hs)
+		lp.buf = codec.AppendFieldLines(lp.buf, hs)
 		lp.buf = append(lp.buf, valUpLine...)
 		lp.buf = append(lp.buf, r.Header("upgrade")...)
 		lp.buf = append(lp.buf, "\r\n\r\n"...)
@@ -567,14 +554,9 @@ func (ex *exchange) relayHead() {
 	if !date {
 		b = codec.AppendDate(b)
 	}
-	b = appendFields(b, hs)
+	b = codec.AppendFieldLines(b, hs)
 	b = ex.appendResponseFraming(b)
-	switch {
-	case ex.closeClient:
-		b = append(b, "Connection: close\r\n"...)
-	case ex.clientV == codec.HTTP10:
-		b = append(b, "Connection: keep-alive\r\n"...)
-	}
+	b = codec.AppendConnection(b, ex.closeClient, ex.clientV == codec.HTTP10)
 	lp.buf = append(b, crlf...)
 	clear(hs)
 	lp.hdrs = hs[:0]
