@@ -424,6 +424,11 @@ func (c *Conn) Closed() bool {
 	return c.err != nil || c.state&(flagGoingAway|flagPeerGoAway) != 0 && c.open == 0 && c.hdrStream == 0
 }
 
+// Idle reports whether no stream is open (nor a header block half
+// received): after a graceful GoAway, the connection may close once Out is
+// written.
+func (c *Conn) Idle() bool { return c.open == 0 && c.hdrStream == 0 }
+
 // Streams returns the number of open streams (open or half-closed, RFC
 // 9113 section 5.1.2).
 func (c *Conn) Streams() int { return c.open }
