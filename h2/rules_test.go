@@ -321,11 +321,11 @@ func TestGoAwayGraceful(t *testing.T) {
 		t.Fatalf("GOAWAY %v last %d, %d requests, closed %v", g.code, g.last, len(open), cl.c.Closed())
 	}
 	respond(cl.c, open[0], 200, "a")
-	if cl.c.Closed() {
+	if cl.c.Closed() || cl.c.Idle() {
 		t.Fatal("closed with a stream open")
 	}
 	respond(cl.c, open[1], 200, "b")
-	if !cl.c.Closed() || cl.c.Err() != nil {
+	if !cl.c.Closed() || !cl.c.Idle() || cl.c.Err() != nil {
 		t.Fatalf("closed %v, err %v", cl.c.Closed(), cl.c.Err())
 	}
 }
