@@ -136,6 +136,7 @@ var (
 	errConnWindowZero = connErr(ProtocolError, "WINDOW_UPDATE of 0 on the connection")
 	errConnFlow       = connErr(FlowControlError, "DATA beyond the connection window")
 	errStreamClosed   = streamErr(StreamClosed, "frame on a closed stream")
+	errClosedHeaders  = connErr(StreamClosed, "HEADERS on a closed stream")
 	errStreamWindow0  = streamErr(ProtocolError, "WINDOW_UPDATE of 0 on a stream")
 	errStreamOverflow = streamErr(FlowControlError, "stream window above 2^31-1")
 	errStreamFlow     = streamErr(FlowControlError, "DATA beyond the stream window")

@@ -119,11 +119,15 @@ func (c *Conn) headerBlock(id uint32, end, bad bool, block []byte) *Error {
 		return c.trailers(s, end)
 	}
 	if id <= c.lastID {
-		// A closed stream (section 5.1): ignored after our RST_STREAM.
+		// A closed stream (section 5.1): ignored after our RST_STREAM;
+		// otherwise the stream ended, or was never opened and closed
+		// when a higher one opened (section 5.1.1). Either way the
+		// client reuses an identifier, which no later frame can make
+		// sense of: a connection error, as x/net and nginx make it.
 		if c.resets.has(id) {
 			return c.budget.idle()
 		}
-		return errStreamClosed
+		return errClosedHeaders
 	}
 	c.lastID = id
 	if bad {

@@ -105,7 +105,12 @@ func TestFrameRules(t *testing.T) {
 		{"RST_STREAM on an idle stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.fr.WriteRSTStream(1, http2.ErrCodeCancel) }},
 		{"WINDOW_UPDATE on an idle stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.fr.WriteWindowUpdate(3, 1) }},
 		{"even stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.headers(2, true, get...) }},
-		{"decreasing stream id", rst(1, http2.ErrCodeStreamClosed), func(cl *client) {
+		{"decreasing stream id", connError(http2.ErrCodeStreamClosed), func(cl *client) {
+			cl.get(3, "/")
+			cl.get(1, "/")
+		}},
+		{"HEADERS on an ended stream", connError(http2.ErrCodeStreamClosed), func(cl *client) {
+			cl.get(1, "/")
 			cl.get(3, "/")
 			cl.get(1, "/")
 		}},
