@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"time"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -127,4 +127,51 @@ func waitCached(t *testing.T, cs *conn, serve func()) {
 		serve()
 	}
 	t.Fatal("the file never reached the cache")
+}
+
+// TestH2TLSServeAllocs is TestH2ServeAllocs over an established TLS 1.3
+// connection that negotiated h2: the one allocation per read that
+// crypto/tls makes (tlsServeAllocs) is all.
+func TestH2TLSServeAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cs, fc, client, mc := tlsPipeALPN(t, []string{"h2", "http/1.1"})
+	if p := client.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN chose %q", p)
+	}
+	start, reqs := h2Frames(t, "/hello", 300)
+	seal := func(b []byte) []byte {
+		if _, err := client.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		r := append([]byte(nil), mc.toServer...)
+		mc.toServer = mc.toServer[:0]
+		return r
+	}
+	fc.in = append(fc.in[:0], seal(start)...)
+	cs.onTraffic()
+	if cs.h2 == nil {
+		t.Fatal("ALPN h2 did not start HTTP/2")
+	}
+	records := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		records[i] = seal(r)
+	}
+	next := 0
+	serve := func() {
+		fc.in = append(fc.in[:0], records[next]...)
+		next++
+		cs.onTraffic()
+		if len(fc.out) == 0 || len(fc.in) != 0 || cs.closing {
+			t.Fatalf("wrote %d bytes, left %d, closing %v", len(fc.out), len(fc.in), cs.closing)
+		}
+		fc.out = fc.out[:0]
+	}
+	for range 20 {
+		serve()
+	}
+	n := testing.AllocsPerRun(200, serve)
+	t.Logf("allocations per HTTP/2 request over TLS 1.3: %v", n)
+	if n > tlsServeAllocs {
+		t.Fatalf("%v allocations per request, want at most %d", n, tlsServeAllocs)
+	}
 }

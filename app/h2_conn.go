@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 
 	"gale/h2"
 )
@@ -95,8 +96,8 @@ func (h *h2conn) onTraffic() gnet.Action {
 	}
 	if cs.closing {
 		cs.consume(-1) // nothing more is read once closing
-		if h.pendingOutput() == 0 {
-			return gnet.Close
+		if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
+			h.startLinger(time.Now().UnixNano())
 		}
 		return gnet.None
 	}
@@ -134,15 +135,46 @@ func (h *h2conn) maybeClose() gnet.Action {
 	return gnet.None
 }
 
-// closeAfterOutput closes now when nothing waits to be sent, else marks
-// the connection closing so the sweep closes it once its output drained.
+// closeAfterOutput begins closing: once the output drained, the write
+// side is shut (after close_notify on TLS) and the connection lingers,
+// reading and dropping what the client still sends, until the client
+// closes or lingerTime passed; closing with unread bytes would make the
+// kernel reset the connection and destroy the final frames (GOAWAY).
 func (h *h2conn) closeAfterOutput() gnet.Action {
 	cs := h.cs
-	cs.closing, cs.closeAfter = true, true
-	if h.pendingOutput() > 0 {
-		return gnet.None
+	cs.closing, cs.closeAfter, cs.linger = true, true, true
+	if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
+		h.startLinger(time.Now().UnixNano())
 	}
-	return gnet.Close
+	return gnet.None
+}
+
+// startLinger shuts the write side and starts the linger deadline.
+func (h *h2conn) startLinger(now int64) {
+	cs := h.cs
+	if h.w != nil {
+		// The writer holds the TLS state's write side: shut the
+		// socket itself (no close_notify).
+		_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
+		cs.lingerUntil = now + int64(lingerTime)
+		cs.consume(-1)
+		return
+	}
+	cs.startLinger(now)
+}
+
+// closingCheck runs from the sweep while the connection closes: it
+// starts the linger once the output drained and reports when to close.
+func (h *h2conn) closingCheck(now int64) bool {
+	cs := h.cs
+	if h.pendingOutput() > 0 {
+		return false
+	}
+	if cs.lingerUntil == 0 {
+		h.startLinger(now)
+		return false
+	}
+	return now > cs.lingerUntil
 }
 
 // pendingOutput is how many bytes wait to leave: in gnet's buffer, or in
@@ -209,7 +241,7 @@ func (h *h2conn) goAway() {
 		return
 	}
 	if h.core.Streams() == 0 && len(h.active) == 0 {
-		h.cs.closing, h.cs.closeAfter = true, true
+		h.closeAfterOutput()
 	}
 }
 
@@ -226,7 +258,7 @@ func (h *h2conn) check(now int64, set *settings) bool {
 		return true
 	}
 	if cs.closing {
-		return h.pendingOutput() == 0
+		return h.closingCheck(now)
 	}
 	if h.wantWriter || len(h.active) > 0 {
 		if now-h.progress > set.write {
@@ -250,7 +282,7 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	if now-cs.lastActive > set.idle {
 		cs.loop.stats.TimedOut.Add(1)
 		h.goAway()
-		return h.pendingOutput() == 0
+		return false
 	}
 	return false
 }

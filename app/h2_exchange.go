@@ -270,18 +270,45 @@ func (ex *h2exchange) answer() {
 	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	ex.answered = true
-	ex.rec.fromRequest(c.Req)
+	logged := h.cs.loop.srv.access != nil
+	if logged {
+		ex.rec.fromRequest(c.Req)
+	}
 	if end {
 		ex.closeFile(resp)
 		ex.finish()
 		return
 	}
+	sent := ex.sendAtOnce(resp, size)
+	if sent == size {
+		ex.finish()
+		return
+	}
 	ex.setBody(resp)
+	ex.off, ex.sent = sent, sent
 	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.set.Load().maxOut) {
 		h.wantWriter = true // large file regions are read off the loop
 	}
-	ex.recBuf = ex.rec.keep(ex.recBuf) // the response outlives the request's bytes
+	if logged {
+		ex.recBuf = ex.rec.keep(ex.recBuf) // the response outlives the request's bytes
+	}
 	h.enqueue(ex)
+}
+
+// sendAtOnce sends a body in memory whole, right after its head, when the
+// windows and the output bound take it all (the common small response):
+// the exchange then ends within the event that brought its request. It
+// returns how many body bytes it sent (0 when it left the body to
+// produce).
+func (ex *h2exchange) sendAtOnce(resp *handlers.Response, size int64) int64 {
+	h := ex.h
+	if resp.File != nil || resp.Parts != nil || h.wantWriter || len(h.active) > 0 ||
+		size > int64(h.core.SendWindow(ex.s)) || size > int64(h.room()) {
+		return 0
+	}
+	n := int64(h.core.WriteData(ex.s, resp.Body, true))
+	ex.sent = n
+	return n
 }
 
 // setBody takes the response's body as parts to send.

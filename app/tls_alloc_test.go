@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,13 @@ const tlsServeAllocs = 1
 // handshake with it is complete, over in-memory buffers: the caller plays
 // the loop.
 func tlsPipe(t testing.TB) (*conn, *tlsFakeConn, *tls.Conn, *memConn) {
+	return tlsPipeALPN(t, nil)
+}
+
+// tlsPipeALPN is tlsPipe with the client offering protos by ALPN (and the
+// server offering h2 when protos has it).
+func tlsPipeALPN(t testing.TB, protos []string) (*conn, *tlsFakeConn, *tls.Conn, *memConn) {
+	offerH2 := slices.Contains(protos, "h2")
 	ca := newTestCA(t)
 	dir := t.TempDir()
 	ca.issue(dir, "cert", "localhost")
@@ -115,7 +123,7 @@ routes:
 	}
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s.set.Store(set)
-	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return false })
+	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +134,7 @@ routes:
 	// The handshake, pumped by hand: the test plays the loop.
 	mc := &memConn{}
 	mc.cond.L = &mc.mu
-	client := tls.Client(mc, &tls.Config{RootCAs: ca.pool, ServerName: "localhost"})
+	client := tls.Client(mc, &tls.Config{RootCAs: ca.pool, ServerName: "localhost", NextProtos: protos})
 	done := make(chan error, 1)
 	go func() { done <- client.Handshake() }()
 	deadline := time.Now().Add(5 * time.Second)

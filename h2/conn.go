@@ -89,6 +89,7 @@ type Conn struct {
 	nreq    uint32        // streams delivered to the Handler
 	flow    connFlow      // connection-level windows
 	budget  defenceBudget // flood and reset budgets (defence.go)
+	nframes uint64        // frames handled, for tests of the defences
 
 	hdrStream uint32 // stream whose CONTINUATION frames are awaited; 0 = none
 	hdrFlags  Flags  // the flags of that stream's HEADERS frame
@@ -135,6 +136,7 @@ var (
 	errConnWindowZero = connErr(ProtocolError, "WINDOW_UPDATE of 0 on the connection")
 	errConnFlow       = connErr(FlowControlError, "DATA beyond the connection window")
 	errStreamClosed   = streamErr(StreamClosed, "frame on a closed stream")
+	errClosedHeaders  = connErr(StreamClosed, "HEADERS on a closed stream")
 	errStreamWindow0  = streamErr(ProtocolError, "WINDOW_UPDATE of 0 on a stream")
 	errStreamOverflow = streamErr(FlowControlError, "stream window above 2^31-1")
 	errStreamFlow     = streamErr(FlowControlError, "DATA beyond the stream window")
@@ -253,6 +255,7 @@ func (c *Conn) Feed(b []byte) (n int, err error) {
 			return n, nil
 		}
 		n += m
+		c.nframes++
 		if e := c.frame(fh, p); e != nil {
 			if e.Stream {
 				e = c.streamError(fh.StreamID, e)
@@ -421,6 +424,11 @@ func (c *Conn) Err() error {
 func (c *Conn) Closed() bool {
 	return c.err != nil || c.state&(flagGoingAway|flagPeerGoAway) != 0 && c.open == 0 && c.hdrStream == 0
 }
+
+// Idle reports whether no stream is open (nor a header block half
+// received): after a graceful GoAway, the connection may close once Out is
+// written.
+func (c *Conn) Idle() bool { return c.open == 0 && c.hdrStream == 0 }
 
 // Streams returns the number of open streams (open or half-closed, RFC
 // 9113 section 5.1.2).

@@ -13,7 +13,7 @@ package h2
 //     ENHANCE_YOUR_CALM.
 //   - Frames without progress (SETTINGS, PING, WINDOW_UPDATE and PRIORITY
 //     floods, empty DATA and CONTINUATION frames, frames of unknown type
-//     or on closed streams): each takes one from a budget of 1000,
+//     or on closed streams, and every CONTINUATION frame): each takes one from a budget of 1000,
 //     refilled by one for every 4 KiB of DATA payload either way and by 8
 //     for each stream that completes normally. Empty: ENHANCE_YOUR_CALM.
 //   - Queued control output: a frame the peer makes us queue (SETTINGS
@@ -22,7 +22,7 @@ package h2
 //     below that: ENHANCE_YOUR_CALM.
 //   - CONTINUATION flood (CVE-2024-27316): the header block gathered across
 //     CONTINUATION frames is bounded by 2*MaxHeaderListSize+4 KiB (headers.go);
-//     over it: ENHANCE_YOUR_CALM. Empty CONTINUATION frames count as above.
+//     over it: ENHANCE_YOUR_CALM. Every CONTINUATION frame counts as above.
 //   - HPACK bomb: the decoded list is bounded by MaxHeaderListSize (RFC
 //     7541 section 4.1 accounting) by the decoder, which keeps decoding to
 //     stay in sync but keeps no more; the stream is delivered with TooLarge

@@ -49,6 +49,7 @@ type Error struct {
 	Reason string  // short fixed text for logs
 }
 
+// Error returns the reason and the code's name, for logs.
 func (e *Error) Error() string { return "h2: " + e.Reason + " (" + e.Code.String() + ")" }
 
 func connErr(code ErrCode, reason string) *Error { return &Error{Code: code, Reason: reason} }

@@ -62,8 +62,9 @@ func headersBlock(fh FrameHeader, p []byte) []byte {
 
 // onContinuation gathers a CONTINUATION frame's fragment (RFC 9113 section
 // 6.10) and handles the block once END_HEADERS ends it. The gathered block
-// is bounded (maxBlock), and empty fragments count as frames without
-// progress (defence.go).
+// is bounded (maxBlock), and every CONTINUATION frame counts as a frame
+// without progress (defence.go): a request needs one or two, and a flood of
+// tiny ones stops at the idle budget, not at the byte bound.
 func (c *Conn) onContinuation(fh FrameHeader, p []byte) *Error {
 	frag, err := ParseContinuation(fh, p)
 	if err != nil {
@@ -72,10 +73,8 @@ func (c *Conn) onContinuation(fh FrameHeader, p []byte) *Error {
 	if c.hdrStream == 0 {
 		return errUnexpectedCont
 	}
-	if len(frag) == 0 && !fh.Flags.Has(FlagEndHeaders) {
-		if e := c.budget.idle(); e != nil {
-			return e
-		}
+	if e := c.budget.idle(); e != nil {
+		return e
 	}
 	if len(c.hdrBuf)+len(frag) > c.maxBlock() {
 		return errBlockTooLarge
@@ -120,11 +119,15 @@ func (c *Conn) headerBlock(id uint32, end, bad bool, block []byte) *Error {
 		return c.trailers(s, end)
 	}
 	if id <= c.lastID {
-		// A closed stream (section 5.1): ignored after our RST_STREAM.
+		// A closed stream (section 5.1): ignored after our RST_STREAM;
+		// otherwise the stream ended, or was never opened and closed
+		// when a higher one opened (section 5.1.1). Either way the
+		// client reuses an identifier, which no later frame can make
+		// sense of: a connection error, as x/net and nginx make it.
 		if c.resets.has(id) {
 			return c.budget.idle()
 		}
-		return errStreamClosed
+		return errClosedHeaders
 	}
 	c.lastID = id
 	if bad {

@@ -105,7 +105,12 @@ func TestFrameRules(t *testing.T) {
 		{"RST_STREAM on an idle stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.fr.WriteRSTStream(1, http2.ErrCodeCancel) }},
 		{"WINDOW_UPDATE on an idle stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.fr.WriteWindowUpdate(3, 1) }},
 		{"even stream", connError(http2.ErrCodeProtocol), func(cl *client) { cl.headers(2, true, get...) }},
-		{"decreasing stream id", rst(1, http2.ErrCodeStreamClosed), func(cl *client) {
+		{"decreasing stream id", connError(http2.ErrCodeStreamClosed), func(cl *client) {
+			cl.get(3, "/")
+			cl.get(1, "/")
+		}},
+		{"HEADERS on an ended stream", connError(http2.ErrCodeStreamClosed), func(cl *client) {
+			cl.get(1, "/")
 			cl.get(3, "/")
 			cl.get(1, "/")
 		}},
@@ -321,11 +326,11 @@ func TestGoAwayGraceful(t *testing.T) {
 		t.Fatalf("GOAWAY %v last %d, %d requests, closed %v", g.code, g.last, len(open), cl.c.Closed())
 	}
 	respond(cl.c, open[0], 200, "a")
-	if cl.c.Closed() {
+	if cl.c.Closed() || cl.c.Idle() {
 		t.Fatal("closed with a stream open")
 	}
 	respond(cl.c, open[1], 200, "b")
-	if !cl.c.Closed() || cl.c.Err() != nil {
+	if !cl.c.Closed() || !cl.c.Idle() || cl.c.Err() != nil {
 		t.Fatalf("closed %v, err %v", cl.c.Closed(), cl.c.Err())
 	}
 }

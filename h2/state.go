@@ -1,5 +1,7 @@
 package h2
 
+import "gale/h2/hpack"
+
 // Stream life: the response side the engine drives, and how streams close
 // (RFC 9113 section 5.1).
 
@@ -7,7 +9,7 @@ package h2
 // section 6.3) that starts the connection's first response block: our
 // encoder never uses the dynamic table, so the peer's decoder may drop
 // its own.
-var tableSizeZero = []byte{0x20}
+var tableSizeZero = hpack.AppendTableSizeZero(nil)
 
 // appendHeaderBlock appends a response header block on stream id, split by
 // the peer's maximum frame size, prefixed with the table size update on

@@ -15,9 +15,12 @@ const (
 // Stream is one stream's protocol state (RFC 9113 section 5.1). It is owned
 // by its Conn and lives in the Conn's fixed pool: the engine reads ID, Slot,
 // BodyFollows and TooLarge, and never keeps a *Stream after Handler.Reset,
-// after it reset the stream itself, or after the stream closed (both sides
-// sent END_STREAM); the slot is then recycled for a new stream. Like the
-// Conn, a Stream is used only on the Conn's event loop.
+// after it reset the stream itself (Conn.Reset), or after it ended the
+// response (END_STREAM from WriteHeaders, WriteData or AppendDataHeader):
+// the stream is then closed, or reset with NO_ERROR when the request body
+// has not ended (section 8.1), no more Handler calls name it, and its slot
+// is recycled for a new stream. Like the Conn, a Stream is used only on the
+// Conn's event loop.
 type Stream struct {
 	ID          uint32 // the stream identifier, odd (client-initiated, section 5.1.1)
 	Slot        int    // 0..MaxConcurrentStreams-1, stable for the stream's life: the engine keeps per-stream state in a slice indexed by it

@@ -2,6 +2,7 @@ package h2
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"gale/codec"
 )
@@ -102,13 +103,33 @@ func checkField(name, value []byte) *Error {
 	if len(name) == 0 || !all(name, bName) {
 		return errFieldName
 	}
-	if !all(value, bValue) || len(value) > 0 && (isWS(value[0]) || isWS(value[len(value)-1])) {
+	if !validValue(value) || len(value) > 0 && (isWS(value[0]) || isWS(value[len(value)-1])) {
 		return errFieldValue
 	}
 	return nil
 }
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' }
+
+// validValue reports whether every byte of v is a bValue byte, eight at a
+// time: a word with no byte below 0x20 and none equal to 0x7f (bytes of
+// 0x80 and above are obs-text) needs no closer look; one with such a byte
+// (HTAB is one) is checked byte by byte. The tests of "has a byte below n"
+// are exact for the word as a whole, which is all that is asked of them.
+func validValue(v []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(v) >= 8 {
+		x := binary.LittleEndian.Uint64(v)
+		ctl := (x - 0x20*ones) & ^x & highs
+		d := x ^ 0x7f*ones
+		del := (d - ones) & ^d & highs
+		if ctl|del != 0 && !all(v[:8], bValue) {
+			return false
+		}
+		v = v[8:]
+	}
+	return all(v, bValue)
+}
 
 // pseudo holds a request's pseudo-header fields (RFC 9113 section 8.3.1).
 type pseudo struct {
@@ -317,7 +338,7 @@ func validAuthority(a []byte) bool {
 	} else if i := bytes.IndexByte(a, ':'); i >= 0 {
 		hostEnd = i
 	}
-	if hostEnd == 0 || bytes.IndexAny(a[:hostEnd], "[]") >= 0 && a[0] != '[' {
+	if hostEnd == 0 || a[0] != '[' && (bytes.IndexByte(a[:hostEnd], '[') >= 0 || bytes.IndexByte(a[:hostEnd], ']') >= 0) {
 		return false
 	}
 	if hostEnd < len(a) {
