@@ -51,6 +51,7 @@ type h2conn struct {
 
 	wantWriter bool      // output must move to the writer once gnet's buffer drained
 	w          *h2writer // the off-loop writer, once started
+	now        int64     // when the current event began (unix ns): the time of everything it does
 	progress   int64     // when body bytes were last produced, or an exchange began waiting to send (unix ns)
 	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
 	woke       bool      // a Wake to continue production is pending
@@ -91,13 +92,14 @@ func (h *h2conn) onTraffic() gnet.Action {
 	cs := h.cs
 	h.woke = false
 	h.produced = 0
+	h.now = time.Now().UnixNano()
 	if h.w != nil && h.w.failed() {
 		return gnet.Close
 	}
 	if cs.closing {
 		cs.consume(-1) // nothing more is read once closing
 		if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
-			h.startLinger(time.Now().UnixNano())
+			h.startLinger(h.now)
 		}
 		return gnet.None
 	}
@@ -108,7 +110,7 @@ func (h *h2conn) onTraffic() gnet.Action {
 		if n > 0 {
 			cs.consume(n)
 			cs.loop.stats.BytesIn.Add(uint64(n))
-			cs.lastActive = time.Now().UnixNano()
+			cs.lastActive = h.now
 		}
 		if cs.dead {
 			return gnet.None
@@ -249,6 +251,7 @@ func (h *h2conn) goAway() {
 // closed now: timeouts, a drained final GOAWAY, and resuming output that
 // waited for gnet's buffer to drain.
 func (h *h2conn) check(now int64, set *settings) bool {
+	h.now = now
 	cs := h.cs
 	if h.w == nil && cs.writeStalled(now, set.write) {
 		cs.loop.stats.TimedOut.Add(1)

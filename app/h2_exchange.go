@@ -350,7 +350,7 @@ func (ex *h2exchange) closeFile(resp *handlers.Response) {
 func (ex *h2exchange) finish() {
 	h := ex.h
 	cs := h.cs
-	now := time.Now().UnixNano()
+	now := h.now
 	if !ex.reqDone {
 		h.core.Reset(ex.s, h2.NoError)
 	}

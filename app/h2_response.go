@@ -2,7 +2,6 @@ package app
 
 import (
 	"strconv"
-	"time"
 
 	"gale/codec"
 	"gale/h2/hpack"
@@ -59,7 +58,7 @@ func (h *h2conn) enqueue(ex *h2exchange) {
 	if !ex.queued {
 		ex.queued = true
 		if len(h.active) == 0 {
-			h.progress = time.Now().UnixNano()
+			h.progress = h.now
 		}
 		h.active = append(h.active, ex)
 	}
@@ -110,7 +109,7 @@ func (h *h2conn) produce() {
 		if !h.round(room) {
 			return // every window is closed: WINDOW_UPDATE resumes
 		}
-		h.progress = time.Now().UnixNano()
+		h.progress = h.now
 		if h.w == nil {
 			h.flush()
 			if !h.cs.dead && h.cs.outboundBuffered() > 0 && len(h.active) > 0 {
