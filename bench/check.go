@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ type checkResult struct {
 	WireSHA256      string `json:"wire_sha256"`
 	BodySHA256      string `json:"body_sha256"` // after decoding Content-Encoding
 	Server          string `json:"server_header,omitempty"`
+	Proto           string `json:"proto,omitempty"`       // the response's protocol (HTTP/1.1, HTTP/2.0)
+	TLSVersion      string `json:"tls_version,omitempty"` // of the connection, when it had TLS
 }
 
 // checkClient never decompresses on its own, so the check sees the
@@ -42,6 +45,27 @@ var checkClient = &http.Client{
 // (200), the Content-Encoding (gzip for gzip workloads, none otherwise) and
 // that the decoded body hashes to want.
 func checkResponse(url string, w workload, want fixture) checkResult {
+	return checkWith(checkClient, url, w, want)
+}
+
+// checkH2Response checks an HTTP/2 workload's response as checkResponse
+// does, over HTTP/2 only: over TLS 1.3 offering only h2 in ALPN and
+// trusting only the bench certificate ("h2"), or over cleartext with prior
+// knowledge ("h2c"). A server that does not answer in HTTP/2 fails it.
+func checkH2Response(url string, w workload, want fixture, cert *benchCert) checkResult {
+	tr := &http.Transport{DisableCompression: true, Proxy: nil, TLSClientConfig: cert.clientConfig(), Protocols: new(http.Protocols)}
+	if w.Proto == "h2c" {
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	} else {
+		tr.Protocols.SetHTTP2(true)
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Timeout: checkClient.Timeout, Transport: tr, CheckRedirect: checkClient.CheckRedirect}
+	return checkWith(client, url, w, want)
+}
+
+// checkWith makes the check of checkResponse with client.
+func checkWith(client *http.Client, url string, w workload, want fixture) checkResult {
 	var c checkResult
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -52,12 +76,16 @@ func checkResponse(url string, w workload, want fixture) checkResult {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	req.Close = w.Close
-	resp, err := checkClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		c.Error = err.Error()
 		return c
 	}
 	defer resp.Body.Close()
+	c.Proto = resp.Proto
+	if resp.TLS != nil {
+		c.TLSVersion = tls.VersionName(resp.TLS.Version)
+	}
 	wire, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	c.Status = resp.StatusCode
 	c.ContentEncoding = resp.Header.Get("Content-Encoding")
@@ -86,6 +114,10 @@ func checkResponse(url string, w workload, want fixture) checkResult {
 		wantEnc = "gzip"
 	}
 	switch {
+	case w.h2() && resp.ProtoMajor != 2:
+		c.Error = fmt.Sprintf("answered in %s, want HTTP/2", c.Proto)
+	case w.Proto == "h2" && (resp.TLS == nil || resp.TLS.Version != tls.VersionTLS13):
+		c.Error = fmt.Sprintf("TLS version %q, want TLS 1.3", c.TLSVersion)
 	case c.Status != http.StatusOK:
 		c.Error = fmt.Sprintf("status %d, want 200", c.Status)
 	case c.ContentEncoding != wantEnc:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -115,36 +116,51 @@ func TestGaleConfig(t *testing.T) {
 }
 
 // TestPeerConfigsValidate has each installed peer check its generated
-// config with its own validator.
+// config with its own validator, for an HTTP/1.1 workload and for HTTP/2
+// over TLS and over cleartext.
 func TestPeerConfigsValidate(t *testing.T) {
 	e := testEnv(t)
-	w, _ := findWorkload("static-128")
-	for _, name := range []string{"nginx", "caddy", "lighttpd"} {
-		t.Run(name, func(t *testing.T) {
-			bin := findBinary(name)
-			if bin == "" {
-				t.Skipf("%s not installed (%s)", name, installHint)
-			}
-			s := &serverSpec{Name: name, Bin: bin}
-			l, err := s.prepare(e, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var argv []string
-			switch name {
-			case "nginx":
-				argv = append(append([]string{}, l.Argv...), "-t", "-q")
-			case "caddy":
-				argv = []string{bin, "validate", "--config", l.Config}
-			case "lighttpd":
-				argv = []string{bin, "-tt", "-f", l.Config}
-			}
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = append(os.Environ(), l.Env...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", argv, err, out)
-			}
-		})
+	cert, err := writeBenchCert(filepath.Join(t.TempDir(), "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Cert = cert
+	for _, id := range []string{"static-128", "h2-static-128", "h2c-respond"} {
+		w, _ := findWorkload(id)
+		e := e
+		e.Proto = w.Proto
+		for _, name := range []string{"nginx", "caddy", "lighttpd", "h2o"} {
+			t.Run(id+"/"+name, func(t *testing.T) {
+				bin := findBinary(name)
+				if bin == "" {
+					t.Skipf("%s not installed (%s)", name, installHint)
+				}
+				s := &serverSpec{Name: name, Bin: bin, Version: serverVersion(name, bin)}
+				l, err := s.prepare(e, w)
+				if errors.Is(err, errUnsupported) {
+					t.Skipf("%s: %v", s.Version, err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var argv []string
+				switch name {
+				case "nginx":
+					argv = append(append([]string{}, l.Argv...), "-t", "-q")
+				case "caddy":
+					argv = []string{bin, "validate", "--config", l.Config}
+				case "lighttpd":
+					argv = []string{bin, "-tt", "-f", l.Config}
+				case "h2o":
+					argv = []string{bin, "-t", "-c", l.Config}
+				}
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Env = append(os.Environ(), l.Env...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v\n%s", argv, err, out)
+				}
+			})
+		}
 	}
 	b, err := caddyConfig(e)
 	if err != nil {
@@ -157,7 +173,7 @@ func TestPeerConfigsValidate(t *testing.T) {
 	if v["admin"].(map[string]any)["disabled"] != true {
 		t.Fatal("caddy admin endpoint not disabled")
 	}
-	if s := nginxConfig(e); !strings.Contains(s, `return 200 "hello world\n";`) || !strings.Contains(s, "keepalive 128;") {
+	if s := nginxConfig(e, "nginx version: nginx/1.22.1"); !strings.Contains(s, `return 200 "hello world\n";`) || !strings.Contains(s, "keepalive 128;") {
 		t.Fatalf("nginx config:\n%s", s)
 	}
 }

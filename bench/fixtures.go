@@ -39,7 +39,22 @@ type workload struct {
 	Idle    int    // idle keep-alive connections held open during the load
 	Proxy   bool   // served through the reverse proxy from the upstream
 	Respond bool   // a fixed response configured in the server
-	Desc    string // one line for the report
+	// Proto is how the load is driven: "" is HTTP/1.1 over cleartext with
+	// wrk; "h2" is HTTP/2 over TLS 1.3 and "h2c" HTTP/2 over cleartext with
+	// prior knowledge, both with h2load.
+	Proto string
+	Desc  string // one line for the report
+}
+
+// h2 reports whether the workload is HTTP/2 (driven by h2load).
+func (w workload) h2() bool { return w.Proto != "" }
+
+// scheme is the URL scheme of the workload's requests.
+func (w workload) scheme() string {
+	if w.Proto == "h2" {
+		return "https"
+	}
+	return "http"
 }
 
 // allWorkloads lists every workload in report order.
@@ -56,6 +71,10 @@ var allWorkloads = []workload{
 	{ID: "proxy-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, Desc: "reverse proxy to the upstream, 16 KiB body"},
 	{ID: "churn-128", Path: "/s128.bin", Fixture: "s128.bin", Close: true, Desc: "static 128 B with Connection: close on every request"},
 	{ID: "idle1000-128", Path: "/s128.bin", Fixture: "s128.bin", Idle: 1000, Desc: "static 128 B while 1000 idle keep-alive connections are held open"},
+	{ID: "h2-static-128", Path: "/s128.bin", Fixture: "s128.bin", Proto: "h2", Desc: "HTTP/2 over TLS 1.3, static file, 128 B"},
+	{ID: "h2-static-16k", Path: "/s16k.bin", Fixture: "s16k.bin", Proto: "h2", Desc: "HTTP/2 over TLS 1.3, static file, 16 KiB"},
+	{ID: "h2-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, fixed 12 B response configured in the server"},
+	{ID: "h2c-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2c", Desc: "HTTP/2 over cleartext (prior knowledge), fixed 12 B response"},
 }
 
 // findWorkload returns the workload with this ID.

@@ -225,6 +225,15 @@ func renderMarkdown(res *results) string {
 		res.Machine.Kernel, res.Machine.GoVersion, res.Machine.LoadAvg)
 	fmt.Fprintf(&b, "Server pinned to CPUs %s with %d worker(s); wrk (%s) pinned to CPUs %s: -t%d -c%d, %d s measured after %d s warm-up, %d round(s), interleaved, order rotated each round.\n",
 		o.ServerCPUs, o.Workers, res.WrkVersion, o.ClientCPUs, o.Threads, o.Connections, o.Seconds, o.Warmup, o.Rounds)
+	if hasH2(res) {
+		warm := "no warm-up"
+		if o.Warmup > 0 {
+			warm = fmt.Sprintf("a warm-up of -n %d", max(o.H2Requests*int64(o.Warmup)/int64(max(o.Seconds, 1)), int64(o.H2Clients)))
+		}
+		fmt.Fprintf(&b, "HTTP/2 workloads (h2-*, h2c-*) are driven by %s instead, pinned to the same CPUs: -t%d -c%d -m%d -n %d per measured run after %s, offering only h2 in ALPN and only TLS_AES_128_GCM_SHA256 in TLS 1.3, "+
+			"against one %s certificate generated for the run and served by every server. Their req/s and duration are h2load's (from the first connection to the last response), p50/p99 come from h2load's per-request log, and a run in which any request did not end in a 2xx is failed.\n",
+			res.H2loadVer, o.Threads, o.H2Clients, o.H2Streams, o.H2Requests, warm, certType(res))
+	}
 	b.WriteString("Figures are the median over rounds with (min–max). CPU µs/req is the server's utime+stime (every process and thread, read at ns resolution from schedstat) over the measured run divided by completed requests: " +
 		"with a closed-loop load generator on a shared machine, req/s is capped by the client, so CPU per request is the figure that separates servers. " +
 		"Server busy is that CPU time over the run's duration and the server CPUs: below about 95% the server waited for the client, and part of its CPU per request is the cost of going idle and waking up, which a saturated server does not pay. " +
@@ -452,14 +461,41 @@ func renderConfig(b *strings.Builder, res *results) {
 	if res.GitCommit != "" {
 		fmt.Fprintf(b, "- gale source: %s\n", res.GitCommit)
 	}
-	b.WriteString("- all servers: 127.0.0.1 only, no TLS, a fresh process and port per measurement, configs and logs under runs/ in the output directory\n")
+	if hasH2(res) {
+		fmt.Fprintf(b, "- **h2load** `%s` (%s)\n", res.H2loadVer, res.H2loadBin)
+		b.WriteString("- all servers: 127.0.0.1 only, a fresh process and port per measurement, configs and logs under runs/ in the output directory; TLS (1.3 only, the one bench certificate) on the h2-* workloads alone\n")
+	} else {
+		b.WriteString("- all servers: 127.0.0.1 only, no TLS, a fresh process and port per measurement, configs and logs under runs/ in the output directory\n")
+	}
 	if len(res.Notes) > 0 {
 		b.WriteString("\nNotes:\n\n")
 		for _, n := range res.Notes {
 			fmt.Fprintf(b, "- %s\n", mdEscape(n))
 		}
 	}
-	b.WriteString("\nNot shown by these numbers: remote networks, TLS, HTTP/2, cold caches, large working sets, many-core scaling, open-loop tail latency. See bench/README.md.\n")
+	if hasH2(res) {
+		b.WriteString("\nNot shown by these numbers: remote networks, TLS handshakes at scale (a run makes one per h2load connection), cold caches, large working sets, many-core scaling, open-loop tail latency. See bench/README.md.\n")
+	} else {
+		b.WriteString("\nNot shown by these numbers: remote networks, TLS, HTTP/2, cold caches, large working sets, many-core scaling, open-loop tail latency. See bench/README.md.\n")
+	}
+}
+
+// hasH2 reports whether the run has an HTTP/2 workload.
+func hasH2(res *results) bool {
+	for _, id := range res.Workloads {
+		if w, ok := findWorkload(id); ok && w.h2() {
+			return true
+		}
+	}
+	return false
+}
+
+// certType names the key of the run's certificate.
+func certType(res *results) string {
+	if res.Cert == nil {
+		return "(no)"
+	}
+	return res.Cert.KeyType
 }
 
 func shorten(s string, n int) string {

@@ -41,6 +41,10 @@ type options struct {
 	Out          string            `json:"out"`
 	GaleBin      string            `json:"gale_bin,omitempty"`
 	WrkBin       string            `json:"wrk_bin,omitempty"`
+	H2loadBin    string            `json:"h2load_bin,omitempty"`
+	H2Requests   int64             `json:"h2_requests"`    // h2load -n of a measured run (0 in the flag: h2RequestsPerSecond × Seconds)
+	H2Clients    int               `json:"h2_clients"`     // h2load -c
+	H2Streams    int               `json:"h2_streams"`     // h2load -m
 	Bins         map[string]string `json:"bins,omitempty"` // server -> binary given by -NAME-bin
 	PinHarness   bool              `json:"pin_harness"`
 }
@@ -59,6 +63,10 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 	fs.StringVar(&o.Out, "out", "", "output directory (default bench/out/<timestamp> under the module root)")
 	fs.StringVar(&o.GaleBin, "gale-bin", "", "prebuilt gale binary (default: go build ./cmd/gale into the output directory)")
 	fs.StringVar(&o.WrkBin, "wrk-bin", "", "wrk binary (default: wrk on PATH)")
+	fs.StringVar(&o.H2loadBin, "h2load-bin", "", "h2load binary for the HTTP/2 workloads (default: h2load on PATH)")
+	fs.Int64Var(&o.H2Requests, "h2-requests", 0, fmt.Sprintf("requests per measured h2load run (-n); 0 = %d per -seconds; the warm-up makes the same number per -warmup second", h2RequestsPerSecond))
+	fs.IntVar(&o.H2Clients, "h2-clients", 50, "h2load connections (-c)")
+	fs.IntVar(&o.H2Streams, "h2-streams", 10, "h2load concurrent streams per connection (-m)")
 	fs.BoolVar(&o.PinHarness, "pin-harness", true, "pin the harness process itself to the client CPUs")
 	o.Bins = map[string]string{}
 	bins := map[string]*string{}
@@ -80,6 +88,14 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 			return fmt.Errorf("%w: -warmup must not be negative", errUsage)
 		case o.Connections < 1:
 			return fmt.Errorf("%w: -connections must be at least 1", errUsage)
+		case o.H2Requests < 0 || o.H2Clients < 1 || o.H2Streams < 1:
+			return fmt.Errorf("%w: -h2-requests must not be negative, -h2-clients and -h2-streams must be at least 1", errUsage)
+		}
+		if o.H2Requests == 0 {
+			o.H2Requests = h2RequestsPerSecond * int64(o.Seconds)
+		}
+		if o.H2Requests < int64(o.H2Clients) {
+			return fmt.Errorf("%w: -h2-requests (%d) must be at least -h2-clients (%d)", errUsage, o.H2Requests, o.H2Clients)
 		}
 		return nil
 	}
@@ -96,6 +112,8 @@ type runner struct {
 	clientCPUs []int
 	clkTck     int
 	wrkBin     string
+	h2loadBin  string
+	cert       *benchCert // of the TLS workloads; nil when there are none
 	fixtures   *fixtureSet
 	specs      []*serverSpec
 	notes      []string // skipped servers and other remarks for the report
@@ -141,12 +159,17 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 	if r.opts.UpstreamPool == 0 {
 		r.opts.UpstreamPool = max(128, r.opts.Connections)
 	}
+	needWrk, needH2 := workloadTools(o.Workloads)
 	r.wrkBin = findBinary("wrk")
 	if o.WrkBin != "" {
 		r.wrkBin, _ = exec.LookPath(o.WrkBin)
 	}
-	if r.wrkBin == "" {
+	if r.wrkBin == "" && needWrk {
 		return nil, fmt.Errorf("bench: wrk not found; install it with: %s", installHint)
+	}
+	r.h2loadBin = h2loadPath(o)
+	if r.h2loadBin == "" && needH2 {
+		return nil, fmt.Errorf("bench: h2load not found for the HTTP/2 workloads; install it with: apt-get install nghttp2-client")
 	}
 	if _, err := exec.LookPath("taskset"); err != nil {
 		return nil, fmt.Errorf("bench: taskset not found; install it with: apt-get install util-linux")
@@ -170,8 +193,35 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 	if r.fixtures, err = writeFixtures(filepath.Join(r.out, "fixtures")); err != nil {
 		return nil, fmt.Errorf("bench: writing fixtures: %v", err)
 	}
+	if needH2 {
+		if r.cert, err = writeBenchCert(filepath.Join(r.out, "tls")); err != nil {
+			return nil, fmt.Errorf("bench: writing the TLS certificate: %v", err)
+		}
+	}
 	raiseFileLimit()
 	return r, nil
+}
+
+// workloadTools says which load generators the workloads need: wrk for
+// HTTP/1.1, h2load for HTTP/2. No workloads at all means wrk.
+func workloadTools(ids []string) (wrk, h2 bool) {
+	for _, id := range ids {
+		if w, ok := findWorkload(id); ok && w.h2() {
+			h2 = true
+		} else {
+			wrk = true
+		}
+	}
+	return wrk || len(ids) == 0, h2
+}
+
+// h2loadPath finds h2load: -h2load-bin, else on PATH ("" if neither).
+func h2loadPath(o options) string {
+	if o.H2loadBin != "" {
+		p, _ := exec.LookPath(o.H2loadBin)
+		return p
+	}
+	return findBinary("h2load")
 }
 
 // pinSelf pins the harness (every thread; new threads inherit it) to the
@@ -386,7 +436,8 @@ type measurement struct {
 	ServerPIDs     []int          `json:"server_pids,omitempty"`
 	WrkCommand     []string       `json:"wrk_command,omitempty"`
 	Warmup         *wrkResult     `json:"warmup,omitempty"`
-	Wrk            *wrkResult     `json:"wrk,omitempty"`
+	Wrk            *wrkResult     `json:"wrk,omitempty"`     // wrk's figures, or h2load's in the same form
+	H2load         *h2loadResult  `json:"h2load,omitempty"`  // everything h2load printed, for the HTTP/2 workloads
 	CPUSeconds     float64        `json:"server_cpu_s"`      // on-CPU time of the server's process tree during the measured run (see CPUSource)
 	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
 	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
@@ -445,11 +496,14 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
-		Pool: r.opts.UpstreamPool, Settings: j.settings}
+		Pool: r.opts.UpstreamPool, Settings: j.settings, Proto: j.w.Proto, Cert: r.cert}
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
 	}
 	l, err := j.spec.prepare(env, j.w)
+	if errors.Is(err, errUnsupported) {
+		return fail("unsupported", "%v", err)
+	}
 	if err != nil {
 		return fail("failed", "config: %v", err)
 	}
@@ -464,10 +518,13 @@ func (r *runner) measure(j job) (m measurement) {
 	if err := waitReady(addr, p, 10*time.Second); err != nil {
 		return fail("unsupported", "server %v", err)
 	}
-	url := "http://" + addr + j.w.Path
+	url := j.w.scheme() + "://" + addr + j.w.Path
 	want := r.fixtures.Files[j.w.Fixture]
-	pre := checkResponse(url, j.w, want)
+	pre := r.check(url, j.w, want)
 	m.CheckBefore = &pre
+	if !pre.OK && j.w.h2() {
+		return fail("unsupported", "no HTTP/2 (%s) from this server: response check before load: %s", j.w.Proto, pre.Error)
+	}
 	if !pre.OK {
 		return fail("unsupported", "response check before load: %s", pre.Error)
 	}
@@ -485,10 +542,12 @@ func (r *runner) measure(j job) (m measurement) {
 		}
 	}
 	if r.opts.Warmup > 0 {
-		argv := wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, r.opts.Warmup, j.w, url)
-		res, _, _, err := r.runWrk(argv, r.opts.Warmup)
+		res, _, _, _, err := r.runLoad(j.w, url, dir, true)
+		if errors.Is(err, errNoH2) {
+			return fail("unsupported", "warm-up: %v", err)
+		}
 		if err != nil {
-			return fail("failed", "warm-up wrk: %v", err)
+			return fail("failed", "warm-up: %v", err)
 		}
 		m.Warmup = &res
 	}
@@ -523,8 +582,7 @@ func (r *runner) measure(j job) (m measurement) {
 			}
 		}
 	}()
-	argv := wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, r.opts.Seconds, j.w, url)
-	res, full, wrkCPU, werr := r.runWrk(argv, r.opts.Seconds)
+	res, full, wrkCPU, h2res, werr := r.runLoad(j.w, url, dir, false)
 	s1, serr := sampleTree(p.pid())
 	srv1, cli1 := readCPUTimes(r.serverCPUs), readCPUTimes(r.clientCPUs)
 	close(stopSampler)
@@ -532,8 +590,12 @@ func (r *runner) measure(j job) (m measurement) {
 	m.CPUMHzAfter = cpuMHz(r.serverCPUs)
 	m.LoadAvgAfter = loadAvg()
 	m.WrkCommand = full
+	m.H2load = h2res
+	if errors.Is(werr, errNoH2) {
+		return fail("unsupported", "%v", werr)
+	}
 	if werr != nil {
-		return fail("failed", "wrk: %v", werr)
+		return fail("failed", "%v", werr)
 	}
 	m.Wrk = &res
 	if serr != nil {
@@ -577,7 +639,7 @@ func (r *runner) measure(j job) (m measurement) {
 				CloseRequests: upAfter.CloseRequests - upBefore.CloseRequests}
 		}
 	}
-	post := checkResponse(url, j.w, want)
+	post := r.check(url, j.w, want)
 	m.CheckAfter = &post
 	switch {
 	case res.Requests == 0:
@@ -588,6 +650,75 @@ func (r *runner) measure(j job) (m measurement) {
 		return fail("failed", "server exited during the run: %s", p.logTail(300))
 	}
 	return m
+}
+
+// check checks the workload's response with the client of its protocol.
+func (r *runner) check(url string, w workload, want fixture) checkResult {
+	if w.h2() {
+		return checkH2Response(url, w, want, r.cert)
+	}
+	return checkResponse(url, w, want)
+}
+
+// runLoad runs the workload's load generator, for the warm-up or for the
+// measured run: wrk for -seconds (-warmup), or h2load for -h2-requests
+// (the same number per warm-up second). It returns the figures every
+// generator reports, the full command line, the generator's CPU seconds
+// and, for h2load, everything it printed.
+func (r *runner) runLoad(w workload, url, dir string, warmup bool) (wrkResult, []string, float64, *h2loadResult, error) {
+	if !w.h2() {
+		secs := r.opts.Seconds
+		if warmup {
+			secs = r.opts.Warmup
+		}
+		res, full, cpu, err := r.runWrk(wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, secs, w, url), secs)
+		if err != nil {
+			err = fmt.Errorf("wrk: %w", err)
+		}
+		return res, full, cpu, nil, err
+	}
+	n := r.opts.H2Requests
+	if warmup {
+		n = max(n*int64(r.opts.Warmup)/int64(r.opts.Seconds), int64(r.opts.H2Clients))
+	}
+	logFile := filepath.Join(dir, "h2load-requests.tsv")
+	defer removeQuietly(logFile)
+	argv := h2loadArgs(r.h2loadBin, r.opts.Threads, r.opts.H2Clients, r.opts.H2Streams, n, logFile, url)
+	h2, full, cpu, err := r.runH2load(argv, n, logFile, w.Proto)
+	if err != nil {
+		err = fmt.Errorf("h2load: %w", err)
+	}
+	return h2.loadResult(), full, cpu, &h2, err
+}
+
+// runH2load runs h2load pinned to the client CPUs, reads its summary and
+// its per-request log, and verifies the run (see h2loadResult.verify). The
+// time limit allows for a server far slower than h2RequestsPerSecond.
+func (r *runner) runH2load(argv []string, n int64, logFile, proto string) (h2loadResult, []string, float64, error) {
+	full := append([]string{"taskset", "-c", r.opts.ClientCPUs}, argv...)
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(60+n/1000)*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return h2loadResult{}, full, 0, fmt.Errorf("%v: %s", err, firstLines(out.String(), 3))
+	}
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	res, err := parseH2load(out.String())
+	if err != nil {
+		return res, full, cpu, err
+	}
+	f, err := os.Open(logFile)
+	if err != nil {
+		return res, full, cpu, err
+	}
+	defer f.Close()
+	if res.LatencyUs, res.LoggedCount, res.LoggedNon2xx, err = readH2Log(f); err != nil {
+		return res, full, cpu, err
+	}
+	return res, full, cpu, res.verify(proto)
 }
 
 // runWrk runs wrk pinned to the client CPUs and parses its output. It
@@ -650,6 +781,9 @@ type results struct {
 	Servers      []*serverSpec       `json:"servers"`
 	WrkBin       string              `json:"wrk_bin"`
 	WrkVersion   string              `json:"wrk_version"`
+	H2loadBin    string              `json:"h2load_bin,omitempty"`
+	H2loadVer    string              `json:"h2load_version,omitempty"`
+	Cert         *benchCert          `json:"tls_cert,omitempty"` // of the HTTP/2-over-TLS workloads
 	GitCommit    string              `json:"git_commit,omitempty"`
 	Notes        []string            `json:"notes,omitempty"`
 	Fairness     map[string][]string `json:"fairness"`
@@ -792,8 +926,11 @@ func (r *runner) progress(m measurement, total, done int) {
 // start prepares a results value with everything known before measuring.
 func (r *runner) start(kind string, args []string, ws []workload) *results {
 	res := &results{Kind: kind, Started: time.Now().UTC(), Args: args, Options: r.opts, Machine: describeMachine(r.clkTck),
-		Servers: r.specs, WrkBin: r.wrkBin, WrkVersion: wrkVersion(r.wrkBin), GitCommit: gitCommit(r.modRoot),
+		Servers: r.specs, WrkBin: r.wrkBin, WrkVersion: wrkVersion(r.wrkBin), GitCommit: gitCommit(r.modRoot), Cert: r.cert,
 		Fairness: map[string][]string{}, Fixtures: r.fixtures}
+	if _, h2 := workloadTools(r.opts.Workloads); h2 {
+		res.H2loadBin, res.H2loadVer = r.h2loadBin, h2loadVersion(r.h2loadBin)
+	}
 	for _, s := range r.specs {
 		res.Fairness[s.Name] = fairnessNotes(s.Name, r.opts.Workers, r.opts.UpstreamPool)
 	}
@@ -857,7 +994,15 @@ Flags:
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	var early []string
+	if (*wls == "all" || *wls == "") && h2loadPath(o) == "" {
+		ws = withoutH2(ws)
+		early = append(early, "h2load not installed: the HTTP/2 workloads were skipped (install with: apt-get install nghttp2-client)")
+	}
 	o.Servers = names
+	for _, w := range ws {
+		o.Workloads = append(o.Workloads, w.ID)
+	}
 	ctx, stop := withInterrupt()
 	defer stop()
 	r, err := newRunner(ctx, o, stdout, stderr)
@@ -869,6 +1014,9 @@ Flags:
 		return 1
 	}
 	defer stopAllProcs()
+	for _, n := range early {
+		r.skip(n)
+	}
 	r.resolveServers(names)
 	if len(r.specs) == 0 {
 		fmt.Fprintln(stderr, "bench: no server to measure")
@@ -900,12 +1048,42 @@ Flags:
 					break // cut short by the interrupt: not a result
 				}
 				done++
+				r.noteNoH2(m, w)
 				r.progress(m, total, done)
 				res.Measurements = append(res.Measurements, m)
 			}
 		}
 	}
 	return r.finish(res, total, done)
+}
+
+// withoutH2 returns the workloads that are not HTTP/2.
+func withoutH2(ws []workload) []workload {
+	var out []workload
+	for _, w := range ws {
+		if !w.h2() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// noteNoH2 adds a note, once per server and protocol, when a server was
+// not measured on an HTTP/2 workload because it did not speak HTTP/2
+// there: the report then says why its HTTP/2 rows are empty, and the
+// same command measures it once it does.
+func (r *runner) noteNoH2(m measurement, w workload) {
+	if !w.h2() || m.Status != "unsupported" {
+		return
+	}
+	note := fmt.Sprintf("%s: not measured on the %s workloads: %s", m.Server, w.Proto, m.Reason)
+	prefix := fmt.Sprintf("%s: not measured on the %s workloads:", m.Server, w.Proto)
+	for _, n := range r.notes {
+		if strings.HasPrefix(n, prefix) {
+			return
+		}
+	}
+	r.skip(shorten(note, 400))
 }
 
 func workloadIDs() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -118,6 +119,46 @@ func TestSmokeNginx(t *testing.T) {
 		}
 	}
 	if !strings.Contains(md, "| nginx | ") || res.Servers[0].Version == "" || len(res.Upstream) == 0 {
+		t.Errorf("report:\n%s", md)
+	}
+}
+
+// TestSmokeH2Nginx runs one small HTTP/2 round against nginx over TLS 1.3
+// and checks that h2load's figures reached the measurement.
+func TestSmokeH2Nginx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	if findBinary("h2load") == "" {
+		t.Skip("h2load not installed: apt-get install nghttp2-client")
+	}
+	if findBinary("nginx") == "" {
+		t.Skipf("nginx not installed: %s", installHint)
+	}
+	if findBinary("taskset") == "" || onlineCPUs() < 2 {
+		t.Skip("needs taskset (util-linux) and two CPUs (server on 0, client on 1)")
+	}
+	const n = 5000
+	md, res := runHarness(t, "-servers", "nginx", "-workloads", "h2-respond", "-rounds", "1", "-seconds", "1", "-warmup", "0",
+		"-h2-requests", strconv.Itoa(n))
+	if len(res.Measurements) != 1 {
+		t.Fatalf("%d measurements, want 1", len(res.Measurements))
+	}
+	m := res.Measurements[0]
+	if m.Status != "ok" {
+		t.Fatalf("%s: %s", m.Status, m.Reason)
+	}
+	h := m.H2load
+	if h == nil || h.Protocol != "h2" || h.TLSVersion != "TLSv1.3" || h.Status[0] != n || h.LoggedCount != n || h.LatencyUs["99"] <= 0 {
+		t.Errorf("h2load result %+v", h)
+	}
+	if m.Wrk.Requests != n || m.CPUSeconds <= 0 || m.PeakRSSKiB == 0 || m.CheckBefore.Proto != "HTTP/2.0" || !m.CheckAfter.OK {
+		t.Errorf("implausible measurement %+v", m)
+	}
+	if res.Cert == nil || res.Cert.KeyType != "ECDSA P-256" || res.H2loadVer == "" {
+		t.Errorf("run lacks its certificate or h2load version: %+v %q", res.Cert, res.H2loadVer)
+	}
+	if !strings.Contains(md, "## h2-respond") || !strings.Contains(md, "| nginx | ") || !strings.Contains(md, "h2load") {
 		t.Errorf("report:\n%s", md)
 	}
 }
