@@ -211,6 +211,7 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 		h.moveOut()
 		ex.fileQueued = true
 		h.w.queueFile(ex.file, p.Off+ex.off, int64(k))
+		h.cs.loop.stats.BytesOut.Add(uint64(k))
 		return k
 	}
 	h.moveOut()

@@ -275,8 +275,14 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 func (w *h2writer) write(b []byte) error {
 	_ = w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
 	n, err := w.nc.Write(b)
+	w.sent(n)
+	return err
+}
+
+// sent counts n bytes written, and wakes the loop when it waits for room
+// and the queue has shrunk to half the bound.
+func (w *h2writer) sent(n int) {
 	if w.queued.Add(-int64(n)) <= w.max/2 && w.wantRoom.CompareAndSwap(true, false) {
 		w.wakeFn()
 	}
-	return err
 }
