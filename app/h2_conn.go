@@ -41,6 +41,7 @@ type h2conn struct {
 	cfg  h2.Config
 
 	ex     []*h2exchange // by h2.Stream.Slot; made once per slot, reused
+	nwait  int           // exchanges waiting for the file cache
 	active []*h2exchange // exchanges with body bytes left to send, in round-robin order
 	turn   int           // where the next production round starts in active
 

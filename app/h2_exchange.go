@@ -151,7 +151,8 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	cs := ex.h.cs
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
-	ex.answered, ex.headOnly, ex.waiting, ex.deferred = false, false, false, false
+	ex.answered, ex.headOnly, ex.deferred = false, false, false
+	ex.setWaiting(false)
 	ex.bodyBytes = 0
 	ex.status, ex.sent, ex.off = 0, 0, 0
 	ex.parts = nil
@@ -243,7 +244,7 @@ func (ex *h2exchange) resume() {
 	if ex.s == nil || !ex.waiting || ex.result.Load() == nil {
 		return
 	}
-	ex.waiting = false
+	ex.setWaiting(false)
 	ex.ctx.Resp.Reset()
 	ex.ctx.Scratch = ex.ctx.Scratch[:0]
 	ex.serve()
@@ -377,7 +378,7 @@ func (ex *h2exchange) release() {
 	ex.file = nil
 	ex.parts = nil
 	ex.one[0] = handlers.BodyPart{}
-	ex.waiting = false
+	ex.setWaiting(false)
 	ex.ctx.Req = nil
 	ex.ctx.Resp.Reset()
 }
@@ -416,12 +417,28 @@ func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 
 // CacheWait implements handlers.CacheAccess.
 func (ex *h2exchange) CacheWait(key []byte) {
-	ex.waiting = true
+	ex.setWaiting(true)
 	ex.waitKey = string(key)
+}
+
+// setWaiting marks ex as waiting for the file cache or not, keeping the
+// connection's count of waiting exchanges.
+func (ex *h2exchange) setWaiting(w bool) {
+	if w != ex.waiting {
+		ex.waiting = w
+		if w {
+			ex.h.nwait++
+		} else {
+			ex.h.nwait--
+		}
+	}
 }
 
 // resumeWaiting serves again every exchange whose load finished.
 func (h *h2conn) resumeWaiting() {
+	if h.nwait == 0 {
+		return
+	}
 	for _, ex := range h.ex {
 		if ex != nil && ex.waiting && ex.result.Load() != nil {
 			ex.resume()
