@@ -20,6 +20,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/accesslog"
 	"gale/cache"
 	"gale/codec"
 	"gale/config"
@@ -115,9 +116,9 @@ type Server struct {
 
 	log    *slog.Logger
 	set    atomic.Pointer[settings]
-	access *accessLog  // nil when the access log is off
-	addrs  []string    // resolved "host:port" per listener
-	budget *fds.Budget // every descriptor held, and client connections (budget.go)
+	access *accesslog.Log // nil when the access log is off
+	addrs  []string       // resolved "host:port" per listener
+	budget *fds.Budget    // every descriptor held, and client connections (budget.go)
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -171,7 +172,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.access, err = openAccessLog(cfg.AccessLog)
+		s.access, err = accesslog.Open(cfg.AccessLog)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
@@ -236,7 +237,7 @@ func (s *Server) Run() error {
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
 	if s.access != nil {
-		s.access.close()
+		s.access.Close()
 	}
 	s.files.Close()
 	s.stopProxies()

@@ -1,12 +1,12 @@
-package app
+package accesslog
 
 import "gale/codec"
 
-// accessRecord is what an access log line says of one request. The line
-// is formatted into the loop's buffer at once (see conn.record), so the
-// record's slices need to be valid only while record runs; they alias
-// either the request parsed in the current event, through fromRequest,
-// or memory the connection owns, through keep. Nothing else may fill a
+// Record is what an access log line says of one request. The line is
+// formatted into the loop's buffer at once (see Log.AppendLine), so the
+// record's slices need to be valid only while AppendLine runs; they alias
+// either the request parsed in the current event, through FromRequest,
+// or memory the connection owns, through Keep. Nothing else may fill a
 // record: request bytes are valid only during the event that delivered
 // them (gnet's read buffer and the TLS plaintext buffer are shared by all
 // connections of a loop), and a request that failed to parse names
@@ -14,7 +14,7 @@ import "gale/codec"
 //
 // The zero record stands for a request that could not be parsed: its
 // line names no method, target, version or fields.
-type accessRecord struct {
+type Record struct {
 	method    []byte
 	target    []byte
 	host      []byte
@@ -23,10 +23,10 @@ type accessRecord struct {
 	version   codec.Version // meaningful only with a method
 }
 
-// fromRequest fills a from r, a request parsed during the current event.
-// a aliases r's bytes: use it before the event ends, or keep it.
-func (a *accessRecord) fromRequest(r *codec.Request) {
-	*a = accessRecord{
+// FromRequest fills a from r, a request parsed during the current event.
+// a aliases r's bytes: use it before the event ends, or Keep it.
+func (a *Record) FromRequest(r *codec.Request) {
+	*a = Record{
 		method:    r.Method,
 		target:    r.Target,
 		host:      r.Host,
@@ -36,10 +36,10 @@ func (a *accessRecord) fromRequest(r *codec.Request) {
 	}
 }
 
-// keep copies a's bytes into buf (reusing its storage) and points a at
+// Keep copies a's bytes into buf (reusing its storage) and points a at
 // the copy, so that a stays valid after the event that filled it, while
 // buf is not otherwise written. It returns buf.
-func (a *accessRecord) keep(buf []byte) []byte {
+func (a *Record) Keep(buf []byte) []byte {
 	b := append(buf[:0], a.method...)
 	b = append(b, a.target...)
 	b = append(b, a.host...)
