@@ -17,13 +17,16 @@ import (
 )
 
 // FlushBytes is how much a loop buffers before handing its lines to the
-// writer goroutine; the sweep hands over whatever is left every tick.
+// writer goroutine with Submit; the loop's timeout sweep hands over
+// whatever is left every tick.
 const FlushBytes = 32 << 10
 
-// Log formats request lines on the event loops into per-loop
-// buffers and writes them from one goroutine, so no loop ever waits on the
-// disk. When the writer falls behind by more than the queue holds, lines
-// are dropped and counted rather than stalling a loop.
+// Log formats request lines into buffers the event loops own
+// (AppendLine) and writes them from one goroutine (Submit), so no loop
+// ever waits on the disk. When the writer falls behind by more than the
+// queue holds, lines are dropped and counted rather than stalling a loop.
+// Its methods are safe for concurrent use; see the package documentation
+// for what each side owns.
 type Log struct {
 	json     bool
 	path     string // "-" = stdout
@@ -45,7 +48,9 @@ type logStamp struct {
 	text string // combined: "30/Nov/2026:07:24:22 +0000"; json: RFC 3339
 }
 
-// Open opens the log c describes and starts its writer goroutine.
+// Open opens the log c describes (its path "-" is stdout) and starts its
+// writer goroutine, which owns the file from then on. It is safe to call
+// from any goroutine; the Log must be closed with Close.
 func Open(c config.AccessLog) (*Log, error) {
 	a := &Log{
 		json:     c.Format == "json",
@@ -81,7 +86,10 @@ func (a *Log) open() error {
 }
 
 // Submit hands a loop's buffered lines to the writer and returns the
-// loop's buffer emptied for reuse.
+// loop's buffer emptied for reuse. The lines are copied: the caller may
+// write into lines again at once. Submit never blocks; when the writer's
+// queue is full the lines are dropped and counted. It is safe from any
+// goroutine, but not once Close has begun.
 func (a *Log) Submit(lines []byte) []byte {
 	b := bytebufferpool.Get()
 	b.B = append(b.B[:0], lines...)
@@ -135,8 +143,10 @@ func (a *Log) rotate() {
 	}
 }
 
-// Close stops the writer after everything queued was written. The loops
-// must have stopped submitting.
+// Close stops the writer after everything queued was written and closes
+// the file, and returns once that is done. Every Submit must have
+// returned, and no more may come: the loops must have stopped. Calling
+// Close again does nothing.
 func (a *Log) Close() {
 	a.once.Do(func() {
 		close(a.queue)
@@ -160,11 +170,17 @@ func (a *Log) timestamp(now int64) string {
 	return s.text
 }
 
-// AppendLine appends one request's line in the configured format: the
-// request rec describes (whose slices must be valid now), from remote,
-// answered with status and bodyBytes. A request that could not be parsed
+// AppendLine appends one request's line in the configured format to
+// dst, the caller's own buffer, and returns it: the request rec describes
+// (whose slices must be valid now), from remote, answered with status and
+// bodyBytes at now (Unix nanoseconds). A request that could not be parsed
 // (rec without a method) is "-" in the combined format and empty strings
-// in JSON.
+// in JSON. Quotes, backslashes and bytes outside printable ASCII are
+// escaped, so a client cannot forge lines.
+//
+// AppendLine reads rec only while it runs and keeps nothing of it or of
+// dst. It is safe from any goroutine, and allocates nothing but, once a
+// second, the timestamp's text.
 func (a *Log) AppendLine(dst []byte, remote netip.Addr, rec *Record, status int, bodyBytes int64, now int64) []byte {
 	ts := a.timestamp(now)
 	if a.json {

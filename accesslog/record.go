@@ -7,13 +7,16 @@ import "gale/codec"
 // record's slices need to be valid only while AppendLine runs; they alias
 // either the request parsed in the current event, through FromRequest,
 // or memory the connection owns, through Keep. Nothing else may fill a
-// record: request bytes are valid only during the event that delivered
+// record (its fields are unexported for that reason): request bytes are valid only during the event that delivered
 // them (gnet's read buffer and the TLS plaintext buffer are shared by all
 // connections of a loop), and a request that failed to parse names
 // nothing (codec.Parse leaves it empty).
 //
 // The zero record stands for a request that could not be parsed: its
 // line names no method, target, version or fields.
+//
+// A Record is not safe for concurrent use: it belongs to the connection
+// that fills it, on that connection's loop.
 type Record struct {
 	method    []byte
 	target    []byte
@@ -38,7 +41,10 @@ func (a *Record) FromRequest(r *codec.Request) {
 
 // Keep copies a's bytes into buf (reusing its storage) and points a at
 // the copy, so that a stays valid after the event that filled it, while
-// buf is not otherwise written. It returns buf.
+// buf is not otherwise written (a later Keep of another record into it
+// included). It returns buf, grown if it had to be: pass it to the next
+// Keep, and once the connection's buffers have grown Keep allocates
+// nothing.
 func (a *Record) Keep(buf []byte) []byte {
 	b := append(buf[:0], a.method...)
 	b = append(b, a.target...)

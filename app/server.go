@@ -1,6 +1,7 @@
 // Package app runs gale: it owns the gnet engine and its event handler,
-// the per-connection state machine, timeouts, the access log, graceful stop
-// and configuration reload.
+// the per-connection state machine, timeouts, graceful stop and
+// configuration reload. It decides when a request is logged; package
+// accesslog formats and writes the lines.
 //
 // Every connection belongs to one event loop for its whole life and all of
 // its state is touched only from that loop (gnet calls OnOpen, OnTraffic and
