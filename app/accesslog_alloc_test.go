@@ -5,11 +5,13 @@ package app
 import (
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/accesslog"
 	"gale/config"
 )
 
@@ -22,6 +24,19 @@ func allocsOnce(f func()) float64 {
 		n = testing.AllocsPerRun(200, f)
 	}
 	return n
+}
+
+// openTestLog opens an access log in format under a temporary directory,
+// closed when the test ends. The tests below empty the loop's buffer
+// themselves, so its writer never receives a line.
+func openTestLog(t *testing.T, format string) *accesslog.Log {
+	t.Helper()
+	a, err := accesslog.Open(config.AccessLog{Path: filepath.Join(t.TempDir(), "access.log"), Format: format})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
 }
 
 // TestServeAllocsAccessLog proves that the access log line of a request
@@ -39,7 +54,11 @@ func TestServeAllocsAccessLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), access: &accessLog{json: json}}
+		format := "combined"
+		if json {
+			format = "json"
+		}
+		s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), access: openTestLog(t, format)}
 		s.set.Store(set)
 		l := newLoop(s, nil)
 		fc := &fakeConn{}
@@ -71,7 +90,7 @@ func TestProxyAllocsAccessLog(t *testing.T) {
     proxy: {to: ["127.0.0.1:9"]}
 `)
 	l := f.cs.loop
-	l.srv.access = &accessLog{}
+	l.srv.access = openTestLog(t, "combined")
 	f.req = []byte("GET /api/users?id=7 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nReferer: http://example.com/\r\n\r\n")
 	f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	exchange := func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
+	"gale/accesslog"
 	"gale/codec"
 	"gale/config"
 	"gale/handlers"
@@ -500,9 +501,9 @@ func (cs *conn) answer(set *settings, now int64) {
 		cs.closeAfter = true
 	}
 	cs.lastActive = now
-	var rec accessRecord
+	var rec accesslog.Record
 	if l.srv.access != nil {
-		rec.fromRequest(req) // parsed during this event: its bytes are valid
+		rec.FromRequest(req) // parsed during this event: its bytes are valid
 	}
 	cs.record(&rec, head.Status, sent, now)
 }
@@ -510,16 +511,16 @@ func (cs *conn) answer(set *settings, now int64) {
 // record counts one answered request and writes its access log line,
 // which names what rec says of the request. The line is formatted into
 // the loop's buffer before record returns, so rec's slices need to be
-// valid only now (see accessRecord).
-func (cs *conn) record(rec *accessRecord, status int, bodyBytes, now int64) {
+// valid only now (see accesslog.Record).
+func (cs *conn) record(rec *accesslog.Record, status int, bodyBytes, now int64) {
 	l := cs.loop
 	l.stats.Requests.Add(1)
 	if c := status / 100; c >= 1 && c <= 5 {
 		l.stats.ByClass[c].Add(1)
 	}
 	if l.srv.access != nil {
-		l.alog = l.srv.access.appendLine(l.alog, cs.remote.Addr(), rec, status, bodyBytes, now)
-		if len(l.alog) >= accessFlushBytes {
+		l.alog = l.srv.access.AppendLine(l.alog, cs.remote.Addr(), rec, status, bodyBytes, now)
+		if len(l.alog) >= accesslog.FlushBytes {
 			l.flushAccessLog(true)
 		}
 	}
@@ -532,7 +533,7 @@ func (cs *conn) record(rec *accessRecord, status int, bodyBytes, now int64) {
 func (cs *conn) writeError(set *settings, status int) {
 	l := cs.loop
 	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
-	var rec accessRecord
+	var rec accesslog.Record
 	cs.record(&rec, status, 0, time.Now().UnixNano())
 }
 

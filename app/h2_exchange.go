@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gale/accesslog"
 	"gale/cache"
 	"gale/codec"
 	"gale/h2"
@@ -24,7 +25,7 @@ type h2exchange struct {
 	own    codec.Request // the request copied out of the core's memory (waiting for a load)
 	ownBuf []byte        // the bytes own aliases
 
-	rec    accessRecord // what the access log says of the request, kept once the response outlives Request
+	rec    accesslog.Record // what the access log says of the request, kept once the response outlives Request
 	recBuf []byte
 
 	// The response body still to send, in order; the first part is
@@ -156,7 +157,7 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	ex.bodyBytes = 0
 	ex.status, ex.sent, ex.off = 0, 0, 0
 	ex.parts = nil
-	ex.rec = accessRecord{}
+	ex.rec = accesslog.Record{}
 	c := &ex.ctx
 	c.Resp.Reset()
 	c.Scratch = c.Scratch[:0]
@@ -225,6 +226,9 @@ func (ex *h2exchange) keepRequest() {
 	ex.ctx.Req = own
 }
 
+// cut splits the first n bytes off b, capacity included.
+func cut(b []byte, n int) (head, rest []byte) { return b[:n:n], b[n:] }
+
 // splitTarget returns the path and query of a copied target, at the same
 // places src had them.
 func splitTarget(target []byte, src *codec.Request) (path, query []byte) {
@@ -273,7 +277,7 @@ func (ex *h2exchange) answer() {
 	ex.answered = true
 	logged := h.cs.loop.srv.access != nil
 	if logged {
-		ex.rec.fromRequest(c.Req)
+		ex.rec.FromRequest(c.Req)
 	}
 	if end {
 		ex.closeFile(resp)
@@ -291,7 +295,7 @@ func (ex *h2exchange) answer() {
 		h.wantWriter = true // large file regions are read off the loop
 	}
 	if logged {
-		ex.recBuf = ex.rec.keep(ex.recBuf) // the response outlives the request's bytes
+		ex.recBuf = ex.rec.Keep(ex.recBuf) // the response outlives the request's bytes
 	}
 	h.enqueue(ex)
 }

@@ -123,6 +123,6 @@ func (l *loop) flushAccessLog(force bool) {
 		return
 	}
 	if force || len(l.alog) > 0 {
-		l.alog = l.srv.access.submit(l.alog)
+		l.alog = l.srv.access.Submit(l.alog)
 	}
 }

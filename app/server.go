@@ -1,6 +1,7 @@
 // Package app runs gale: it owns the gnet engine and its event handler,
-// the per-connection state machine, timeouts, the access log, graceful stop
-// and configuration reload.
+// the per-connection state machine, timeouts, graceful stop and
+// configuration reload. It decides when a request is logged; package
+// accesslog formats and writes the lines.
 //
 // Every connection belongs to one event loop for its whole life and all of
 // its state is touched only from that loop (gnet calls OnOpen, OnTraffic and
@@ -20,6 +21,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/accesslog"
 	"gale/cache"
 	"gale/codec"
 	"gale/config"
@@ -115,9 +117,9 @@ type Server struct {
 
 	log    *slog.Logger
 	set    atomic.Pointer[settings]
-	access *accessLog  // nil when the access log is off
-	addrs  []string    // resolved "host:port" per listener
-	budget *fds.Budget // every descriptor held, and client connections (budget.go)
+	access *accesslog.Log // nil when the access log is off
+	addrs  []string       // resolved "host:port" per listener
+	budget *fds.Budget    // every descriptor held, and client connections (budget.go)
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -171,7 +173,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.access, err = openAccessLog(cfg.AccessLog)
+		s.access, err = accesslog.Open(cfg.AccessLog)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
@@ -236,7 +238,7 @@ func (s *Server) Run() error {
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
 	if s.access != nil {
-		s.access.close()
+		s.access.Close()
 	}
 	s.files.Close()
 	s.stopProxies()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/accesslog"
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
@@ -127,8 +128,8 @@ type proxyConn struct {
 	closeNow  bool // ProxyFinish asked to close while inTraffic
 	resume    bool // ProxyFinish asked to parse again while inTraffic
 
-	logRec accessRecord // the pending request, for its log line; aliases logBuf
-	logBuf []byte       // the bytes of logRec, owned by the connection
+	logRec accesslog.Record // the pending request, for its log line; aliases logBuf
+	logBuf []byte           // the bytes of logRec, owned by the connection
 }
 
 // proxyPending reports whether a proxied response is pending on cs.
@@ -152,8 +153,8 @@ func (cs *conn) proxyStart(p handlers.Pending) {
 	if cs.loop.srv.access == nil {
 		return
 	}
-	px.logRec.fromRequest(&cs.req)
-	px.logBuf = px.logRec.keep(px.logBuf)
+	px.logRec.FromRequest(&cs.req)
+	px.logBuf = px.logRec.Keep(px.logBuf)
 }
 
 // proxyInput hands the connection's event to the pending response, then

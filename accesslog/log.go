@@ -1,4 +1,4 @@
-package app
+package accesslog
 
 import (
 	"fmt"
@@ -16,15 +16,18 @@ import (
 	"gale/config"
 )
 
-// accessFlushBytes is how much a loop buffers before handing its lines to
-// the writer goroutine; the sweep hands over whatever is left every tick.
-const accessFlushBytes = 32 << 10
+// FlushBytes is how much a loop buffers before handing its lines to the
+// writer goroutine with Submit; the loop's timeout sweep hands over
+// whatever is left every tick.
+const FlushBytes = 32 << 10
 
-// accessLog formats request lines on the event loops into per-loop
-// buffers and writes them from one goroutine, so no loop ever waits on the
-// disk. When the writer falls behind by more than the queue holds, lines
-// are dropped and counted rather than stalling a loop.
-type accessLog struct {
+// Log formats request lines into buffers the event loops own
+// (AppendLine) and writes them from one goroutine (Submit), so no loop
+// ever waits on the disk. When the writer falls behind by more than the
+// queue holds, lines are dropped and counted rather than stalling a loop.
+// Its methods are safe for concurrent use; see the package documentation
+// for what each side owns.
+type Log struct {
 	json     bool
 	path     string // "-" = stdout
 	maxBytes int64
@@ -45,8 +48,11 @@ type logStamp struct {
 	text string // combined: "30/Nov/2026:07:24:22 +0000"; json: RFC 3339
 }
 
-func openAccessLog(c config.AccessLog) (*accessLog, error) {
-	a := &accessLog{
+// Open opens the log c describes (its path "-" is stdout) and starts its
+// writer goroutine, which owns the file from then on. It is safe to call
+// from any goroutine; the Log must be closed with Close.
+func Open(c config.AccessLog) (*Log, error) {
+	a := &Log{
 		json:     c.Format == "json",
 		path:     c.Path,
 		maxBytes: c.MaxBytes,
@@ -65,7 +71,7 @@ func openAccessLog(c config.AccessLog) (*accessLog, error) {
 	return a, nil
 }
 
-func (a *accessLog) open() error {
+func (a *Log) open() error {
 	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -79,9 +85,12 @@ func (a *accessLog) open() error {
 	return nil
 }
 
-// submit hands a loop's buffered lines to the writer and returns the
-// loop's buffer emptied for reuse.
-func (a *accessLog) submit(lines []byte) []byte {
+// Submit hands a loop's buffered lines to the writer and returns the
+// loop's buffer emptied for reuse. The lines are copied: the caller may
+// write into lines again at once. Submit never blocks; when the writer's
+// queue is full the lines are dropped and counted. It is safe from any
+// goroutine, but not once Close has begun.
+func (a *Log) Submit(lines []byte) []byte {
 	b := bytebufferpool.Get()
 	b.B = append(b.B[:0], lines...)
 	select {
@@ -93,7 +102,7 @@ func (a *accessLog) submit(lines []byte) []byte {
 	return lines[:0]
 }
 
-func (a *accessLog) writer() {
+func (a *Log) writer() {
 	defer close(a.done)
 	for b := range a.queue {
 		if a.path != "-" && a.maxBytes > 0 && a.size+int64(len(b.B)) > a.maxBytes && a.size > 0 {
@@ -112,7 +121,7 @@ func (a *accessLog) writer() {
 
 // rotate renames path to path.1 (shifting older ones up to keep) and
 // opens a fresh file.
-func (a *accessLog) rotate() {
+func (a *Log) rotate() {
 	_ = a.f.Close()
 	a.f = nil
 	for i := a.keep; i >= 1; i-- {
@@ -134,16 +143,18 @@ func (a *accessLog) rotate() {
 	}
 }
 
-// close stops the writer after everything queued was written. The loops
-// must have stopped submitting.
-func (a *accessLog) close() {
+// Close stops the writer after everything queued was written and closes
+// the file, and returns once that is done. Every Submit must have
+// returned, and no more may come: the loops must have stopped. Calling
+// Close again does nothing.
+func (a *Log) Close() {
 	a.once.Do(func() {
 		close(a.queue)
 		<-a.done
 	})
 }
 
-func (a *accessLog) timestamp(now int64) string {
+func (a *Log) timestamp(now int64) string {
 	sec := now / int64(time.Second)
 	if s := a.stamp.Load(); s != nil && s.sec == sec {
 		return s.text
@@ -159,12 +170,18 @@ func (a *accessLog) timestamp(now int64) string {
 	return s.text
 }
 
-// appendLine appends one request's line in the configured format: the
-// request rec describes (whose slices must be valid now), from remote,
-// answered with status and bodyBytes. A request that could not be parsed
+// AppendLine appends one request's line in the configured format to
+// dst, the caller's own buffer, and returns it: the request rec describes
+// (whose slices must be valid now), from remote, answered with status and
+// bodyBytes at now (Unix nanoseconds). A request that could not be parsed
 // (rec without a method) is "-" in the combined format and empty strings
-// in JSON.
-func (a *accessLog) appendLine(dst []byte, remote netip.Addr, rec *accessRecord, status int, bodyBytes int64, now int64) []byte {
+// in JSON. Quotes, backslashes and bytes outside printable ASCII are
+// escaped, so a client cannot forge lines.
+//
+// AppendLine reads rec only while it runs and keeps nothing of it or of
+// dst. It is safe from any goroutine, and allocates nothing but, once a
+// second, the timestamp's text.
+func (a *Log) AppendLine(dst []byte, remote netip.Addr, rec *Record, status int, bodyBytes int64, now int64) []byte {
 	ts := a.timestamp(now)
 	if a.json {
 		dst = append(dst, `{"time":"`...)

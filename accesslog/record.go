@@ -1,20 +1,23 @@
-package app
+package accesslog
 
 import "gale/codec"
 
-// accessRecord is what an access log line says of one request. The line
-// is formatted into the loop's buffer at once (see conn.record), so the
-// record's slices need to be valid only while record runs; they alias
-// either the request parsed in the current event, through fromRequest,
-// or memory the connection owns, through keep. Nothing else may fill a
-// record: request bytes are valid only during the event that delivered
+// Record is what an access log line says of one request. The line is
+// formatted into the loop's buffer at once (see Log.AppendLine), so the
+// record's slices need to be valid only while AppendLine runs; they alias
+// either the request parsed in the current event, through FromRequest,
+// or memory the connection owns, through Keep. Nothing else may fill a
+// record (its fields are unexported for that reason): request bytes are valid only during the event that delivered
 // them (gnet's read buffer and the TLS plaintext buffer are shared by all
 // connections of a loop), and a request that failed to parse names
 // nothing (codec.Parse leaves it empty).
 //
 // The zero record stands for a request that could not be parsed: its
 // line names no method, target, version or fields.
-type accessRecord struct {
+//
+// A Record is not safe for concurrent use: it belongs to the connection
+// that fills it, on that connection's loop.
+type Record struct {
 	method    []byte
 	target    []byte
 	host      []byte
@@ -23,10 +26,10 @@ type accessRecord struct {
 	version   codec.Version // meaningful only with a method
 }
 
-// fromRequest fills a from r, a request parsed during the current event.
-// a aliases r's bytes: use it before the event ends, or keep it.
-func (a *accessRecord) fromRequest(r *codec.Request) {
-	*a = accessRecord{
+// FromRequest fills a from r, a request parsed during the current event.
+// a aliases r's bytes: use it before the event ends, or Keep it.
+func (a *Record) FromRequest(r *codec.Request) {
+	*a = Record{
 		method:    r.Method,
 		target:    r.Target,
 		host:      r.Host,
@@ -36,10 +39,13 @@ func (a *accessRecord) fromRequest(r *codec.Request) {
 	}
 }
 
-// keep copies a's bytes into buf (reusing its storage) and points a at
+// Keep copies a's bytes into buf (reusing its storage) and points a at
 // the copy, so that a stays valid after the event that filled it, while
-// buf is not otherwise written. It returns buf.
-func (a *accessRecord) keep(buf []byte) []byte {
+// buf is not otherwise written (a later Keep of another record into it
+// included). It returns buf, grown if it had to be: pass it to the next
+// Keep, and once the connection's buffers have grown Keep allocates
+// nothing.
+func (a *Record) Keep(buf []byte) []byte {
 	b := append(buf[:0], a.method...)
 	b = append(b, a.target...)
 	b = append(b, a.host...)
