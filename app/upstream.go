@@ -253,7 +253,6 @@ func (cs *conn) ProxySettings() proxy.ClientSettings {
 	return proxy.ClientSettings{
 		Server:          set.serverHeader,
 		BodyBytes:       set.limits.BodyBytes,
-		MaxBuffered:     set.maxOut,
 		WriteTimeout:    time.Duration(set.write),
 		ReadBodyTimeout: time.Duration(set.readBody),
 	}

@@ -85,14 +85,15 @@ type exchange struct {
 	clientKeep bool
 	isHead     bool
 	upgrade    bool
-	safe       bool // idempotent and without a body: may be sent twice
-	json       bool // error bodies in JSON
-	body       codec.BodyReader
-	reqChunked bool   // the request body is chunked: pumpBody re-frames it
-	reqDone    bool   // the whole request was handed to the upstream connection
-	bodyBound  int64  // raw request body bytes allowed, framing included (backpressure.go)
-	bodyRaw    int64  // raw request body bytes handed to the upstream connection so far
-	tried      uint64 // upstreams tried (bit per index)
+	safe       bool                // idempotent and without a body: may be sent twice
+	json       bool                // error bodies in JSON
+	body       handlers.BodySource // the request body, de-framed by the client's engine
+	bodyCount  rawCounter          // the same, when its framing costs the client's inbound bytes (HTTP/1.1); nil otherwise
+	reqChunked bool                // the request body goes chunked: pumpBody frames it
+	reqDone    bool                // the whole request was handed to the upstream connection
+	bodyBound  int64               // raw request body bytes allowed, framing included (backpressure.go)
+	bodyRaw    int64               // raw request body bytes handed to the upstream connection so far
+	tried      uint64              // upstreams tried (bit per index)
 	attempts   int
 	gotBytes   bool // a response byte arrived on the current connection
 	lastReused bool // the current (or just lost) connection came from the pool
@@ -147,7 +148,8 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
-	ex.body.Init(req, ex.set.BodyBytes)
+	ex.body = c.Body
+	ex.bodyCount, _ = c.Body.(rawCounter)
 	ex.reqChunked = req.Chunked
 	ex.reqDone = !req.HasBody()
 	ex.initBodyBound(req)
@@ -319,22 +321,19 @@ func (ex *exchange) connected() {
 	ex.settle()
 }
 
-// pumpBody forwards the request body bytes the client has sent. A
-// Content-Length body goes as it is (the head declared the same length);
-// a chunked body is re-framed by appendChunk, so that chunk sizes,
+// pumpBody forwards the request body bytes the client has sent, as its
+// body source de-framed them. A Content-Length body goes as it is (the
+// head declared the same length), written from the source's memory; a
+// chunked body is framed again by appendChunk, so that chunk sizes,
 // extensions and trailer fields of the client's never reach the upstream.
 func (ex *exchange) pumpBody() {
-	buf := ex.cl.ProxyInbound()
 	chunked := ex.reqChunked
 	out := ex.lp.buf[:0]
-	off := 0
+	raw0 := ex.bodyRaw
+	moved := false
 	var err error
-	for off < len(buf) && !ex.reqDone {
-		in := buf[off:]
-		if chunked && len(in) > reframeBytes {
-			in = in[:reframeBytes] // payloads copied into out stay small
-		}
-		n, payload, done, berr := ex.body.Next(in)
+	for !ex.reqDone {
+		p, done, berr := ex.body.Next()
 		if berr != nil {
 			status := 400
 			var ce *codec.Error
@@ -344,29 +343,29 @@ func (ex *exchange) pumpBody() {
 			ex.fault, ex.why = status, "request body: "+berr.Error()
 			break
 		}
-		off += n
+		if len(p) > reframeBytes && chunked {
+			p, done = p[:reframeBytes], false // payloads copied into out stay small
+		}
 		if chunked {
-			out = appendChunk(out, payload, done)
-			if len(out) >= reframeBytes {
+			out = appendChunk(out, p, done)
+			if len(out) >= reframeBytes || done {
 				_, err = ex.uc.c.Write(out)
 				out = out[:0]
-				if err != nil {
-					break // the connection closed inside Write
-				}
 			}
+		} else if len(p) > 0 {
+			_, err = ex.uc.c.Write(p)
 		}
+		if err != nil {
+			break // the connection closed inside Write
+		}
+		ex.body.Consume(len(p))
+		moved = moved || len(p) > 0 || done
 		if done {
 			ex.reqDone = true
 		}
-		if n == 0 || ex.overBodyBound(n) {
+		if ex.overBodyBound() || len(p) == 0 {
 			break
 		}
-	}
-	if off == 0 {
-		return
-	}
-	if !chunked {
-		out = buf[:off]
 	}
 	if err == nil && len(out) > 0 {
 		_, err = ex.uc.c.Write(out)
@@ -374,7 +373,9 @@ func (ex *exchange) pumpBody() {
 	if chunked {
 		ex.lp.buf = out[:0]
 	}
-	ex.cl.ProxyConsume(off)
+	if !moved && ex.bodyRaw == raw0 && (ex.bodyCount == nil || ex.bodyCount.Raw() == raw0) {
+		return // nothing of the body arrived
+	}
 	switch {
 	case err != nil:
 	case ex.held:
@@ -743,7 +744,7 @@ loop:
 			return ex.startTunnel(true)
 		}
 		return gnet.None
-	case !ex.upClosing && ex.set.MaxBuffered > 0 && ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && ex.mayLeave():
+	case !ex.upClosing && ex.sink.Room() == 0 && ex.mayLeave():
 		return ex.leaveLoop()
 	}
 	return gnet.None

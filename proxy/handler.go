@@ -82,7 +82,6 @@ type Client interface {
 type ClientSettings struct {
 	Server          []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
 	BodyBytes       int64         // largest request body (limits.body_bytes)
-	MaxBuffered     int           // server.max_buffered_output: past this much queued output a response body leaves the loop
 	WriteTimeout    time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
 	ReadBodyTimeout time.Duration // timeouts.read_body: no progress reading a request body for this long answers 408
 }
@@ -377,13 +376,13 @@ func (h *Handler) isTrusted(a netip.Addr) bool {
 
 // Serve implements handlers.Handler: it starts forwarding c.Req and
 // answers with a pending response, or answers an error at once when the
-// request cannot be forwarded (no Client behind c.Conn or no sink: 500; no upstream
-// left, or a dead connection and no retry: 502). It runs on the client's
-// event loop and does not allocate once the loop's buffers and pools have
-// grown.
+// request cannot be forwarded (no Client behind c.Conn, or no sink or
+// body source: 500; no upstream left, or a dead connection and no retry:
+// 502). It runs on the client's event loop and does not allocate once the
+// loop's buffers and pools have grown.
 func (h *Handler) Serve(c *handlers.Ctx) {
 	cl, ok := c.Conn.(Client)
-	if !ok || c.Sink == nil {
+	if !ok || c.Sink == nil || c.Body == nil {
 		h.errorNow(c, 500)
 		return
 	}
