@@ -17,14 +17,16 @@ import (
 // Connection field, and chunk framing. Nothing the producer relays frames
 // the body.
 //
-// Small writes gather in the loop's sink buffer and leave with one write
-// at Flush (the proxy flushes once per upstream event); a body piece
-// larger than inlineRelay is written from the caller's memory, behind what
-// was gathered, without a copy.
+// What one event writes leaves with one write at Flush (the proxy flushes
+// once per upstream event): heads, framing and small body pieces gather
+// in the loop's sink buffer, and larger body pieces are referenced where
+// they are (the upstream connection's inbound buffer) and written in
+// place by one writev, the way the loop's own output references large
+// cached bodies (conn.flush).
 
 // inlineRelay is the largest body piece copied into the sink buffer; a
-// larger one is written in place (one writev with what was gathered).
-const inlineRelay = 16 << 10
+// larger one is referenced in place until Flush.
+const inlineRelay = 2 << 10
 
 const crlf = "\r\n"
 
@@ -47,7 +49,6 @@ type h1Sink struct {
 	maxOut  int           // server.max_buffered_output for the request
 	wrote   int64         // bytes handed to the connection for this response
 	body    int64         // body payload bytes written, for the access log
-	iov     [2][]byte     // scratch for writev
 }
 
 var _ handlers.ResponseSink = (*h1Sink)(nil)
@@ -139,12 +140,15 @@ func (s *h1Sink) Room() int {
 }
 
 // WriteBody frames p as the head chose (dropping it when no body
-// follows).
+// follows). A piece larger than inlineRelay is referenced, not copied:
+// it must stay valid until Flush (the proxy's pieces alias the upstream's
+// inbound buffer, which it discards after flushing).
 func (s *h1Sink) WriteBody(p []byte) {
 	if len(p) == 0 || s.framing == sinkNoBody {
 		return
 	}
 	s.body += int64(len(p))
+	l := s.cs.loop
 	b := s.buffer()
 	if s.framing == sinkChunked {
 		b = codec.AppendChunkSize(b, len(p))
@@ -152,45 +156,51 @@ func (s *h1Sink) WriteBody(p []byte) {
 	if len(p) <= inlineRelay {
 		b = append(b, p...)
 	} else {
-		s.writev(b, p)
-		b = s.cs.loop.sinkBuf[:0]
+		l.sinkSegs = append(l.sinkSegs, segment{at: len(b), body: p})
 	}
 	if s.framing == sinkChunked {
-		b = append(b, codec.ChunkEnd...)
+		b = append(b, crlf...)
 	}
-	s.cs.loop.sinkBuf = b
+	l.sinkBuf = b
 }
 
-// writev hands b and then p to the connection in one write.
-func (s *h1Sink) writev(b, p []byte) {
-	s.cs.loop.sinkBuf = b[:0]
-	if s.cs.dead {
-		return
-	}
-	s.iov[0], s.iov[1] = b, p
-	iov := s.iov[:]
-	if len(b) == 0 {
-		iov = iov[1:]
-	}
-	s.cs.sendv(iov)
-	s.wrote += int64(len(b) + len(p))
-	s.iov[0], s.iov[1] = nil, nil
-}
-
-// Flush hands what was gathered to the connection. A failing write
-// closes the connection inside the call.
+// Flush hands what was gathered to the connection: one write, or one
+// writev around the pieces referenced in place. A failing write closes
+// the connection inside the call.
 func (s *h1Sink) Flush() {
 	l := s.cs.loop
-	if l.sinkOwner != s || len(l.sinkBuf) == 0 {
+	if l.sinkOwner != s || len(l.sinkBuf) == 0 && len(l.sinkSegs) == 0 {
 		return
 	}
-	b := l.sinkBuf
-	l.sinkBuf = b[:0]
-	if s.cs.dead {
+	b, segs := l.sinkBuf, l.sinkSegs
+	l.sinkBuf, l.sinkSegs = b[:0], segs[:0]
+	if len(segs) == 0 {
+		if !s.cs.dead {
+			s.cs.send(b)
+			s.wrote += int64(len(b))
+		}
 		return
 	}
-	s.cs.send(b)
-	s.wrote += int64(len(b))
+	iov := l.sinkIov[:0]
+	prev, total := 0, len(b)
+	for i := range segs {
+		if segs[i].at > prev {
+			iov = append(iov, b[prev:segs[i].at])
+		}
+		iov = append(iov, segs[i].body)
+		total += len(segs[i].body)
+		prev = segs[i].at
+	}
+	if prev < len(b) {
+		iov = append(iov, b[prev:])
+	}
+	if !s.cs.dead {
+		s.cs.sendv(iov)
+		s.wrote += int64(total)
+	}
+	clear(iov)
+	clear(segs)
+	l.sinkIov = iov[:0]
 }
 
 // Finish ends the body: the last chunk and trailers for a chunked body.
@@ -248,7 +258,8 @@ func hasDate(fs []codec.Header) bool {
 // release forgets bytes the sink gathered once the connection closed.
 func (s *h1Sink) release() {
 	if l := s.cs.loop; l.sinkOwner == s {
-		l.sinkBuf = l.sinkBuf[:0]
+		clear(l.sinkSegs)
+		l.sinkBuf, l.sinkSegs = l.sinkBuf[:0], l.sinkSegs[:0]
 		l.sinkOwner = nil
 	}
 }

@@ -29,6 +29,8 @@ type loop struct {
 	stats     Stats
 	sinkBuf   []byte      // response bytes an HTTP/1.1 sink gathered, until its Flush (h1_sink.go)
 	sinkOwner *h1Sink     // the sink whose bytes sinkBuf holds
+	sinkSegs  []segment   // body pieces an HTTP/1.1 sink references in place, between sinkBuf's bytes
+	sinkIov   [][]byte    // scratch for the sink's writev
 	view      *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
 }
 

@@ -1,7 +1,5 @@
 package codec
 
-import "strconv"
-
 // Chunked transfer coding as gale sends it (RFC 9112 section 7.1): every
 // chunk gale writes, towards an upstream or a client, is rendered here,
 // with a bare hexadecimal size (no extensions) and no trailer fields of
@@ -16,11 +14,23 @@ const ChunkEnd = "\r\n"
 // a chunked body.
 const LastChunk = "0\r\n\r\n"
 
-// AppendChunkSize appends the size line of a chunk of n > 0 bytes.
+// AppendChunkSize appends the size line of a chunk of n > 0 bytes: lower
+// case hexadecimal without leading zeros.
 func AppendChunkSize(dst []byte, n int) []byte {
-	dst = strconv.AppendUint(dst, uint64(n), 16)
-	return append(dst, crlf...)
+	var b [18]byte // 16 digits and CRLF
+	i := len(b) - 2
+	b[i], b[i+1] = '\r', '\n'
+	for u := uint64(n); ; u >>= 4 {
+		i--
+		b[i] = hexDigits[u&0xf]
+		if u < 16 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
 }
+
+const hexDigits = "0123456789abcdef"
 
 // AppendChunk appends p as one chunk (nothing when p is empty, which
 // would end the body).

@@ -23,9 +23,11 @@ import "gale/codec"
 // Calls follow this order: any number of WriteInterim, one WriteHead,
 // WriteBody and Flush calls, then Finish or Abort (Abort may come at any
 // point).
-// Every method runs on the event loop that owns the exchange, is not safe
-// for concurrent use, and keeps no reference to its arguments: they may be
-// reused once it returns. A failing write may end the connection inside
+// Every method runs on the event loop that owns the exchange and is not
+// safe for concurrent use. The bytes given to WriteBody must stay valid
+// until the next Flush, Finish or Abort (an engine may write them in
+// place rather than copy them); every other argument is read during the
+// call only. A failing write may end the connection inside
 // the call; the engine then tells the Pending through its Closed.
 type ResponseSink interface {
 	// WriteInterim sends an informational (1xx) response other than 101,
