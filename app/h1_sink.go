@@ -26,7 +26,13 @@ import (
 
 // inlineRelay is the largest body piece copied into the sink buffer; a
 // larger one is referenced in place until Flush.
-const inlineRelay = 2 << 10
+const inlineRelay = 16 << 10
+
+// maxSinkSegs bounds the pieces referenced in place per write: with the
+// bytes around them they make at most 2*maxSinkSegs+1 iovecs, within the
+// 8 that golang.org/x/sys/unix.Writev (under gnet's Writev) converts
+// without allocating. A piece past it flushes what was gathered first.
+const maxSinkSegs = 3
 
 const crlf = "\r\n"
 
@@ -70,7 +76,7 @@ func (s *h1Sink) start(req *codec.Request, set *settings) {
 func (s *h1Sink) buffer() []byte {
 	l := s.cs.loop
 	if l.sinkOwner != s {
-		if o := l.sinkOwner; o != nil && len(l.sinkBuf) > 0 {
+		if o := l.sinkOwner; o != nil && (len(l.sinkBuf) > 0 || len(l.sinkSegs) > 0) {
 			o.Flush()
 		}
 		l.sinkOwner = s
@@ -136,7 +142,14 @@ func (s *h1Sink) Room() int {
 	if s.maxOut <= 0 {
 		return math.MaxInt
 	}
-	return max(s.maxOut-s.cs.outboundBuffered()-len(s.cs.loop.sinkBuf), 0)
+	waiting := s.cs.outboundBuffered()
+	if l := s.cs.loop; l.sinkOwner == s {
+		waiting += len(l.sinkBuf)
+		for i := range l.sinkSegs {
+			waiting += len(l.sinkSegs[i].body)
+		}
+	}
+	return max(s.maxOut-waiting, 0)
 }
 
 // WriteBody frames p as the head chose (dropping it when no body
@@ -153,9 +166,15 @@ func (s *h1Sink) WriteBody(p []byte) {
 	if s.framing == sinkChunked {
 		b = codec.AppendChunkSize(b, len(p))
 	}
-	if len(p) <= inlineRelay {
+	switch {
+	case len(p) <= inlineRelay:
 		b = append(b, p...)
-	} else {
+	case len(l.sinkSegs) == maxSinkSegs:
+		l.sinkBuf = b
+		s.Flush()
+		b = l.sinkBuf
+		fallthrough
+	default:
 		l.sinkSegs = append(l.sinkSegs, segment{at: len(b), body: p})
 	}
 	if s.framing == sinkChunked {
