@@ -88,8 +88,10 @@ type Head struct {
 
 	// Close says the exchange leaves the connection unusable for another
 	// request (the request body was not read through, or the body ends
-	// where its source closed): HTTP/1.1 sends "Connection: close", and
-	// with Length -1 delimits the body by the close. HTTP/2 ignores it.
+	// where its source closed): HTTP/1.1 sends "Connection: close" and
+	// closes the connection after the response (a body of unknown length
+	// still goes chunked to an HTTP/1.1 client, so that its end is
+	// marked). HTTP/2 ignores it.
 	Close bool
 }
 
