@@ -41,6 +41,8 @@ type conn struct {
 	req  codec.Request
 	ctx  handlers.Ctx
 	body codec.BodyReader
+	sink h1Sink // the response sink of a handler that answers later (h1_sink.go)
+	src  h1Body // the request body, for a handler that forwards it (h1_body.go)
 
 	inBody     bool  // the current request's body is still arriving (and is discarded)
 	headStart  int64 // when the current partial request head started; 0 = none
@@ -175,8 +177,12 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	}
 	cs.ctx.Req = &cs.req
 	cs.ctx.Remote = cs.remote
-	cs.ctx.Conn = cs  // proxy.Client, for handlers that answer later
-	cs.ctx.Cache = cs // handlers.CacheAccess, for static routes
+	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
+	cs.sink.cs = cs
+	cs.ctx.Sink = &cs.sink // handlers.ResponseSink, likewise
+	cs.src.cs = cs
+	cs.ctx.Body = &cs.src // handlers.BodySource
+	cs.ctx.Cache = cs     // handlers.CacheAccess, for static routes
 	cs.req.ContentLength = -1
 	cs.protos = config.DefaultProtocols(false) // until attachTransport knows the listener
 	cs.lastActive = time.Now().UnixNano()
@@ -190,6 +196,7 @@ func (cs *conn) release() {
 		cs.xfer.abandon()
 	}
 	cs.proxyClosed()
+	cs.sink.release()
 	if cs.h2 != nil {
 		cs.h2.release()
 	}
@@ -411,6 +418,8 @@ func (cs *conn) answer(set *settings, now int64) {
 	ctx.Resp.Reset()
 	ctx.Scratch = ctx.Scratch[:0]
 	ctx.Route, ctx.Path, ctx.Rest = nil, nil, nil
+	cs.sink.start(req, set)
+	cs.src.start(req, set)
 
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.

@@ -12,6 +12,7 @@ type fakeConn struct {
 	gnet.Conn // nil: any other method panics
 	in        []byte
 	written   int
+	maxIov    int // the most buffers one Writev was given
 }
 
 func (f *fakeConn) Peek(n int) ([]byte, error) { return f.in, nil }
@@ -24,6 +25,7 @@ func (f *fakeConn) Discard(n int) (int, error) {
 }
 func (f *fakeConn) Write(b []byte) (int, error) { f.written += len(b); return len(b), nil }
 func (f *fakeConn) Writev(bs [][]byte) (int, error) {
+	f.maxIov = max(f.maxIov, len(bs))
 	n := 0
 	for _, b := range bs {
 		n += len(b)

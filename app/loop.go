@@ -12,22 +12,26 @@ import (
 // loop is the state of one event loop. All fields but stats are touched
 // only on that loop.
 type loop struct {
-	srv     *Server
-	el      gnet.EventLoop
-	conns   []*conn   // open connections, for the sweep; conn.idx is the position
-	out     []byte    // response bytes of one OnTraffic call, written with one Write
-	iov     [][]byte  // out split around large bodies referenced in place
-	bodies  []segment // large bodies between out's bytes
-	fileBuf []byte    // small file bodies are read here
-	alog    []byte    // access log lines not yet handed to the writer
-	tlsOut  []byte    // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
-	tlsIn   []byte    // plaintext decrypted on the loop, lent to one connection at a time (tls_conn.go)
-	tlsLent *tlsConn  // the connection whose plain aliases tlsIn, or nil
-	sweepFn gnet.Runnable
-	victims []*conn // scratch for the sweep
-	refused []byte  // the 503 of a connection refused in OnOpen (budget.go)
-	stats   Stats
-	view    *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
+	srv       *Server
+	el        gnet.EventLoop
+	conns     []*conn   // open connections, for the sweep; conn.idx is the position
+	out       []byte    // response bytes of one OnTraffic call, written with one Write
+	iov       [][]byte  // out split around large bodies referenced in place
+	bodies    []segment // large bodies between out's bytes
+	fileBuf   []byte    // small file bodies are read here
+	alog      []byte    // access log lines not yet handed to the writer
+	tlsOut    []byte    // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
+	tlsIn     []byte    // plaintext decrypted on the loop, lent to one connection at a time (tls_conn.go)
+	tlsLent   *tlsConn  // the connection whose plain aliases tlsIn, or nil
+	sweepFn   gnet.Runnable
+	victims   []*conn // scratch for the sweep
+	refused   []byte  // the 503 of a connection refused in OnOpen (budget.go)
+	stats     Stats
+	sinkBuf   []byte      // response bytes an HTTP/1.1 sink gathered, until its Flush (h1_sink.go)
+	sinkOwner *h1Sink     // the sink whose bytes sinkBuf holds
+	sinkSegs  []segment   // body pieces an HTTP/1.1 sink references in place, between sinkBuf's bytes
+	sinkIov   [][]byte    // scratch for the sink's writev
+	view      *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
 }
 
 // segment places an in-memory body (referenced, not copied) at offset at

@@ -12,6 +12,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/codec"
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
@@ -204,8 +205,14 @@ func (cs *conn) ProxyConsume(n int) { cs.consume(n) }
 // ProxyInboundBuffered is how many received bytes wait.
 func (cs *conn) ProxyInboundBuffered() int { return cs.inboundBuffered() }
 
-// ProxySend queues b for the client.
-func (cs *conn) ProxySend(b []byte) { cs.send(b) }
+// ProxySwitch writes the 101 that starts a tunnel.
+func (cs *conn) ProxySwitch(fields []codec.Header, upgrade []byte) {
+	cs.sink.switchProtocols(fields, upgrade)
+}
+
+// ProxyChunked reports whether the sink frames the response body in
+// chunks.
+func (cs *conn) ProxyChunked() bool { return cs.sink.framing == sinkChunked }
 
 // ProxyOutboundBuffered is how many bytes wait to leave for the client.
 func (cs *conn) ProxyOutboundBuffered() int { return cs.outboundBuffered() }
@@ -247,7 +254,6 @@ func (cs *conn) ProxySettings() proxy.ClientSettings {
 	return proxy.ClientSettings{
 		Server:          set.serverHeader,
 		BodyBytes:       set.limits.BodyBytes,
-		MaxBuffered:     set.maxOut,
 		WriteTimeout:    time.Duration(set.write),
 		ReadBodyTimeout: time.Duration(set.readBody),
 	}
@@ -264,8 +270,10 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	if now == 0 {
 		now = time.Now().UnixNano()
 	}
-	l.stats.BytesOut.Add(uint64(r.BytesOut))
-	cs.record(&px.logRec, r.Status, r.BodyBytes, now) // the copy made by proxyStart
+	cs.sink.Flush()
+	l.stats.BytesOut.Add(uint64(r.BytesOut + cs.sink.wrote))
+	cs.record(&px.logRec, r.Status, r.BodyBytes+cs.sink.body, now) // the copy made by proxyStart
+	cs.sink.wrote, cs.sink.body = 0, 0
 	cs.lastActive = now
 	if r.Detach {
 		// The tunnel holds the connection's place in the budget from

@@ -57,12 +57,19 @@ type Ctx struct {
 	// (static routes then use a shared view under a lock).
 	Cache CacheAccess
 
-	// Conn is the HTTP/1.1 connection, for the proxy; nil on other
+	// Sink is where a handler that answers later (the proxy) writes its
+	// response, and Body is the request body it forwards (see sink.go).
+	// The protocol engine sets both for the exchange; nil outside the
+	// server.
+	Sink ResponseSink
+	Body BodySource
+
+	// Conn is the HTTP/1.1 connection, for what exists only on HTTP/1.1
+	// (the proxy's off-loop copies over a duplicated socket, Upgrade
+	// tunnels, and the continuation that resumes parsing); nil on other
 	// protocols. It is opaque to this package: the server sets it for
-	// the connection's life, and a handler that finishes its response
-	// later (the proxy) asserts it to the interface it needs to write
-	// the response and resume the connection. Like the Ctx, it belongs
-	// to the connection's loop.
+	// the connection's life, and a handler asserts it to the interface
+	// it needs. Like the Ctx, it belongs to the connection's loop.
 	Conn any
 }
 

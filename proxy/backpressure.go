@@ -50,12 +50,11 @@ import (
 // upstream connection's inbound buffer while it holds (see above).
 const MaxHeldResponse = 1 << 20
 
-// behind reports whether the client's output is over
-// server.max_buffered_output while the response may not leave the loop:
-// relaying must wait.
+// behind reports whether the client can take no more (its sink has no
+// room: the output reached server.max_buffered_output) while the response
+// may not leave the loop: relaying must wait.
 func (ex *exchange) behind() bool {
-	return ex.set.MaxBuffered > 0 && !ex.upClosing &&
-		ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && !ex.mayLeave()
+	return !ex.upClosing && ex.sink.Room() == 0 && !ex.mayLeave()
 }
 
 // mayLeave reports whether the rest of the response may be copied off
@@ -112,7 +111,7 @@ func (ex *exchange) checkHeld() {
 	if ex.noFds && ex.h.budget.Room(2) {
 		ex.noFds = false // leaving the loop may work now: leaveLoop tries
 	}
-	if ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && !ex.mayLeave() {
+	if ex.sink.Room() == 0 && !ex.mayLeave() {
 		return
 	}
 	ex.held = false
@@ -170,10 +169,20 @@ func (ex *exchange) bodyAhead() int64 {
 	return max(ex.bodyBound-ex.bodyRaw, 0)
 }
 
-// overBodyBound reports, after pumpBody consumed n more bytes of body,
+// rawCounter is a body source whose framing costs bytes of the client's
+// inbound buffer (HTTP/1.1): Raw is how many bytes of the body, framing
+// included, were consumed. The bounds here count those bytes.
+type rawCounter interface {
+	Raw() int64
+}
+
+// overBodyBound reports, after pumpBody consumed more of the body,
 // whether a chunked body's framing passed its bound; fault is set then.
-func (ex *exchange) overBodyBound(n int) bool {
-	ex.bodyRaw += int64(n)
+func (ex *exchange) overBodyBound() bool {
+	if ex.bodyCount == nil {
+		return false
+	}
+	ex.bodyRaw = ex.bodyCount.Raw()
 	if ex.bodyRaw <= ex.bodyBound {
 		return false
 	}

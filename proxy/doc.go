@@ -10,8 +10,8 @@
 // pooled connection of the chosen upstream on the same loop or dials a new
 // one, and answers with a pending response (handlers.Response.Pending). From
 // then on the client connection parses nothing further and forwards its
-// events to the exchange, which writes the response to the client as it
-// arrives and reports completion through Client.ProxyFinish.
+// events to the exchange, which writes the response to the client's sink
+// as it arrives and reports completion through Client.ProxyFinish.
 //
 // Upstream connections belong to the loop of the client that first needed
 // them, for their whole life: they are dialed with a timeout in a goroutine
@@ -37,13 +37,18 @@
 // forwarded, and the upstream's 100 Continue (like every 1xx) is relayed to
 // HTTP/1.1 clients.
 //
-// Responses are relayed as they arrive, their framing kept
-// (Content-Length, chunked, or until the upstream closes, after which the
-// client connection closes too); an HTTP/1.0 client gets a chunked body
-// de-chunked and delimited by close. Responses to HEAD and 204/304
-// responses have no body. A 101 answer to an Upgrade request turns both
-// connections into a tunnel, served off the loop until either side
-// closes.
+// Responses are relayed as they arrive through the exchange's response
+// sink (handlers.ResponseSink, Ctx.Sink): the proxy hands it the status,
+// the end-to-end fields, the body's length (the upstream's Content-Length,
+// or -1 for a chunked or close-delimited body) and the body de-framed,
+// and the client's protocol engine frames it (for HTTP/1.1: by length, in
+// gale's own chunks, or for an HTTP/1.0 client delimited by the close).
+// The upstream's chunk extensions and trailer fields never reach the
+// client. A body that ends with the upstream's close makes the client
+// connection close after it. Responses to HEAD and 204/304 responses have
+// no body. A 101 answer to an Upgrade request turns both connections into
+// a tunnel, served off the loop until either side closes; tunnels and
+// the off-loop copies below exist on HTTP/1.1 only (Client).
 //
 // # Back-pressure
 //
@@ -54,8 +59,9 @@
 // gnet (its descriptor duplicated, the gnet connection closed, so the
 // kernel's receive window throttles the upstream), and once the client's
 // buffered output drained, a goroutine copies the rest of the body between
-// the two sockets (splice(2) for Content-Length and close-delimited
-// bodies) and wakes the client connection when done. A connection whose
+// the two sockets (splice(2) for Content-Length bodies, and
+// close-delimited ones the client reads to the close; otherwise in the
+// framing the sink chose) and wakes the client connection when done. A connection whose
 // body ended cleanly is enrolled back into the loop's pool.
 //
 // That hand-off needs the whole request sent, since the loop must go on

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -20,10 +19,6 @@ import (
 // its response is pending; past it the connection is closed, since gnet
 // cannot stop reading a socket.
 const MaxPendingInput = 1 << 20
-
-// inlineRelay is the largest body piece copied next to a response head
-// into one write; larger pieces are written from gnet's buffer directly.
-const inlineRelay = 16 << 10
 
 // Exchange states (besides relaying in the loop).
 const (
@@ -65,6 +60,7 @@ type exchange struct {
 	idx  int // position in lp.active; -1 when not active
 	h    *Handler
 	cl   Client
+	sink handlers.ResponseSink // where the response goes (the client's engine frames it)
 	set  ClientSettings
 	up   *Upstream
 	pool *pool
@@ -89,14 +85,15 @@ type exchange struct {
 	clientKeep bool
 	isHead     bool
 	upgrade    bool
-	safe       bool // idempotent and without a body: may be sent twice
-	json       bool // error bodies in JSON
-	body       codec.BodyReader
-	reqChunked bool   // the request body is chunked: pumpBody re-frames it
-	reqDone    bool   // the whole request was handed to the upstream connection
-	bodyBound  int64  // raw request body bytes allowed, framing included (backpressure.go)
-	bodyRaw    int64  // raw request body bytes handed to the upstream connection so far
-	tried      uint64 // upstreams tried (bit per index)
+	safe       bool                // idempotent and without a body: may be sent twice
+	json       bool                // error bodies in JSON
+	body       handlers.BodySource // the request body, de-framed by the client's engine
+	bodyCount  rawCounter          // the same, when its framing costs the client's inbound bytes (HTTP/1.1); nil otherwise
+	reqChunked bool                // the request body goes chunked: pumpBody frames it
+	reqDone    bool                // the whole request was handed to the upstream connection
+	bodyBound  int64               // raw request body bytes allowed, framing included (backpressure.go)
+	bodyRaw    int64               // raw request body bytes handed to the upstream connection so far
+	tried      uint64              // upstreams tried (bit per index)
 	attempts   int
 	gotBytes   bool // a response byte arrived on the current connection
 	lastReused bool // the current (or just lost) connection came from the pool
@@ -107,7 +104,6 @@ type exchange struct {
 	kind        codec.BodyKind
 	rbody       codec.BodyReader
 	remaining   int64 // body bytes left (Content-Length bodies)
-	dechunk     bool  // relay chunk payloads only (HTTP/1.0 client)
 	closeClient bool
 	started     bool // the final response head went to the client
 	status      int
@@ -141,7 +137,7 @@ func (ex *exchange) reset() {
 // setup copies what the exchange keeps of the request in c and renders
 // the upstream request head.
 func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
-	ex.h, ex.cl = h, cl
+	ex.h, ex.cl, ex.sink = h, cl, c.Sink
 	ex.now = nanotime()
 	ex.set = cl.ProxySettings()
 	req := c.Req
@@ -152,7 +148,8 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
-	ex.body.Init(req, ex.set.BodyBytes)
+	ex.body = c.Body
+	ex.bodyCount, _ = c.Body.(rawCounter)
 	ex.reqChunked = req.Chunked
 	ex.reqDone = !req.HasBody()
 	ex.initBodyBound(req)
@@ -324,22 +321,19 @@ func (ex *exchange) connected() {
 	ex.settle()
 }
 
-// pumpBody forwards the request body bytes the client has sent. A
-// Content-Length body goes as it is (the head declared the same length);
-// a chunked body is re-framed by appendChunk, so that chunk sizes,
+// pumpBody forwards the request body bytes the client has sent, as its
+// body source de-framed them. A Content-Length body goes as it is (the
+// head declared the same length), written from the source's memory; a
+// chunked body is framed again by appendChunk, so that chunk sizes,
 // extensions and trailer fields of the client's never reach the upstream.
 func (ex *exchange) pumpBody() {
-	buf := ex.cl.ProxyInbound()
 	chunked := ex.reqChunked
 	out := ex.lp.buf[:0]
-	off := 0
+	raw0 := ex.bodyRaw
+	moved := false
 	var err error
-	for off < len(buf) && !ex.reqDone {
-		in := buf[off:]
-		if chunked && len(in) > reframeBytes {
-			in = in[:reframeBytes] // payloads copied into out stay small
-		}
-		n, payload, done, berr := ex.body.Next(in)
+	for !ex.reqDone {
+		p, done, berr := ex.body.Next()
 		if berr != nil {
 			status := 400
 			var ce *codec.Error
@@ -349,29 +343,29 @@ func (ex *exchange) pumpBody() {
 			ex.fault, ex.why = status, "request body: "+berr.Error()
 			break
 		}
-		off += n
+		if len(p) > reframeBytes && chunked {
+			p, done = p[:reframeBytes], false // payloads copied into out stay small
+		}
 		if chunked {
-			out = appendChunk(out, payload, done)
-			if len(out) >= reframeBytes {
+			out = appendChunk(out, p, done)
+			if len(out) >= reframeBytes || done {
 				_, err = ex.uc.c.Write(out)
 				out = out[:0]
-				if err != nil {
-					break // the connection closed inside Write
-				}
 			}
+		} else if len(p) > 0 {
+			_, err = ex.uc.c.Write(p)
 		}
+		if err != nil {
+			break // the connection closed inside Write
+		}
+		ex.body.Consume(len(p))
+		moved = moved || len(p) > 0 || done
 		if done {
 			ex.reqDone = true
 		}
-		if n == 0 || ex.overBodyBound(n) {
+		if ex.overBodyBound() || len(p) == 0 {
 			break
 		}
-	}
-	if off == 0 {
-		return
-	}
-	if !chunked {
-		out = buf[:off]
 	}
 	if err == nil && len(out) > 0 {
 		_, err = ex.uc.c.Write(out)
@@ -379,7 +373,9 @@ func (ex *exchange) pumpBody() {
 	if chunked {
 		ex.lp.buf = out[:0]
 	}
-	ex.cl.ProxyConsume(off)
+	if !moved && ex.bodyRaw == raw0 && (ex.bodyCount == nil || ex.bodyCount.Raw() == raw0) {
+		return // nothing of the body arrived
+	}
 	switch {
 	case err != nil:
 	case ex.held:
@@ -401,14 +397,9 @@ const reframeBytes = 64 << 10
 // with an empty trailer section when last is set. Segments are not the
 // client's chunks: a chunk split across reads goes as several.
 func appendChunk(b, payload []byte, last bool) []byte {
-	if len(payload) > 0 {
-		b = strconv.AppendUint(b, uint64(len(payload)), 16)
-		b = append(b, crlf...)
-		b = append(b, payload...)
-		b = append(b, crlf...)
-	}
+	b = codec.AppendChunk(b, payload)
 	if last {
-		b = append(b, "0\r\n\r\n"...)
+		b = append(b, codec.LastChunk...)
 	}
 	return b
 }
@@ -667,8 +658,6 @@ func (ex *exchange) upstreamData() gnet.Action {
 	}
 	ex.now = nanotime()
 	ex.busy = true
-	lp := ex.lp
-	lp.buf = lp.buf[:0]
 	off := 0
 	bad := ""
 loop:
@@ -717,9 +706,8 @@ loop:
 			break loop
 		}
 	}
-	if len(lp.buf) > 0 {
-		ex.writeClient(lp.buf)
-		lp.buf = lp.buf[:0]
+	if !ex.clGone {
+		ex.sink.Flush()
 	}
 	leftover := off < len(buf) && ex.rstate == rsDone
 	_, _ = uc.c.Discard(off) // after a 101, the tunnel's first bytes stay buffered
@@ -756,59 +744,42 @@ loop:
 			return ex.startTunnel(true)
 		}
 		return gnet.None
-	case !ex.upClosing && ex.set.MaxBuffered > 0 && ex.cl.ProxyOutboundBuffered() > ex.set.MaxBuffered && ex.mayLeave():
+	case !ex.upClosing && ex.sink.Room() == 0 && ex.mayLeave():
 		return ex.leaveLoop()
 	}
 	return gnet.None
 }
 
-// writeClient writes b to the client. A failed write closes the client
-// inside the call (Closed sets clGone).
-func (ex *exchange) writeClient(b []byte) {
-	if ex.clGone {
-		return
-	}
-	ex.cl.ProxySend(b)
-	ex.out += int64(len(b))
-}
-
-// relayBody relays the body bytes in buf from off and returns the new
-// offset.
+// relayBody relays the body bytes in buf from off, de-framed, to the
+// sink, and returns the new offset.
 func (ex *exchange) relayBody(buf []byte, off int) int {
-	lp := ex.lp
 	switch ex.kind {
 	case codec.BodyUntilClose:
-		ex.relayPiece(buf[off:])
+		ex.sink.WriteBody(buf[off:])
 		return len(buf)
 	case codec.BodyLength:
 		n := len(buf) - off
 		if int64(n) > ex.remaining {
 			n = int(ex.remaining)
 		}
-		ex.relayPiece(buf[off : off+n])
+		ex.sink.WriteBody(buf[off : off+n])
 		ex.remaining -= int64(n)
 		if ex.remaining == 0 {
 			ex.rstate = rsDone
 		}
 		return off + n
 	}
-	// Chunked: frame to find the end; relay the raw bytes, or only the
-	// payloads for an HTTP/1.0 client.
-	start := off
+	// Chunked: only the payloads go on; the sink frames them again, so
+	// chunk extensions and trailer fields of the upstream's never reach
+	// the client.
 	for off < len(buf) {
 		n, payload, done, err := ex.rbody.Next(buf[off:])
 		if err != nil {
-			if !ex.dechunk {
-				ex.relayPiece(buf[start:off]) // what was good, before the connection closes
-			}
 			ex.fault, ex.why = 502, "response body: "+err.Error()
 			return len(buf)
 		}
 		off += n
-		if ex.dechunk && len(payload) > 0 {
-			lp.buf = append(lp.buf, payload...)
-			ex.bodyOut += int64(len(payload))
-		}
+		ex.sink.WriteBody(payload)
 		if done {
 			ex.rstate = rsDone
 			break
@@ -817,29 +788,7 @@ func (ex *exchange) relayBody(buf []byte, off int) int {
 			break
 		}
 	}
-	if !ex.dechunk {
-		ex.relayPiece(buf[start:off])
-	}
 	return off
-}
-
-// relayPiece queues a piece of body for the client: copied behind the
-// pending head when small, else written straight from gnet's buffer.
-func (ex *exchange) relayPiece(p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	ex.bodyOut += int64(len(p))
-	lp := ex.lp
-	if len(p) <= inlineRelay {
-		lp.buf = append(lp.buf, p...)
-		return
-	}
-	if len(lp.buf) > 0 {
-		ex.writeClient(lp.buf)
-		lp.buf = lp.buf[:0]
-	}
-	ex.writeClient(p)
 }
 
 // complete ends an exchange whose response was relayed in full. It
@@ -868,9 +817,32 @@ func (ex *exchange) finish() {
 		Unread:    !ex.reqDone,
 		At:        ex.now,
 	}
+	if !ex.endSink(false) {
+		return
+	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
 	cl.ProxyFinish(res)
+}
+
+// endSink ends the response in the sink (Abort when cut, else Finish)
+// before the exchange reports to the client. It reports false when the
+// client closed meanwhile (a failed write): the exchange was dropped
+// then and must not be touched.
+func (ex *exchange) endSink(cut bool) bool {
+	was := ex.busy
+	ex.busy = true
+	if cut {
+		ex.sink.Abort()
+	} else {
+		ex.sink.Finish(nil)
+	}
+	ex.busy = was
+	if ex.clGone {
+		ex.abort()
+		return false
+	}
+	return true
 }
 
 // finishTruncated ends an exchange whose response cannot be completed:
@@ -882,6 +854,9 @@ func (ex *exchange) finishTruncated(why string) {
 	res := Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
+	}
+	if !ex.endSink(true) {
+		return
 	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
@@ -914,23 +889,16 @@ func (ex *exchange) finishError(status int, why string) {
 	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
 	r.Add(hdrNosniff, valNosniff)
 	ex.h.route.ApplyResponseHeaders(r)
-	head := codec.ResponseHead{
-		Status:        status,
-		Version:       ex.clientV,
-		Headers:       r.Headers,
-		ContentLength: int64(len(body)),
-		Close:         ex.closeClient,
-		KeepAlive10:   ex.clientV == codec.HTTP10 && !ex.closeClient,
-		Server:        ex.set.Server,
+	hs := lp.hdrs[:0]
+	if len(ex.set.Server) > 0 {
+		hs = append(hs, codec.Header{Name: hdrServer, Value: ex.set.Server})
 	}
-	b := codec.AppendResponseHead(lp.buf[:0], &head)
-	if !ex.isHead {
-		b = append(b, body...)
-		ex.bodyOut = int64(len(body))
-	}
-	lp.buf = b[:0]
+	hs = append(hs, r.Headers...)
 	ex.busy = true
-	ex.writeClient(b)
+	ex.sink.WriteHead(handlers.Head{Status: status, Fields: hs, Length: int64(len(body)), Close: ex.closeClient})
+	ex.sink.WriteBody(body)
+	clear(hs)
+	lp.hdrs = hs[:0]
 	ex.busy = false
 	if ex.clGone {
 		ex.abort()
@@ -943,6 +911,7 @@ func (ex *exchange) finishError(status int, why string) {
 
 var (
 	hdrContentType = []byte("Content-Type")
+	hdrServer      = []byte("Server")
 	hdrNosniff     = []byte("X-Content-Type-Options")
 	valNosniff     = []byte("nosniff")
 )

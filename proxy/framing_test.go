@@ -360,3 +360,102 @@ func TestClientIdentityFields(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkedResponseReframed has upstreams send chunked bodies with
+// chunk extensions, odd chunk-size spellings (leading zeros, upper case)
+// and trailer fields that name framing and identity fields, and a
+// close-delimited body: a kept-alive HTTP/1.1 client gets every body in
+// gale's own chunks, with bare sizes, no extensions and no trailer
+// section, and no Trailer field in the head, so nothing of the
+// upstream's framing reaches it; the next response on the connection is
+// read as a response.
+func TestChunkedResponseReframed(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, resp string }{
+		{"extensions", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"5;name=\"v\\\"al\"\r\nhello\r\n6 ; a=b\r\n world\r\n0;last\r\n\r\n"},
+		{"size spellings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"0005\r\nhello\r\n00000006\r\n world\r\n000\r\n\r\n"},
+		{"trailer fields", "HTTP/1.1 200 OK\r\nTrailer: Content-Length, Set-Cookie\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"B\r\nhello world\r\n0\r\nContent-Length: 99\r\nSet-Cookie: evil=1\r\nTransfer-Encoding: chunked\r\n\r\n"},
+		{"close-delimited", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			up := newRawUpstream(t, func(conn net.Conn) {
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/second" {
+						io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+						continue
+					}
+					io.WriteString(conn, c.resp)
+					if strings.Contains(c.resp, "Connection: close") {
+						return
+					}
+				}
+			})
+			g := startGale(t, proxyRoute(up.addr()))
+			rc := g.dial()
+			rc.send("GET /first HTTP/1.1\r\nHost: a\r\n\r\n")
+			head := readHead(rc.br)
+			wire, err := readChunkedWire(rc.br)
+			if err != nil {
+				t.Fatalf("head:\n%s\nbody %q: %v", head, wire, err)
+			}
+			lower := strings.ToLower(head)
+			if !strings.Contains(lower, "\r\ntransfer-encoding: chunked\r\n") || strings.Contains(lower, "trailer:") ||
+				strings.Contains(lower, "content-length") {
+				t.Errorf("head framing:\n%s", head)
+			}
+			payload, ok := ownChunks(wire)
+			if !ok || payload != "hello world" {
+				t.Errorf("body on the wire %q; want gale's own chunks of \"hello world\"", wire)
+			}
+			for _, bad := range []string{"name=", "a=b", "last", "evil", "99", "00"} {
+				if strings.Contains(wire, bad) {
+					t.Errorf("client got %q: %q", bad, wire)
+				}
+			}
+			if strings.Contains(c.resp, "Connection: close") {
+				if !strings.Contains(lower, "\r\nconnection: close\r\n") {
+					t.Errorf("a close-delimited upstream body must end the client's connection:\n%s", head)
+				}
+				return
+			}
+			rc.send("GET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+			resp, body := rc.response("GET")
+			if resp.StatusCode != 200 || body != "second" {
+				t.Errorf("second: status %d body %q", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// ownChunks parses a chunked body as gale frames it (sizes in lower-case
+// hex without leading zeros or extensions, no trailer fields) and returns
+// its payload; ok is false for anything else.
+func ownChunks(wire string) (payload string, ok bool) {
+	var b strings.Builder
+	for {
+		line, rest, found := strings.Cut(wire, "\r\n")
+		if !found || line == "" || strings.Trim(line, "0123456789abcdef") != "" || len(line) > 1 && line[0] == '0' {
+			return b.String(), false
+		}
+		var n int
+		fmt.Sscanf(line, "%x", &n)
+		if n == 0 {
+			return b.String(), rest == "\r\n"
+		}
+		if len(rest) < n+2 || rest[n:n+2] != "\r\n" {
+			return b.String(), false
+		}
+		b.WriteString(rest[:n])
+		wire = rest[n+2:]
+	}
+}

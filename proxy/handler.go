@@ -19,12 +19,16 @@ import (
 // ErrNotProxy is returned by New for a route without proxy settings.
 var ErrNotProxy = errors.New("proxy: route has no proxy settings")
 
-// Client is what the proxy needs of the client connection a request
-// arrived on; the server's connection implements it and hands it over as
-// handlers.Ctx.Conn. The I/O methods go through the connection's
-// transport (plain TCP today), so the proxy never touches the socket
-// behind it. Every method runs on the connection's event loop, except
-// ProxyWake.
+// Client is what the proxy needs of the HTTP/1.1 client connection a
+// request arrived on, besides the exchange's response sink
+// (handlers.Ctx.Sink), through which every response head and body byte
+// goes: the server's connection implements it and hands it over as
+// handlers.Ctx.Conn. It carries what exists on HTTP/1.1 only: the request
+// body's bytes as they arrived, the off-loop copies over a duplicated
+// socket, the 101 that starts a tunnel, and the continuation that resumes
+// parsing. The I/O methods go through the connection's transport (plain
+// TCP or TLS), so the proxy never touches the socket behind it. Every
+// method runs on the connection's event loop, except ProxyWake.
 type Client interface {
 	// ProxyInbound returns the bytes received from the client and not
 	// consumed yet (the rest of the request body, tunnelled bytes,
@@ -35,10 +39,17 @@ type Client interface {
 	ProxyConsume(n int)
 	// ProxyInboundBuffered is how many received bytes wait.
 	ProxyInboundBuffered() int
-	// ProxySend queues b for the client; b may be reused once it
-	// returns. A failing write closes the connection inside the call
-	// (the pending response's Closed runs before ProxySend returns).
-	ProxySend(b []byte)
+	// ProxySwitch writes the 101 (Switching Protocols) response whose
+	// fields are fields, with the Connection and Upgrade fields a tunnel
+	// needs (upgrade is the upstream's Upgrade value). A failing write
+	// closes the connection inside the call (the pending response's
+	// Closed runs before ProxySwitch returns).
+	ProxySwitch(fields []codec.Header, upgrade []byte)
+	// ProxyChunked reports whether the response sink frames the body of
+	// the response under way in chunks (else it is sent as it is: by
+	// length, or delimited by the close), for an off-loop copy that
+	// writes the rest of the body to the duplicated socket itself.
+	ProxyChunked() bool
 	// ProxyOutboundBuffered is how many bytes wait to leave for the
 	// client.
 	ProxyOutboundBuffered() int
@@ -71,7 +82,6 @@ type Client interface {
 type ClientSettings struct {
 	Server          []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
 	BodyBytes       int64         // largest request body (limits.body_bytes)
-	MaxBuffered     int           // server.max_buffered_output: past this much queued output a response body leaves the loop
 	WriteTimeout    time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
 	ReadBodyTimeout time.Duration // timeouts.read_body: no progress reading a request body for this long answers 408
 }
@@ -366,13 +376,13 @@ func (h *Handler) isTrusted(a netip.Addr) bool {
 
 // Serve implements handlers.Handler: it starts forwarding c.Req and
 // answers with a pending response, or answers an error at once when the
-// request cannot be forwarded (no Client behind c.Conn: 500; no upstream
-// left, or a dead connection and no retry: 502). It runs on the client's
-// event loop and does not allocate once the loop's buffers and pools have
-// grown.
+// request cannot be forwarded (no Client behind c.Conn, or no sink or
+// body source: 500; no upstream left, or a dead connection and no retry:
+// 502). It runs on the client's event loop and does not allocate once the
+// loop's buffers and pools have grown.
 func (h *Handler) Serve(c *handlers.Ctx) {
 	cl, ok := c.Conn.(Client)
-	if !ok {
+	if !ok || c.Sink == nil || c.Body == nil {
 		h.errorNow(c, 500)
 		return
 	}

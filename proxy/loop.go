@@ -29,7 +29,7 @@ type Loop struct {
 	rr      map[*Handler]*rrSlot // likewise for round-robin counters
 	victims []*exchange          // scratch for the sweep
 
-	buf   []byte            // rendering of heads on their way out
+	buf   []byte            // rendering of upstream request heads and re-framed request bodies on their way out
 	vbuf  []byte            // header values built for a request (X-Forwarded-For)
 	hdrs  []codec.Header    // header list of a request or response being rewritten
 	conns [][]byte          // values of Connection fields, for hop-by-hop removal

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"net/netip"
-	"strconv"
 
 	"gale/codec"
 	"gale/handlers"
@@ -435,23 +434,17 @@ func (h *Handler) forwardedClient(list []byte, def netip.Addr) netip.Addr {
 
 // filterResponse puts the end-to-end fields of the parsed response head
 // into lp.hdrs, applies the route's response rules when rules is set, and
-// returns the list and whether it has a Date field.
-func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
+// returns the list. Trailer goes with the other hop-by-hop fields: the
+// sink frames the body again, and the upstream's trailer fields are not
+// relayed.
+func (ex *exchange) filterResponse(rules bool) []codec.Header {
 	lp, r := ex.lp, &ex.resp
 	lp.conns = connectionValues(lp.conns[:0], r.Headers)
 	hs := lp.hdrs[:0]
 	for _, f := range r.Headers {
 		name := f.Name
-		if hopByHop(name) {
-			// The trailer fields come with a relayed chunked body; they
-			// are dropped when it is de-chunked.
-			if len(name) == 7 && codec.EqualFold(name, "trailer") && !ex.dechunk && ex.kind == codec.BodyChunked {
-				hs = append(hs, f)
-			}
-			continue
-		}
-		if framingField(name) {
-			continue // relayHead renders it from the parsed head
+		if hopByHop(name) || framingField(name) {
+			continue // the sink renders the framing from the length relayHead gives
 		}
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
@@ -464,69 +457,25 @@ func (ex *exchange) filterResponse(rules bool) ([]codec.Header, bool) {
 		hs = lp.resp.Headers
 		lp.resp.Headers = lp.resp.Headers[:0]
 	}
-	date := false
-	for i := range hs {
-		if len(hs[i].Name) == 4 && codec.EqualFold(hs[i].Name, "date") {
-			date = true
-			break
-		}
-	}
-	return hs, date
+	return hs
 }
 
-// appendStatusLine renders the upstream's status line for the client:
-// always HTTP/1.1, the upstream's reason phrase (or the registered one
-// when it sent none).
-func (ex *exchange) appendStatusLine(b []byte) []byte {
-	r := &ex.resp
-	if len(r.Reason) == 0 {
-		return codec.AppendStatusLine(b, r.Status)
-	}
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(r.Status), 10)
-	b = append(b, ' ')
-	b = append(b, r.Reason...)
-	return append(b, crlf...)
-}
-
-// appendResponseFraming renders the framing fields of a relayed final
-// response from its parsed head: chunked as relayed (not for an HTTP/1.0
-// client, whose copy is de-chunked and ends with the connection), or the
-// upstream's Content-Length. A Content-Length with no body after it (a
-// response to HEAD, a 304) is the representation's length and is kept
-// (RFC 9110 section 8.6); 1xx and 204 responses have none (section 8.6
-// forbids it).
-func (ex *exchange) appendResponseFraming(b []byte) []byte {
-	r := &ex.resp
-	switch {
-	case ex.kind == codec.BodyChunked:
-		if !ex.dechunk {
-			b = append(b, "Transfer-Encoding: chunked\r\n"...)
-		}
-	case r.ContentLength >= 0 && r.Status >= 200 && r.Status != 204:
-		b = codec.AppendContentLength(b, r.ContentLength)
-	}
-	return b
-}
-
-// relayInterim queues a 1xx response (but 101) for an HTTP/1.1 client;
-// HTTP/1.0 clients get none (RFC 9110 section 15.2).
+// relayInterim hands a 1xx response (but 101) to the sink, which drops it
+// for clients that cannot take one.
 func (ex *exchange) relayInterim() {
-	if ex.clientV == codec.HTTP10 {
-		return
-	}
-	hs, _ := ex.filterResponse(false)
-	lp := ex.lp
-	lp.buf = ex.appendStatusLine(lp.buf)
-	lp.buf = codec.AppendFieldLines(lp.buf, hs)
-	lp.buf = append(lp.buf, crlf...)
+	hs := ex.filterResponse(false)
+	ex.sink.WriteInterim(ex.resp.Status, hs)
 	clear(hs)
-	lp.hdrs = hs[:0]
+	ex.lp.hdrs = hs[:0]
 }
 
-// relayHead prepares the relay of a final (or 101) response head: it
-// decides the body framing and whether the client connection stays open,
-// and queues the rewritten head.
+// relayHead relays a final (or 101) response head: it decides how the
+// upstream's body is read and whether the client connection may stay
+// open, and hands the status, the end-to-end fields and the body's length
+// to the sink, which renders the framing. The length is the upstream's
+// Content-Length as parsed (for a response without a body, a response to
+// HEAD or a 304, the representation's: RFC 9110 section 8.6), or -1 for a
+// chunked or close-delimited body.
 func (ex *exchange) relayHead() {
 	r := &ex.resp
 	lp := ex.lp
@@ -534,30 +483,21 @@ func (ex *exchange) relayHead() {
 	ex.started = true
 	if r.Status == 101 {
 		ex.kind = codec.BodyNone
-		hs, _ := ex.filterResponse(true)
-		lp.buf = ex.appendStatusLine(lp.buf)
-		lp.buf = codec.AppendFieldLines(lp.buf, hs)
-		lp.buf = append(lp.buf, valUpLine...)
-		lp.buf = append(lp.buf, r.Header("upgrade")...)
-		lp.buf = append(lp.buf, "\r\n\r\n"...)
+		hs := ex.filterResponse(true)
+		ex.cl.ProxySwitch(hs, r.Header("upgrade"))
 		clear(hs)
 		lp.hdrs = hs[:0]
 		return
 	}
 	ex.kind = ex.rbody.InitResponse(r, ex.isHead)
 	ex.remaining = r.ContentLength
-	ex.dechunk = ex.kind == codec.BodyChunked && ex.clientV == codec.HTTP10
-	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.dechunk ||
-		ex.cl.ProxyClosing()
-	hs, date := ex.filterResponse(true)
-	b := ex.appendStatusLine(lp.buf)
-	if !date {
-		b = codec.AppendDate(b)
+	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.ProxyClosing()
+	length := r.ContentLength
+	if ex.kind == codec.BodyChunked || ex.kind == codec.BodyUntilClose {
+		length = -1
 	}
-	b = codec.AppendFieldLines(b, hs)
-	b = ex.appendResponseFraming(b)
-	b = codec.AppendConnection(b, ex.closeClient, ex.clientV == codec.HTTP10)
-	lp.buf = append(b, crlf...)
+	hs := ex.filterResponse(true)
+	ex.sink.WriteHead(handlers.Head{Status: r.Status, Reason: r.Reason, Fields: hs, Length: length, Close: ex.closeClient})
 	clear(hs)
 	lp.hdrs = hs[:0]
 }

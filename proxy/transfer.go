@@ -24,10 +24,16 @@ import (
 // duplicate keeps the socket), so nothing reads it and TCP flow control
 // slows the upstream down. When the client's gnet output has drained, a
 // goroutine copies the rest of the body between duplicates of both
-// sockets, through Go's poller (splice(2) for Content-Length and
-// close-delimited bodies), and wakes the client connection when done. The
-// loop writes nothing to the client meanwhile. Tunnels (after a 101) take
-// both sockets out of gnet for good.
+// sockets, through Go's poller, and wakes the client connection when
+// done. The loop writes nothing to the client meanwhile. A Content-Length
+// body, and a close-delimited one the client also reads to the close,
+// move with splice(2); otherwise the copy writes the payload in the
+// framing the response sink chose for the client (chunks of gale's own,
+// or the payload alone for a close-delimited copy of a chunked body),
+// and the loop's sink ends the body (the last chunk) once the copy is
+// done. These copies exist on HTTP/1.1 only: the socket is the client's
+// whole connection. Tunnels (after a 101) take both sockets out of gnet
+// for good.
 
 // transferStep is how much one copy step moves before the deadlines are
 // pushed forward: the timeouts mean "no progress for that long".
@@ -49,7 +55,7 @@ type transfer struct {
 	kind      codec.BodyKind
 	body      codec.BodyReader // chunked framing state
 	remaining int64            // Content-Length bytes left
-	dechunk   bool
+	chunks    bool             // the client's copy is chunked: the payload is framed again
 
 	upPrefix, clPrefix []byte      // tunnel: bytes read by gnet before the tunnel began
 	budget             *fds.Budget // tunnel: the budget whose client place it holds
@@ -62,6 +68,7 @@ type transfer struct {
 	err     error
 	clean   bool  // the body ended exactly where its framing says
 	sent    int64 // bytes written to the client
+	payload int64 // body payload bytes among them
 }
 
 func (x *transfer) finished() bool { return x.done.Load() }
@@ -127,7 +134,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		kind:      ex.kind,
 		body:      ex.rbody,
 		remaining: ex.remaining,
-		dechunk:   ex.dechunk,
+		chunks:    ex.cl.ProxyChunked(),
 		write:     ex.set.WriteTimeout,
 		read:      time.Duration(ex.h.headerTimeout),
 	}
@@ -167,7 +174,7 @@ func (ex *exchange) handoffDone() {
 	ex.state = exActive
 	_ = x.cl.Close()
 	ex.out += x.sent
-	ex.bodyOut += x.sent
+	ex.bodyOut += x.payload
 	if x.err != nil || !x.clean {
 		_ = x.up.Close()
 		why := "off-loop copy ended early"
@@ -233,13 +240,14 @@ func (x *transfer) runBody() {
 		x.done.Store(true)
 		x.wake.ProxyWake() // a no-op once the client closed
 	}()
-	switch x.kind {
-	case codec.BodyLength:
+	switch {
+	case x.kind == codec.BodyLength:
 		for x.remaining > 0 {
 			n := min(x.remaining, transferStep)
 			x.deadlines()
 			m, err := io.CopyN(x.cl, x.up, n) // splice(2) between the sockets
 			x.sent += m
+			x.payload += m
 			x.remaining -= m
 			if err != nil {
 				if err == io.EOF {
@@ -250,74 +258,63 @@ func (x *transfer) runBody() {
 			}
 		}
 		x.clean = true
-	case codec.BodyUntilClose:
+	case x.kind == codec.BodyUntilClose && !x.chunks:
 		for {
 			x.deadlines()
 			m, err := io.CopyN(x.cl, x.up, transferStep)
 			x.sent += m
+			x.payload += m
 			if err == io.EOF {
-				return // the close ends the body; the connection is done
+				x.clean = true // the close ends the body
+				return
 			}
 			if err != nil {
 				x.err = err
 				return
 			}
 		}
-	case codec.BodyChunked:
-		x.copyChunked()
+	default:
+		x.copyFramed()
 	}
 }
 
-// copyChunked relays a chunked body through a buffer, framing it to find
-// its end.
-func (x *transfer) copyChunked() {
+// Room copyFramed keeps in its buffer around the payload for the chunk
+// framing: the size line before it, CRLF after it.
+const (
+	framingBefore = 8
+	framingAfter  = 2
+)
+
+// copyFramed relays a body through a buffer: a chunked one de-framed to
+// find its end, a close-delimited one until the upstream closes; and
+// writes the payload to the client framed as chunks when x.chunks is set.
+func (x *transfer) copyFramed() {
 	bp := copyBufPool.Get().(*[32 << 10]byte)
 	defer copyBufPool.Put(bp)
 	buf := bp[:]
 	for {
 		_ = x.up.SetReadDeadline(time.Now().Add(x.read))
-		n, err := x.up.Read(buf)
-		in := buf[:n]
-		off := 0
-		out := 0 // de-chunked payload gathered at the front of buf
-		ended := false
-		for off < len(in) {
-			m, payload, done, ferr := x.body.Next(in[off:])
-			if ferr != nil {
+		n, err := x.up.Read(buf[framingBefore : len(buf)-framingAfter])
+		in := buf[framingBefore : framingBefore+n]
+		out, ended := n, false
+		if x.kind == codec.BodyChunked {
+			var ferr error
+			if out, ended, ferr = x.deframe(in); ferr != nil {
 				x.err = ferr
 				return
 			}
-			off += m
-			if x.dechunk && len(payload) > 0 {
-				out += copy(buf[out:], payload)
-			}
-			if done {
-				ended = true
-				break
-			}
-			if m == 0 {
-				break
-			}
 		}
-		piece := in[:off]
-		if x.dechunk {
-			piece = buf[:out]
-		}
-		if len(piece) > 0 {
-			_ = x.cl.SetWriteDeadline(time.Now().Add(x.write))
-			w, werr := x.cl.Write(piece)
-			x.sent += int64(w)
-			if werr != nil {
+		if out > 0 {
+			if werr := x.writePiece(buf, out); werr != nil {
 				x.err = werr
 				return
 			}
 		}
 		if ended {
-			if off < len(in) {
-				x.err = errLeftover
-			} else {
-				x.clean = true
-			}
+			return
+		}
+		if err == io.EOF && x.kind == codec.BodyUntilClose {
+			x.clean = true // the close ends the body
 			return
 		}
 		if err != nil {
@@ -328,6 +325,52 @@ func (x *transfer) copyChunked() {
 			return
 		}
 	}
+}
+
+// deframe frames the chunked bytes in through x.body, gathers their
+// payload at the front of in, and returns its length and whether the
+// body ended (clean when nothing follows it).
+func (x *transfer) deframe(in []byte) (out int, ended bool, err error) {
+	off := 0
+	for off < len(in) {
+		m, payload, done, ferr := x.body.Next(in[off:])
+		if ferr != nil {
+			return out, false, ferr
+		}
+		off += m
+		out += copy(in[out:], payload) // payload sits at or after out
+		if done {
+			if off < len(in) {
+				return out, true, errLeftover
+			}
+			x.clean = true
+			return out, true, nil
+		}
+		if m == 0 {
+			break
+		}
+	}
+	return out, false, nil
+}
+
+// writePiece writes the n payload bytes at buf[framingBefore:] to the
+// client, as one chunk when x.chunks is set (framed in the room around
+// them).
+func (x *transfer) writePiece(buf []byte, n int) error {
+	start, end := framingBefore, framingBefore+n
+	if x.chunks {
+		var line [framingBefore]byte
+		size := codec.AppendChunkSize(line[:0], n)
+		start -= copy(buf[start-len(size):start], size)
+		end += copy(buf[end:], codec.ChunkEnd)
+	}
+	_ = x.cl.SetWriteDeadline(time.Now().Add(x.write))
+	w, err := x.cl.Write(buf[start:end])
+	x.sent += int64(w)
+	if err == nil {
+		x.payload += int64(n)
+	}
+	return err
 }
 
 var errLeftover = errors.New("proxy: bytes after the end of a response")
