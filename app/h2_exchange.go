@@ -32,7 +32,7 @@ type h2exchange struct {
 	parts      []handlers.BodyPart
 	one        [1]handlers.BodyPart // storage for a body in one piece
 	off        int64                // bytes of parts[0] already sent
-	file       *os.File             // the body's file regions are read from here; closed by dropFile
+	file       *os.File             // the body's file regions are read from here, counted in the descriptor budget; closed by dropFile
 	fileQueued bool                 // the writer has regions of file to read: it closes it
 	status     int
 	sent       int64 // body bytes sent
@@ -262,11 +262,17 @@ func (ex *h2exchange) answer() {
 	if ex.result.Load() != nil {
 		ex.result.Store(nil) // a load result belongs to this request only
 	}
-	ex.status = resp.Status
 	isHead := string(c.Req.Method) == "HEAD"
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
 	size := resp.BodySize()
 	end := isHead || bodyless || size == 0
+	if !end && resp.File != nil && !h.cs.loop.srv.budget.Acquire(1) {
+		// The file would outlive this event uncounted: 503, as
+		// HTTP/1.1 answers a transfer it has no descriptors for.
+		c.Error(503)
+		bodyless, size = false, resp.BodySize()
+	}
+	ex.status = resp.Status
 	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	ex.answered = true

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"os"
 	"strconv"
 	"time"
 
 	"gale/codec"
+	"gale/fds"
 	"gale/h2/hpack"
 	"gale/handlers"
 )
@@ -231,7 +233,9 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 }
 
 // dropFile closes the body's file, or, when the writer has regions of it
-// still to read, has the writer close it after them.
+// still to read, has the writer close it after them. The file's place in
+// the descriptor budget, taken when the exchange took the file (answer),
+// is given back once it is closed.
 func (ex *h2exchange) dropFile() {
 	f := ex.file
 	if f == nil {
@@ -241,7 +245,14 @@ func (ex *h2exchange) dropFile() {
 	if ex.fileQueued && ex.h.w != nil {
 		ex.h.w.queueClose(f)
 	} else {
-		_ = f.Close()
+		closeHeld(f, ex.h.cs.loop.srv.budget)
 	}
 	ex.fileQueued = false
+}
+
+// closeHeld closes f, a file an exchange held, and gives its descriptor
+// back to b.
+func closeHeld(f *os.File, b *fds.Budget) {
+	_ = f.Close()
+	b.Release(1)
 }

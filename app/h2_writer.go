@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gale/fds"
 )
 
 // h2writer owns the output direction of an HTTP/2 connection once large
@@ -37,6 +39,7 @@ type h2writer struct {
 	wantRoom atomic.Bool  // the loop stopped producing for lack of room
 	dead     atomic.Bool  // a write failed, or abort: the connection must close
 	release  func()       // gives the duplicate's place in the descriptor budget back
+	files    *fds.Budget  // where the exchanges' files it closes are counted (closeHeld)
 }
 
 // writeItem is one piece of queued output: bytes, a region of a file, or
@@ -78,6 +81,7 @@ func (h *h2conn) startWriter() bool {
 		max:     int64(set.maxOut),
 		timeout: time.Duration(set.write),
 		release: func() { b.Release(1) },
+		files:   b,
 	}
 	w.cond.L = &w.mu
 	h.w = w
@@ -135,7 +139,7 @@ func (w *h2writer) queueClose(f *os.File) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
-		_ = f.Close()
+		closeHeld(f, w.files)
 		return
 	}
 	w.items = append(w.items, writeItem{f: f, closeFile: true})
@@ -177,7 +181,7 @@ func (w *h2writer) run() {
 	w.mu.Unlock()
 	for _, it := range rest {
 		if it.closeFile {
-			_ = it.f.Close()
+			closeHeld(it.f, w.files)
 		}
 	}
 	_ = w.nc.Close()
@@ -230,7 +234,7 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 				}
 				buf = buf[:0]
 			}
-			_ = it.f.Close()
+			closeHeld(it.f, w.files)
 		case it.f != nil:
 			for n := it.n; n > 0; {
 				if len(buf) == cap(buf) {

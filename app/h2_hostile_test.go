@@ -1,0 +1,211 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Hostile HTTP/2 clients against the engine's resource bounds: open
+// files, late cache loads, per-slot memory and the timeouts.
+
+// h2Response is what a stream received.
+type h2Response struct {
+	status string
+	body   []byte
+	ended  bool
+}
+
+// h2Hostile runs h2Site with more YAML after it (server, cache sections)
+// and files under site/ besides h2Server's.
+func h2Hostile(t *testing.T, more string, files map[string]string) *tlsTestServer {
+	t.Helper()
+	all := map[string]string{"404.html": "not here\n", "small.txt": "0123456789"}
+	for k, v := range files {
+		all[k] = v
+	}
+	return startTLSServer(t, h2Site+more, all, nil)
+}
+
+// decodeHeaders makes the client's framer decode header blocks, so that
+// reads return *http2.MetaHeadersFrame with the response's fields.
+func (hc *h2Client) decodeHeaders() *h2Client {
+	hc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	return hc
+}
+
+// block encodes a request header block.
+func block(method, path string, extra ...[2]string) []byte {
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	fs := append([][2]string{{":method", method}, {":scheme", "http"}, {":authority", "localhost"}, {":path", path}}, extra...)
+	for _, f := range fs {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	return hb.Bytes()
+}
+
+// burst writes the frames fn makes in one write, so that gale reads them
+// in one event.
+func (hc *h2Client) burst(fn func(fr *http2.Framer)) {
+	var buf bytes.Buffer
+	fn(http2.NewFramer(&buf, nil))
+	if _, err := hc.c.Write(buf.Bytes()); err != nil {
+		hc.t.Fatal(err)
+	}
+}
+
+// next returns a new stream id.
+func (hc *h2Client) next() uint32 {
+	id := hc.id
+	hc.id += 2
+	return id
+}
+
+// collect reads frames until every stream in want got a response head
+// (heads) or ended (!heads), answering SETTINGS and, when credit is set,
+// returning the window of every DATA frame. It fails on GOAWAY and
+// RST_STREAM.
+func (hc *h2Client) collect(heads, credit bool, want ...uint32) map[uint32]*h2Response {
+	got := map[uint32]*h2Response{}
+	for _, id := range want {
+		got[id] = &h2Response{}
+	}
+	done := func() bool {
+		for _, r := range got {
+			if heads && r.status == "" || !heads && !r.ended {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		f, err := hc.fr.ReadFrame()
+		if err != nil {
+			n := 0
+			for _, r := range got {
+				if r.status != "" {
+					n++
+				}
+			}
+			hc.t.Fatalf("reading: %v (%d of %d heads)", err, n, len(got))
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = hc.fr.WriteSettingsAck()
+			}
+		case *http2.MetaHeadersFrame:
+			if r := got[f.StreamID]; r != nil {
+				r.status = f.PseudoValue("status")
+				r.ended = r.ended || f.StreamEnded()
+			}
+		case *http2.DataFrame:
+			if r := got[f.StreamID]; r != nil {
+				r.body = append(r.body, f.Data()...)
+				r.ended = r.ended || f.StreamEnded()
+			}
+			if n := uint32(len(f.Data())); credit && n > 0 {
+				_ = hc.fr.WriteWindowUpdate(0, n)
+				_ = hc.fr.WriteWindowUpdate(f.StreamID, n)
+			}
+		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			hc.t.Fatalf("unexpected %v", f)
+		}
+	}
+	return got
+}
+
+// openFiles counts gale's (this process's) descriptors open on path.
+func openFiles(t *testing.T, path string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && l == path {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitBudget waits until the descriptor budget holds used descriptors
+// again (the connections closed and gave back what they held), polling
+// the counter; it fails after a generous deadline.
+func awaitBudget(t *testing.T, ts *tlsTestServer, used int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for ts.srv.budget.Snapshot().Used != used {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.budget.Snapshot().Used, used)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the counter
+	}
+}
+
+// TestH2StreamFilesCounted opens streams of a file too large for the
+// cache on a connection whose windows stay shut, so that each stream
+// keeps its file open: every such file is counted in the descriptor
+// budget, and once the budget is spent further streams are answered 503
+// instead of holding descriptors the budget does not know of (which would
+// let accept meet EMFILE and end gnet's engine).
+func TestH2StreamFilesCounted(t *testing.T) {
+	ts := h2Hostile(t, "", map[string]string{"large.bin": strings.Repeat("L", 2<<20)})
+	path := filepath.Join(ts.dir, "site", "large.bin")
+	used := ts.srv.budget.Snapshot().Used
+	hc := dialH2C(t, ts.plainAddr(), 0, 0).decodeHeaders()
+	first := hc.next()
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: first, BlockFragment: block("GET", "/large.bin"), EndStream: true, EndHeaders: true})
+	})
+	if r := hc.collect(true, false, first)[first]; r.status != "200" {
+		t.Fatalf("first stream: %q", r.status)
+	}
+	b := ts.srv.budget.Snapshot()
+	const room = 3
+	ts.srv.budget.SetLimit(b.Used + room)
+	defer ts.srv.budget.SetLimit(b.Limit)
+
+	var ids []uint32
+	hc.burst(func(fr *http2.Framer) {
+		for i := 0; i < 10; i++ {
+			id := hc.next()
+			ids = append(ids, id)
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("GET", "/large.bin"), EndStream: true, EndHeaders: true})
+		}
+	})
+	got := hc.collect(true, false, ids...)
+	ok, refused := 0, 0
+	for _, id := range ids {
+		switch got[id].status {
+		case "200":
+			ok++
+		case "503":
+			refused++
+		default:
+			t.Fatalf("stream %d: status %q", id, got[id].status)
+		}
+	}
+	open := openFiles(t, path)
+	t.Logf("%d streams 200, %d 503; %d descriptors open on the file, budget %+v", ok, refused, open, ts.srv.budget.Snapshot())
+	if ok != room || refused != len(ids)-room {
+		t.Fatalf("%d streams answered 200 and %d 503, want %d and %d", ok, refused, room, len(ids)-room)
+	}
+	if open != 1+room {
+		t.Fatalf("%d descriptors open on the file, want %d (all counted)", open, 1+room)
+	}
+	hc.c.Close()
+	awaitBudget(t, ts, used)
+	if n := openFiles(t, path); n != 0 {
+		t.Fatalf("%d descriptors still open on the file", n)
+	}
+}
