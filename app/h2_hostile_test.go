@@ -209,3 +209,40 @@ func TestH2StreamFilesCounted(t *testing.T) {
 		t.Fatalf("%d descriptors still open on the file", n)
 	}
 }
+
+// TestH2WriterFailureClosesFiles has streams of files too large for the
+// cache finish (their last bytes queued for the writer goroutine, with
+// the close of their files after them) while the client reads nothing:
+// the writer's write times out, and every file the failed batch was to
+// close is closed and given back to the budget.
+func TestH2WriterFailureClosesFiles(t *testing.T) {
+	ts := h2Hostile(t, `server:
+  socket_send_buffer: 4KiB
+  timeouts: {write: 1s}
+cache: {max_file_bytes: 1KiB}
+`, map[string]string{"big.bin": strings.Repeat("B", 2<<20), "part.bin": strings.Repeat("p", 8<<10)})
+	path := filepath.Join(ts.dir, "site", "part.bin")
+	used := ts.srv.budget.Snapshot().Used
+	hc := dialH2C(t, ts.plainAddr(), 1<<30, 4<<10)
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteWindowUpdate(0, 1<<30)
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hc.next(), BlockFragment: block("GET", "/big.bin"), EndStream: true, EndHeaders: true})
+		for i := 0; i < 20; i++ {
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hc.next(), BlockFragment: block("GET", "/part.bin"), EndStream: true, EndHeaders: true})
+		}
+	})
+	// gale takes the connection and the streams' files...
+	deadline := time.Now().Add(20 * time.Second)
+	for ts.srv.budget.Snapshot().Used < used+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.budget.Snapshot().Used-used)
+		}
+		time.Sleep(time.Millisecond) // polls the counter
+	}
+	// ...then, the client reading nothing, the writer's write times out
+	// and gale closes the connection.
+	awaitBudget(t, ts, used) // the connection, the writer and every file gave theirs back
+	if n := openFiles(t, path); n != 0 {
+		t.Fatalf("%d descriptors still open on part.bin after the writer failed", n)
+	}
+}

@@ -168,10 +168,12 @@ func (w *h2writer) run() {
 			break
 		}
 		buf, err = w.writeBatch(buf, batch)
-		w.recycle(batch)
 		if err != nil {
+			w.closeFiles(batch) // the files the failed batch was to close after its bytes
+			w.recycle(batch)
 			break
 		}
+		w.recycle(batch)
 	}
 	w.dead.Store(true)
 	w.mu.Lock()
@@ -179,14 +181,21 @@ func (w *h2writer) run() {
 	rest := w.items
 	w.items = nil
 	w.mu.Unlock()
-	for _, it := range rest {
-		if it.closeFile {
-			closeHeld(it.f, w.files)
-		}
-	}
+	w.closeFiles(rest)
 	_ = w.nc.Close()
 	w.release()
 	w.wakeFn()
+}
+
+// closeFiles closes the files that items were to close (those writeBatch
+// did not reach): the writer stopped, and nothing else will.
+func (w *h2writer) closeFiles(items []writeItem) {
+	for i := range items {
+		if items[i].closeFile {
+			closeHeld(items[i].f, w.files)
+			items[i] = writeItem{}
+		}
+	}
 }
 
 // next waits for queued items and takes them all.
@@ -235,6 +244,7 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 				buf = buf[:0]
 			}
 			closeHeld(it.f, w.files)
+			*it = writeItem{} // closed: closeFiles must not see it again
 		case it.f != nil:
 			for n := it.n; n > 0; {
 				if len(buf) == cap(buf) {
