@@ -44,10 +44,26 @@ type h2exchange struct {
 	queued     bool  // in h2conn.active
 
 	// Waiting for the file cache (handlers.CacheAccess).
-	done    cache.Done
-	result  atomic.Pointer[cacheResult]
+	done    cache.Done // stores into wait; made with it
+	wait    *loadWait  // where done stores the result of a load
 	waitKey string
 	waiting bool
+}
+
+// loadWait receives the result of the loads an exchange waits for. An
+// exchange whose stream ends while a load is pending leaves its loadWait
+// (and done) to that load and takes new ones (release), so that a result
+// arriving late reaches no later stream on the slot.
+type loadWait struct {
+	result atomic.Pointer[cacheResult]
+}
+
+// loaded returns the stored result of a finished load, or nil.
+func (ex *h2exchange) loaded() *cacheResult {
+	if ex.wait == nil {
+		return nil
+	}
+	return ex.wait.result.Load()
 }
 
 var _ h2.Handler = (*h2conn)(nil)
@@ -240,7 +256,7 @@ func splitTarget(target []byte, src *codec.Request) (path, query []byte) {
 // resume serves a request that waited for the file cache again, once the
 // load finished.
 func (ex *h2exchange) resume() {
-	if ex.s == nil || !ex.waiting || ex.result.Load() == nil {
+	if ex.s == nil || !ex.waiting || ex.loaded() == nil {
 		return
 	}
 	ex.waiting = false
@@ -259,8 +275,8 @@ func (ex *h2exchange) answer() {
 	h := ex.h
 	c := &ex.ctx
 	resp := &c.Resp
-	if ex.result.Load() != nil {
-		ex.result.Store(nil) // a load result belongs to this request only
+	if ex.loaded() != nil {
+		ex.wait.result.Store(nil) // a load result belongs to this request only
 	}
 	isHead := string(c.Req.Method) == "HEAD"
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
@@ -377,8 +393,13 @@ func (ex *h2exchange) abandon() {
 	ex.release()
 }
 
-// release frees the slot for the next stream.
+// release frees the slot for the next stream. A load the exchange still
+// waits for keeps its callback and result storage: the next stream on the
+// slot gets new ones (CacheDone).
 func (ex *h2exchange) release() {
+	if ex.waiting {
+		ex.done, ex.wait = nil, nil
+	}
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil
@@ -402,8 +423,10 @@ func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
 func (ex *h2exchange) CacheDone() cache.Done {
 	if ex.done == nil {
 		gc := ex.h.cs.c
+		w := &loadWait{}
+		ex.wait = w
 		ex.done = func(e *cache.Entry, err error) {
-			ex.result.Store(&cacheResult{e: e, err: err})
+			w.result.Store(&cacheResult{e: e, err: err})
 			_ = gc.Wake(nil)
 		}
 	}
@@ -412,11 +435,11 @@ func (ex *h2exchange) CacheDone() cache.Done {
 
 // CacheLoaded implements handlers.CacheAccess.
 func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
-	r := ex.result.Load()
+	r := ex.loaded()
 	if r == nil || ex.waitKey != string(key) {
 		return nil, nil, false
 	}
-	ex.result.Store(nil)
+	ex.wait.result.Store(nil)
 	return r.e, r.err, true
 }
 
@@ -429,7 +452,7 @@ func (ex *h2exchange) CacheWait(key []byte) {
 // resumeWaiting serves again every exchange whose load finished.
 func (h *h2conn) resumeWaiting() {
 	for _, ex := range h.ex {
-		if ex != nil && ex.waiting && ex.result.Load() != nil {
+		if ex != nil && ex.waiting && ex.loaded() != nil {
 			ex.resume()
 		}
 	}

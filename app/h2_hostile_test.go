@@ -246,3 +246,37 @@ cache: {max_file_bytes: 1KiB}
 		t.Fatalf("%d descriptors still open on part.bin after the writer failed", n)
 	}
 }
+
+// TestH2LateLoadResult resets a stream while its file loads: the result
+// that arrives after the reset must not answer the next stream that takes
+// the same slot, which asks for another file.
+func TestH2LateLoadResult(t *testing.T) {
+	a, b := strings.Repeat("a", 512<<10), strings.Repeat("b", 512<<10)
+	ts := h2Hostile(t, "", map[string]string{"a.bin": a, "b.bin": b})
+	hc := dialH2C(t, ts.plainAddr(), 1<<20, 0).decodeHeaders()
+	// Stream 1 (slot 0) waits for a.bin's load, stream 3 (slot 1) joins
+	// the same load after it, and stream 1 is reset before the load ends:
+	// when stream 3 is answered, the load has reported to both.
+	s1, s3 := hc.next(), hc.next()
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteWindowUpdate(0, 1<<30)
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s1, BlockFragment: block("GET", "/a.bin"), EndStream: true, EndHeaders: true})
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s3, BlockFragment: block("GET", "/a.bin"), EndStream: true, EndHeaders: true})
+		_ = fr.WriteRSTStream(s1, http2.ErrCodeCancel)
+	})
+	if r := hc.collect(false, true, s3)[s3]; r.status != "200" || string(r.body) != a {
+		t.Fatalf("stream %d: %q, %d bytes", s3, r.status, len(r.body))
+	}
+	// Slots 1 and 0 are free, 1 on top: stream 5 takes it and holds it
+	// while its body is due, so stream 7 takes slot 0 and waits for b.bin.
+	s5, s7 := hc.next(), hc.next()
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s5, BlockFragment: block("POST", "/hello"), EndHeaders: true})
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s7, BlockFragment: block("GET", "/b.bin"), EndStream: true, EndHeaders: true})
+		_ = fr.WriteData(s5, true, []byte("x"))
+	})
+	got := hc.collect(false, true, s5, s7)
+	if r := got[s7]; r.status != "200" || string(r.body) != b {
+		t.Fatalf("stream %d asked for b.bin: %q, %d bytes starting %q", s7, r.status, len(r.body), r.body[:min(8, len(r.body))])
+	}
+}
