@@ -76,7 +76,7 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 	ex := h.ex[slot]
 	if ex == nil {
 		ex = &h2exchange{h: h}
-		ex.ctx.Scratch = make([]byte, 0, 2<<10)
+		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
 		h.ex[slot] = ex
 	}
@@ -407,6 +407,33 @@ func (ex *h2exchange) release() {
 	ex.waiting = false
 	ex.ctx.Req = nil
 	ex.ctx.Resp.Reset()
+	ex.trim()
+}
+
+// Each buffer an idle slot keeps is at most this large: one large
+// request must not leave every slot of a connection holding its size for
+// the connection's life, which would make an idle connection cost
+// MaxConcurrentStreams times the largest request.
+const (
+	slotKeep       = 4 << 10 // bytes of a buffer
+	slotKeepFields = 64      // header fields of a copied request
+	slotScratch    = 2 << 10 // the scratch memory a slot starts with
+)
+
+// trim drops the buffers a large request grew past slotKeep, and what
+// aliases them; the next large request on the slot makes them again.
+func (ex *h2exchange) trim() {
+	c := &ex.ctx
+	c.Path, c.Rest = nil, nil // they may alias the request's copy or the scratch
+	if cap(ex.ownBuf) > slotKeep || cap(ex.own.Headers) > slotKeepFields {
+		ex.ownBuf, ex.own = nil, codec.Request{} // own aliases ownBuf
+	}
+	if cap(ex.recBuf) > slotKeep {
+		ex.recBuf, ex.rec = nil, accessRecord{} // rec aliases recBuf
+	}
+	if cap(c.Scratch) > slotKeep {
+		c.Scratch = make([]byte, 0, slotScratch)
+	}
 }
 
 // The file cache, per exchange (handlers.CacheAccess).

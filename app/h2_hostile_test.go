@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -279,4 +280,50 @@ func TestH2LateLoadResult(t *testing.T) {
 	if r := got[s7]; r.status != "200" || string(r.body) != b {
 		t.Fatalf("stream %d asked for b.bin: %q, %d bytes starting %q", s7, r.status, len(r.body), r.body[:min(8, len(r.body))])
 	}
+}
+
+// TestH2IdleSlotsKeepLittle fills every stream slot of a connection with
+// requests whose header blocks are large (each has a body, so that its
+// request is copied while the body arrives): once they are answered, the
+// idle connection keeps little of that memory.
+func TestH2IdleSlotsKeepLittle(t *testing.T) {
+	ts := h2Hostile(t, "", nil)
+	hc := dialH2C(t, ts.plainAddr(), 1<<20, 0).decodeHeaders()
+	round := func(extra ...[2]string) {
+		var ids []uint32
+		hc.burst(func(fr *http2.Framer) {
+			for i := 0; i < 128; i++ {
+				id := hc.next()
+				ids = append(ids, id)
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("POST", "/hello", extra...), EndHeaders: true})
+			}
+		})
+		hc.burst(func(fr *http2.Framer) {
+			for _, id := range ids {
+				_ = fr.WriteData(id, true, []byte("x"))
+			}
+		})
+		_ = hc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for id, r := range hc.collect(false, true, ids...) {
+			if r.status != "200" {
+				t.Fatalf("stream %d: %q", id, r.status)
+			}
+		}
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse)
+	}
+	round() // every slot's exchange exists
+	before := heap()
+	v := strings.Repeat("v", 3<<10)
+	round([2]string{"x-a", v + "a"}, [2]string{"x-b", v + "b"}, [2]string{"x-c", v + "c"}, [2]string{"x-d", v + "d"})
+	grown := heap() - before
+	t.Logf("the idle connection keeps %d KiB more after 128 requests of 12 KiB headers", grown>>10)
+	if grown > 1<<20 { // the copies alone would be 1.5 MiB
+		t.Fatalf("the idle connection keeps %d KiB more after large requests, want under 1 MiB", grown>>10)
+	}
+	runtime.KeepAlive(hc)
 }
