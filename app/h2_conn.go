@@ -108,7 +108,6 @@ func (h *h2conn) onTraffic() gnet.Action {
 		if n > 0 {
 			cs.consume(n)
 			cs.loop.stats.BytesIn.Add(uint64(n))
-			cs.lastActive = time.Now().UnixNano()
 		}
 		if cs.dead {
 			return gnet.None
@@ -272,6 +271,10 @@ func (h *h2conn) check(now int64, set *settings) bool {
 		}
 		return false
 	}
+	// lastActive is the last stream event (a request, body bytes, a
+	// response ended: streamActive), not the last frame: PING, SETTINGS,
+	// PRIORITY or WINDOW_UPDATE frames on their own hold neither streams
+	// nor an idle connection, as x/net's IdleTimeout does not count PING.
 	if h.core.Streams() > 0 {
 		if now-cs.lastActive > set.readBody {
 			cs.loop.stats.TimedOut.Add(1)
@@ -286,6 +289,11 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	}
 	return false
 }
+
+// streamActive records progress of a stream: a request arrived, body
+// bytes arrived, or a response ended. The read_body and idle timeouts
+// count from it (check).
+func (h *h2conn) streamActive() { h.cs.lastActive = time.Now().UnixNano() }
 
 // release drops what the connection holds once gnet closed it.
 func (h *h2conn) release() {

@@ -88,6 +88,7 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 // handlers read no bodies; the bytes are discarded as they arrive), so
 // that the stream's frames are judged in the state the request left it in.
 func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
+	h.streamActive()
 	ex := h.exchange(s.Slot)
 	ex.start(s)
 	ex.ctx.Req = req
@@ -125,6 +126,9 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	ex := h.ex[s.Slot]
 	if ex == nil || ex.s != s {
 		return
+	}
+	if len(data) > 0 || end {
+		h.streamActive()
 	}
 	ex.bodyBytes += int64(len(data))
 	if end {
@@ -376,6 +380,7 @@ func (ex *h2exchange) finish() {
 	if !ex.reqDone {
 		h.core.Reset(ex.s, h2.NoError)
 	}
+	cs.lastActive = now
 	cs.loop.stats.H2Requests.Add(1)
 	cs.record(&ex.rec, ex.status, ex.sent, now)
 	ex.release()

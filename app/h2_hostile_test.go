@@ -2,6 +2,8 @@ package app
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -327,3 +329,73 @@ func TestH2IdleSlotsKeepLittle(t *testing.T) {
 	}
 	runtime.KeepAlive(hc)
 }
+
+// TestH2PingsHoldNothing sends a PING every 50 ms: PINGs are not progress,
+// so an idle connection still gets its GOAWAY after timeouts.idle, and a
+// stream whose body never comes is still closed after timeouts.read_body.
+func TestH2PingsHoldNothing(t *testing.T) {
+	ts := h2Hostile(t, "server: {timeouts: {idle: 1s, read_body: 1s}}\n", nil)
+	pinging := func(hc *h2Client) (stop func()) {
+		quit := make(chan struct{})
+		var ping bytes.Buffer
+		_ = http2.NewFramer(&ping, nil).WritePing(false, [8]byte{1})
+		go func() {
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-quit:
+					return
+				case <-tick.C:
+					if _, err := hc.c.Write(ping.Bytes()); err != nil {
+						return // one write, so as not to interleave with the framer's
+					}
+				}
+			}
+		}()
+		return func() { close(quit) }
+	}
+	// readUntil reads frames until a GOAWAY (goaway) or the end of the
+	// connection; the client's deadline is the failsafe.
+	readUntil := func(t *testing.T, hc *h2Client, goaway bool) {
+		_ = hc.c.SetReadDeadline(time.Now().Add(15 * time.Second))
+		for {
+			f, err := hc.fr.ReadFrame()
+			if err != nil {
+				if !goaway && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) {
+					return
+				}
+				t.Fatalf("reading: %v", err)
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = hc.fr.WriteSettingsAck()
+				}
+			case *http2.GoAwayFrame:
+				if goaway {
+					return
+				}
+			}
+		}
+	}
+	t.Run("idle", func(t *testing.T) {
+		hc := dialH2C(t, ts.plainAddr(), 1<<20, 0)
+		defer pinging(hc)()
+		start := time.Now()
+		readUntil(t, hc, true)
+		t.Logf("GOAWAY after %v", time.Since(start).Round(time.Millisecond))
+	})
+	t.Run("body", func(t *testing.T) {
+		hc := dialH2C(t, ts.plainAddr(), 1<<20, 0)
+		_ = hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hc.next(), BlockFragment: block("POST", "/hello"), EndHeaders: true})
+		defer pinging(hc)()
+		start := time.Now()
+		readUntil(t, hc, false)
+		t.Logf("closed after %v", time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// isReset reports whether err is the connection reset a close with unread
+// bytes makes.
+func isReset(err error) bool { return strings.Contains(err.Error(), "connection reset") }
