@@ -399,3 +399,61 @@ func TestH2PingsHoldNothing(t *testing.T) {
 // isReset reports whether err is the connection reset a close with unread
 // bytes makes.
 func isReset(err error) bool { return strings.Contains(err.Error(), "connection reset") }
+
+// TestH2UnreadResponsesBounded sends thousands of tiny HEAD requests
+// (their fields indexed in the HPACK table, a few bytes each; a response
+// without a body ends its stream at once, so the concurrency limit does
+// not hold them back) and reads nothing: the responses gale queues for
+// the client stay within server.max_buffered_output, as HTTP/1.1's do,
+// however many requests arrive.
+func TestH2UnreadResponsesBounded(t *testing.T) {
+	ts := h2Hostile(t, "server: {socket_send_buffer: 4KiB, max_buffered_output: 64KiB}\n", nil)
+	hc := dialH2C(t, ts.plainAddr(), 1<<20, 4<<10)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb) // one encoder: later blocks refer to its table
+	const n = 9000
+	for sent := 0; sent < n; {
+		hc.burst(func(fr *http2.Framer) {
+			for i := 0; i < 500; i++ {
+				hb.Reset()
+				for _, f := range [][2]string{{":method", "HEAD"}, {":scheme", "http"}, {":authority", "localhost"}, {":path", "/hello"}} {
+					_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+				}
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hc.next(), BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+			}
+		})
+		sent += 500
+	}
+	// gale answers what it reads and stops: wait until its output stopped
+	// growing.
+	last := uint64(0)
+	for still := 0; still < 5; {
+		time.Sleep(100 * time.Millisecond) // samples the output counter
+		out := ts.srv.Stats().BytesOut
+		if out == last {
+			still++
+		} else {
+			still, last = 0, out
+		}
+	}
+	st := ts.srv.Stats()
+	t.Logf("%d requests answered, %d KiB queued for a client that reads nothing", st.H2Requests, last>>10)
+	if limit := uint64(64<<10 + 64<<10); last > limit {
+		t.Fatalf("%d KiB queued for a client that reads nothing, want at most %d KiB", last>>10, limit>>10)
+	}
+	// Once the client reads, the input gale held is served.
+	for ended := 0; ended < n; {
+		f, err := hc.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading after %d responses: %v", ended, err)
+		}
+		switch f := f.(type) {
+		case *http2.HeadersFrame:
+			if f.StreamEnded() {
+				ended++
+			}
+		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			t.Fatalf("unexpected %v after %d responses", f, ended)
+		}
+	}
+}
