@@ -55,6 +55,7 @@ type h2conn struct {
 	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
 	woke       bool      // a Wake to continue production is pending
 	held       bool      // input is left unfed until the output drained (feed)
+	bodyCheck  int64     // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
 }
 
 // startH2 makes cs an HTTP/2 connection. It runs on the loop, before any
@@ -341,6 +342,14 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	// PRIORITY or WINDOW_UPDATE frames on their own hold neither streams
 	// nor an idle connection, as x/net's IdleTimeout does not count PING.
 	if h.core.Streams() > 0 {
+		if now >= h.bodyCheck {
+			h.bodyCheck = now + set.readBody/4
+			if h.expireBodies(now, set.readBody) {
+				h.produce()
+				h.flush()
+				return cs.dead
+			}
+		}
 		if now-cs.lastActive > set.readBody {
 			cs.loop.stats.TimedOut.Add(1)
 			return true

@@ -41,6 +41,7 @@ type h2exchange struct {
 	answered   bool  // the response head went out
 	deferred   bool  // the request has a body: it is served once the body ended
 	bodyBytes  int64 // request body bytes received (and discarded)
+	bodySince  int64 // when the deferred request's body last made progress (unix ns)
 	queued     bool  // in h2conn.active
 
 	// Waiting for the file cache (handlers.CacheAccess).
@@ -95,6 +96,7 @@ func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
+		ex.bodySince = h.cs.lastActive
 		return
 	}
 	ex.run()
@@ -129,6 +131,7 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	}
 	if len(data) > 0 || end {
 		h.streamActive()
+		ex.bodySince = h.cs.lastActive
 	}
 	ex.bodyBytes += int64(len(data))
 	if end {
@@ -148,6 +151,26 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 		ex.deferred = false
 		ex.run()
 	}
+}
+
+// expireBodies answers 408 (RFC 9110 section 15.5.9) to every request
+// whose body made no progress for timeouts.read_body: the timeout is each
+// stream's, so that a body trickling on one stream holds no other. It
+// reports whether it answered any.
+func (h *h2conn) expireBodies(now, limit int64) bool {
+	answered := false
+	for _, ex := range h.ex {
+		if ex == nil || ex.s == nil || !ex.deferred || now-ex.bodySince <= limit {
+			continue
+		}
+		h.cs.loop.stats.TimedOut.Add(1)
+		ex.deferred = false
+		ex.ctx.Resp.Reset()
+		ex.ctx.Error(408)
+		ex.answer()
+		answered = true
+	}
+	return answered
 }
 
 // Reset implements h2.Handler: the stream ended abnormally.

@@ -329,7 +329,8 @@ func TestH2IdleSlotsKeepLittle(t *testing.T) {
 
 // TestH2PingsHoldNothing sends a PING every 50 ms: PINGs are not progress,
 // so an idle connection still gets its GOAWAY after timeouts.idle, and a
-// stream whose body never comes is still closed after timeouts.read_body.
+// connection whose stream's body never comes still ends after
+// timeouts.read_body (and timeouts.idle once the stream is answered).
 func TestH2PingsHoldNothing(t *testing.T) {
 	ts := h2Hostile(t, "server: {timeouts: {idle: 1s, read_body: 1s}}\n", nil)
 	pinging := func(hc *h2Client) (stop func()) {
@@ -451,6 +452,69 @@ func TestH2UnreadResponsesBounded(t *testing.T) {
 			}
 		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
 			t.Fatalf("unexpected %v after %d responses", f, ended)
+		}
+	}
+}
+
+// TestH2BodyTimeoutPerStream opens streams whose request bodies never
+// come beside one whose body trickles a byte every 100 ms: the trickle
+// keeps its own stream alive but not the others, which are answered 408
+// after timeouts.read_body (each holds a copy of its request meanwhile).
+func TestH2BodyTimeoutPerStream(t *testing.T) {
+	ts := h2Hostile(t, "server: {timeouts: {read_body: 1s}}\n", nil)
+	hc := dialH2C(t, ts.plainAddr(), 1<<20, 0).decodeHeaders()
+	trickle := hc.next()
+	var stale []uint32
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: trickle, BlockFragment: block("POST", "/hello"), EndHeaders: true})
+		for i := 0; i < 3; i++ {
+			id := hc.next()
+			stale = append(stale, id)
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("POST", "/hello"), EndHeaders: true})
+		}
+	})
+	quit := make(chan struct{})
+	defer close(quit)
+	var data bytes.Buffer
+	_ = http2.NewFramer(&data, nil).WriteData(trickle, false, []byte("x"))
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				if _, err := hc.c.Write(data.Bytes()); err != nil {
+					return // one write, so as not to interleave with the framer's
+				}
+			}
+		}
+	}()
+	_ = hc.c.SetReadDeadline(time.Now().Add(15 * time.Second)) // the failsafe
+	got := map[uint32]string{}
+	for len(got) < len(stale) {
+		f, err := hc.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading (answered %v): %v", got, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = hc.fr.WriteSettingsAck()
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == trickle {
+				t.Fatalf("the trickling stream was answered %s", f.PseudoValue("status"))
+			}
+			got[f.StreamID] = f.PseudoValue("status")
+		case *http2.GoAwayFrame:
+			t.Fatalf("unexpected %v", f)
+		}
+	}
+	for _, id := range stale {
+		if got[id] != "408" {
+			t.Fatalf("stream %d: %q, want 408", id, got[id])
 		}
 	}
 }
