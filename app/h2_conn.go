@@ -56,6 +56,8 @@ type h2conn struct {
 	woke       bool      // a Wake to continue production is pending
 	held       bool      // input is left unfed until the output drained (feed)
 	bodyCheck  int64     // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
+	memHeld    int64     // in-memory body bytes the active exchanges hold (memCap)
+	parked     int       // exchanges waiting for memHeld to shrink (h2exchange.park)
 }
 
 // startH2 makes cs an HTTP/2 connection. It runs on the loop, before any

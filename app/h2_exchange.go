@@ -43,6 +43,8 @@ type h2exchange struct {
 	bodyBytes  int64 // request body bytes received (and discarded)
 	bodySince  int64 // when the deferred request's body last made progress (unix ns)
 	queued     bool  // in h2conn.active
+	mem        int64 // in-memory body bytes the exchange holds while queued (h2conn.memHeld)
+	parked     bool  // answered later: the connection holds too many body bytes (park)
 
 	// Waiting for the file cache (handlers.CacheAccess).
 	done    cache.Done // stores into wait; made with it
@@ -296,6 +298,74 @@ func (ex *h2exchange) resume() {
 	ex.answer()
 }
 
+// entryBody is how many bytes of resp's body are a cache entry's memory
+// (0 for a body of file regions, or not from the cache: error pages and
+// respond bodies are the configuration's, shared by every response).
+func entryBody(resp *handlers.Response) int64 {
+	switch {
+	case resp.Entry == nil:
+		return 0
+	case resp.Parts != nil:
+		n := int64(0)
+		for _, p := range resp.Parts {
+			n += int64(len(p.Data))
+		}
+		return n
+	case resp.File != nil:
+		return 0
+	}
+	return int64(len(resp.Body))
+}
+
+// memCap bounds the cache entries' body bytes the exchanges of a
+// connection hold while their bodies wait for the client's windows: an
+// entry's body outlives its eviction while a stream holds it, so without
+// a bound one connection could hold max_concurrent_streams distinct files
+// beyond the cache's budget. One exchange may always hold its body,
+// however large.
+func (h *h2conn) memCap() int64 { return 4 * int64(h.cs.loop.srv.set.Load().maxOut) }
+
+// park puts off answering ex until the connection's queued bodies leave
+// room (unpark): its response, a cache entry's, is dropped and its
+// request kept, to be served again (from the cache, or loaded again).
+func (ex *h2exchange) park() {
+	if ex.ctx.Req != &ex.own {
+		ex.keepRequest()
+	}
+	ex.closeFile(&ex.ctx.Resp)
+	ex.ctx.Resp.Reset()
+	ex.parked = true
+	ex.h.parked++
+}
+
+// unparkWaiting serves again the parked exchanges while the connection's
+// queued bodies leave room.
+func (h *h2conn) unparkWaiting() {
+	for _, ex := range h.ex {
+		if h.parked == 0 || len(h.active) > 0 && h.memHeld >= h.memCap() {
+			return
+		}
+		if ex != nil && ex.parked {
+			if ex.unpark(); ex.parked {
+				return // parked again: no room yet
+			}
+		}
+	}
+}
+
+// unpark serves a parked exchange again.
+func (ex *h2exchange) unpark() {
+	ex.parked = false
+	ex.h.parked--
+	ex.ctx.Resp.Reset()
+	ex.ctx.Scratch = ex.ctx.Scratch[:0]
+	ex.serve()
+	if ex.waiting {
+		return
+	}
+	ex.answer()
+}
+
 // answer sends the response head, and the body as far as the windows and
 // the output bound allow; the rest is produced later (produce).
 func (ex *h2exchange) answer() {
@@ -309,6 +379,14 @@ func (ex *h2exchange) answer() {
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
 	size := resp.BodySize()
 	end := isHead || bodyless || size == 0
+	mem := int64(0)
+	if !end {
+		mem = entryBody(resp)
+		if mem > 0 && len(h.active) > 0 && h.memHeld+mem > h.memCap() {
+			ex.park()
+			return
+		}
+	}
 	if !end && resp.File != nil && !h.cs.loop.srv.budget.Acquire(1) {
 		// The file would outlive this event uncounted: 503, as
 		// HTTP/1.1 answers a transfer it has no descriptors for.
@@ -335,6 +413,8 @@ func (ex *h2exchange) answer() {
 	}
 	ex.setBody(resp)
 	ex.off, ex.sent = sent, sent
+	ex.mem = mem
+	h.memHeld += mem
 	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.set.Load().maxOut) {
 		h.wantWriter = true // large file regions are read off the loop
 	}
@@ -427,6 +507,10 @@ func (ex *h2exchange) abandon() {
 func (ex *h2exchange) release() {
 	if ex.waiting {
 		ex.done, ex.wait = nil, nil
+	}
+	if ex.parked {
+		ex.parked = false
+		ex.h.parked--
 	}
 	ex.s = nil
 	ex.file = nil

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -515,6 +516,76 @@ func TestH2BodyTimeoutPerStream(t *testing.T) {
 	for _, id := range stale {
 		if got[id] != "408" {
 			t.Fatalf("stream %d: %q, want 408", id, got[id])
+		}
+	}
+}
+
+// TestH2HeldBodiesBounded asks for 128 distinct cached files at once on a
+// connection whose windows stay shut, while the cache holds only 8 MiB:
+// the bodies the streams hold are bounded per connection (an evicted
+// entry's bytes live on while a stream holds them), and every stream is
+// answered with its own file once the client opens its windows.
+func TestH2HeldBodiesBounded(t *testing.T) {
+	const n, size = 128, 512 << 10
+	files := map[string]string{}
+	for i := 0; i < n; i++ {
+		files[fmt.Sprintf("f%03d.bin", i)] = strings.Repeat(string(rune('a'+i%26)), size)
+	}
+	ts := h2Hostile(t, "cache: {max_bytes: 8MiB, max_file_bytes: 1MiB}\n", files)
+	files = nil
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse)
+	}
+	before := heap()
+	hc := dialH2C(t, ts.plainAddr(), 0, 0).decodeHeaders()
+	ids := map[uint32]int{}
+	for i := 0; i < n; i++ { // one at a time: each load ends before the next
+		id := hc.next()
+		ids[id] = i
+		hc.burst(func(fr *http2.Framer) {
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("GET", fmt.Sprintf("/f%03d.bin", i)), EndStream: true, EndHeaders: true})
+		})
+		for ts.srv.files.Stats().Loads < uint64(i+1) { // polls the cache's counter
+			time.Sleep(time.Millisecond)
+		}
+	}
+	hc.burst(func(fr *http2.Framer) { _ = fr.WritePing(false, [8]byte{2}) })
+	heads := map[uint32]string{}
+	for { // the PING's answer comes after every head gale sent
+		f, err := hc.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := f.(*http2.MetaHeadersFrame); ok {
+			heads[h.StreamID] = h.PseudoValue("status")
+		}
+		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+			break
+		}
+	}
+	grown := heap() - before
+	t.Logf("heap grew %d MiB with %d streams of distinct %d KiB files held (cache %d MiB)", grown>>20, n, size>>10, ts.srv.files.Stats().Bytes>>20)
+	if grown > 24<<20 {
+		t.Fatalf("heap grew %d MiB, want under 24 MiB (the cache's 8 MiB and a bounded share per connection)", grown>>20)
+	}
+	hc.burst(func(fr *http2.Framer) {
+		_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+		_ = fr.WriteWindowUpdate(0, 1<<30)
+	})
+	var want []uint32
+	for id := range ids {
+		want = append(want, id)
+	}
+	for id, r := range hc.collect(false, true, want...) {
+		i := ids[id]
+		if r.status == "" {
+			r.status = heads[id] // it came before the PING's answer
+		}
+		if r.status != "200" || len(r.body) != size || r.body[0] != byte('a'+i%26) || r.body[size-1] != byte('a'+i%26) {
+			t.Fatalf("stream %d (f%03d.bin): %q, %d bytes", id, i, r.status, len(r.body))
 		}
 	}
 }

@@ -73,6 +73,8 @@ func (h *h2conn) dequeue(ex *h2exchange) {
 		return
 	}
 	ex.queued = false
+	h.memHeld -= ex.mem
+	ex.mem = 0
 	for i, a := range h.active {
 		if a == ex {
 			copy(h.active[i:], h.active[i+1:])
@@ -94,6 +96,9 @@ func (h *h2conn) dequeue(ex *h2exchange) {
 // writer wakes the loop when there is room.
 func (h *h2conn) produce() {
 	h.resumeWaiting()
+	if h.parked > 0 {
+		h.unparkWaiting()
+	}
 	if h.w == nil && h.wantWriter && !h.startWriter() {
 		return
 	}
@@ -111,6 +116,9 @@ func (h *h2conn) produce() {
 		}
 		if !h.round(room) {
 			return // every window is closed: WINDOW_UPDATE resumes
+		}
+		if h.parked > 0 {
+			h.unparkWaiting() // finished bodies made room
 		}
 		h.progress = time.Now().UnixNano()
 		if h.w == nil {
