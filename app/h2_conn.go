@@ -56,6 +56,10 @@ type h2conn struct {
 	progress   int64     // when body bytes were last produced, or an exchange began waiting to send (unix ns)
 	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
 	woke       bool      // a Wake to continue production is pending
+	held       bool      // input is left unfed until the output drained (feed)
+	bodyCheck  int64     // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
+	memHeld    int64     // in-memory body bytes the active exchanges hold (memCap)
+	parked     int       // exchanges waiting for memHeld to shrink (h2exchange.park)
 }
 
 // startH2 makes cs an HTTP/2 connection. It runs on the loop, before any
@@ -106,12 +110,10 @@ func (h *h2conn) onTraffic() gnet.Action {
 	}
 	buf := cs.inbound()
 	if len(buf) > 0 {
-		h.core.SetBacklog(h.pendingOutput())
-		n, err := h.core.Feed(buf)
+		n, err := h.feed(buf)
 		if n > 0 {
 			cs.consume(n)
 			cs.loop.stats.BytesIn.Add(uint64(n))
-			cs.lastActive = h.now
 		}
 		if cs.dead {
 			return gnet.None
@@ -120,6 +122,9 @@ func (h *h2conn) onTraffic() gnet.Action {
 			h.flush()
 			return h.closeAfterOutput()
 		}
+		if h.held && cs.inboundBuffered() > h.maxHeldInput() {
+			return gnet.Close
+		}
 	}
 	h.produce()
 	h.flush()
@@ -127,6 +132,60 @@ func (h *h2conn) onTraffic() gnet.Action {
 		return gnet.None
 	}
 	return h.maybeClose()
+}
+
+// feedChunk is how many input bytes the core is fed at a time: the output
+// bound is checked between chunks, so that a burst of tiny requests (a
+// few bytes each, their fields indexed in the HPACK table) cannot queue
+// responses many times its size without bound.
+const feedChunk = 4 << 10
+
+// feed feeds buf to the core a chunk at a time (a frame longer than a
+// chunk whole) while the connection may queue more output, and returns
+// how many bytes the core used. Input left over is held (h.held) until
+// the output drained below server.max_buffered_output: the writer wakes
+// the loop then, or the sweep does (check).
+func (h *h2conn) feed(buf []byte) (int, error) {
+	used := 0
+	for used < len(buf) {
+		if h.room() <= 0 {
+			h.held = true
+			if h.w != nil {
+				h.w.askRoom()
+			}
+			return used, nil
+		}
+		rest := buf[used:]
+		k := min(len(rest), feedChunk)
+		h.core.SetBacklog(h.pendingOutput())
+		n, err := h.core.Feed(rest[:k])
+		if n == 0 && err == nil && k < len(rest) {
+			// The next frame is longer than a chunk (the preface,
+			// shorter, is behind): give it whole.
+			k = min(len(rest), h2.FrameHeaderLen+(int(rest[0])<<16|int(rest[1])<<8|int(rest[2])))
+			n, err = h.core.Feed(rest[:k])
+		}
+		used += n
+		if err != nil || n == 0 {
+			h.held = false
+			return used, err
+		}
+	}
+	h.held = false
+	return used, nil
+}
+
+// maxHeldInput bounds the input a connection may hold while its output
+// drains: what the client may send within the connection window we
+// granted (nothing is granted while input is held), and as much again
+// of other frames; past it the connection is closed, since gnet cannot
+// stop reading.
+func (h *h2conn) maxHeldInput() int {
+	w := int(h.cfg.InitialConnWindow)
+	if w == 0 {
+		w = h2.DefaultInitialConnWindow
+	}
+	return w + maxPendingInput
 }
 
 // maybeClose closes the connection when the core says it is done (a
@@ -264,6 +323,14 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	if cs.closing {
 		return h.closingCheck(now)
 	}
+	if h.held {
+		// Input waits for the output to drain (feed); the write
+		// timeouts bound the wait.
+		if h.room() > 0 {
+			h.wake()
+		}
+		return false
+	}
 	if h.wantWriter || len(h.active) > 0 {
 		if now-h.progress > set.write {
 			// Bodies wait and none moved for timeouts.write: the
@@ -276,7 +343,19 @@ func (h *h2conn) check(now int64, set *settings) bool {
 		}
 		return false
 	}
+	// lastActive is the last stream event (a request, body bytes, a
+	// response ended: streamActive), not the last frame: PING, SETTINGS,
+	// PRIORITY or WINDOW_UPDATE frames on their own hold neither streams
+	// nor an idle connection, as x/net's IdleTimeout does not count PING.
 	if h.core.Streams() > 0 {
+		if now >= h.bodyCheck {
+			h.bodyCheck = now + set.readBody/4
+			if h.expireBodies(now, set.readBody) {
+				h.produce()
+				h.flush()
+				return cs.dead
+			}
+		}
 		if now-cs.lastActive > set.readBody {
 			cs.loop.stats.TimedOut.Add(1)
 			return true
@@ -290,6 +369,11 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	}
 	return false
 }
+
+// streamActive records progress of a stream: a request arrived, body
+// bytes arrived, or a response ended. The read_body and idle timeouts
+// count from it (check).
+func (h *h2conn) streamActive() { h.cs.lastActive = h.now }
 
 // release drops what the connection holds once gnet closed it.
 func (h *h2conn) release() {

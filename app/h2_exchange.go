@@ -33,7 +33,7 @@ type h2exchange struct {
 	parts      []handlers.BodyPart
 	one        [1]handlers.BodyPart // storage for a body in one piece
 	off        int64                // bytes of parts[0] already sent
-	file       *os.File             // the body's file regions are read from here; closed by dropFile
+	file       *os.File             // the body's file regions are read from here, counted in the descriptor budget; closed by dropFile
 	fileQueued bool                 // the writer has regions of file to read: it closes it
 	status     int
 	sent       int64 // body bytes sent
@@ -42,13 +42,32 @@ type h2exchange struct {
 	answered   bool  // the response head went out
 	deferred   bool  // the request has a body: it is served once the body ended
 	bodyBytes  int64 // request body bytes received (and discarded)
+	bodySince  int64 // when the deferred request's body last made progress (unix ns)
 	queued     bool  // in h2conn.active
+	mem        int64 // in-memory body bytes the exchange holds while queued (h2conn.memHeld)
+	parked     bool  // answered later: the connection holds too many body bytes (park)
 
 	// Waiting for the file cache (handlers.CacheAccess).
-	done    cache.Done
-	result  atomic.Pointer[cacheResult]
+	done    cache.Done // stores into wait; made with it
+	wait    *loadWait  // where done stores the result of a load
 	waitKey string
 	waiting bool
+}
+
+// loadWait receives the result of the loads an exchange waits for. An
+// exchange whose stream ends while a load is pending leaves its loadWait
+// (and done) to that load and takes new ones (release), so that a result
+// arriving late reaches no later stream on the slot.
+type loadWait struct {
+	result atomic.Pointer[cacheResult]
+}
+
+// loaded returns the stored result of a finished load, or nil.
+func (ex *h2exchange) loaded() *cacheResult {
+	if ex.wait == nil {
+		return nil
+	}
+	return ex.wait.result.Load()
 }
 
 var _ h2.Handler = (*h2conn)(nil)
@@ -61,7 +80,7 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 	ex := h.ex[slot]
 	if ex == nil {
 		ex = &h2exchange{h: h}
-		ex.ctx.Scratch = make([]byte, 0, 2<<10)
+		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
 		h.ex[slot] = ex
 	}
@@ -73,12 +92,14 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 // handlers read no bodies; the bytes are discarded as they arrive), so
 // that the stream's frames are judged in the state the request left it in.
 func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
+	h.streamActive()
 	ex := h.exchange(s.Slot)
 	ex.start(s)
 	ex.ctx.Req = req
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
+		ex.bodySince = h.cs.lastActive
 		return
 	}
 	ex.run()
@@ -111,6 +132,10 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	if ex == nil || ex.s != s {
 		return
 	}
+	if len(data) > 0 || end {
+		h.streamActive()
+		ex.bodySince = h.cs.lastActive
+	}
 	ex.bodyBytes += int64(len(data))
 	if end {
 		ex.reqDone = true
@@ -129,6 +154,26 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 		ex.deferred = false
 		ex.run()
 	}
+}
+
+// expireBodies answers 408 (RFC 9110 section 15.5.9) to every request
+// whose body made no progress for timeouts.read_body: the timeout is each
+// stream's, so that a body trickling on one stream holds no other. It
+// reports whether it answered any.
+func (h *h2conn) expireBodies(now, limit int64) bool {
+	answered := false
+	for _, ex := range h.ex {
+		if ex == nil || ex.s == nil || !ex.deferred || now-ex.bodySince <= limit {
+			continue
+		}
+		h.cs.loop.stats.TimedOut.Add(1)
+		ex.deferred = false
+		ex.ctx.Resp.Reset()
+		ex.ctx.Error(408)
+		ex.answer()
+		answered = true
+	}
+	return answered
 }
 
 // Reset implements h2.Handler: the stream ended abnormally.
@@ -245,10 +290,78 @@ func splitTarget(target []byte, src *codec.Request) (path, query []byte) {
 // resume serves a request that waited for the file cache again, once the
 // load finished.
 func (ex *h2exchange) resume() {
-	if ex.s == nil || !ex.waiting || ex.result.Load() == nil {
+	if ex.s == nil || !ex.waiting || ex.loaded() == nil {
 		return
 	}
 	ex.setWaiting(false)
+	ex.ctx.Resp.Reset()
+	ex.ctx.Scratch = ex.ctx.Scratch[:0]
+	ex.serve()
+	if ex.waiting {
+		return
+	}
+	ex.answer()
+}
+
+// entryBody is how many bytes of resp's body are a cache entry's memory
+// (0 for a body of file regions, or not from the cache: error pages and
+// respond bodies are the configuration's, shared by every response).
+func entryBody(resp *handlers.Response) int64 {
+	switch {
+	case resp.Entry == nil:
+		return 0
+	case resp.Parts != nil:
+		n := int64(0)
+		for _, p := range resp.Parts {
+			n += int64(len(p.Data))
+		}
+		return n
+	case resp.File != nil:
+		return 0
+	}
+	return int64(len(resp.Body))
+}
+
+// memCap bounds the cache entries' body bytes the exchanges of a
+// connection hold while their bodies wait for the client's windows: an
+// entry's body outlives its eviction while a stream holds it, so without
+// a bound one connection could hold max_concurrent_streams distinct files
+// beyond the cache's budget. One exchange may always hold its body,
+// however large.
+func (h *h2conn) memCap() int64 { return 4 * int64(h.cs.loop.srv.set.Load().maxOut) }
+
+// park puts off answering ex until the connection's queued bodies leave
+// room (unpark): its response, a cache entry's, is dropped and its
+// request kept, to be served again (from the cache, or loaded again).
+func (ex *h2exchange) park() {
+	if ex.ctx.Req != &ex.own {
+		ex.keepRequest()
+	}
+	ex.closeFile(&ex.ctx.Resp)
+	ex.ctx.Resp.Reset()
+	ex.parked = true
+	ex.h.parked++
+}
+
+// unparkWaiting serves again the parked exchanges while the connection's
+// queued bodies leave room.
+func (h *h2conn) unparkWaiting() {
+	for _, ex := range h.ex {
+		if h.parked == 0 || len(h.active) > 0 && h.memHeld >= h.memCap() {
+			return
+		}
+		if ex != nil && ex.parked {
+			if ex.unpark(); ex.parked {
+				return // parked again: no room yet
+			}
+		}
+	}
+}
+
+// unpark serves a parked exchange again.
+func (ex *h2exchange) unpark() {
+	ex.parked = false
+	ex.h.parked--
 	ex.ctx.Resp.Reset()
 	ex.ctx.Scratch = ex.ctx.Scratch[:0]
 	ex.serve()
@@ -264,14 +377,28 @@ func (ex *h2exchange) answer() {
 	h := ex.h
 	c := &ex.ctx
 	resp := &c.Resp
-	if ex.result.Load() != nil {
-		ex.result.Store(nil) // a load result belongs to this request only
+	if ex.loaded() != nil {
+		ex.wait.result.Store(nil) // a load result belongs to this request only
 	}
-	ex.status = resp.Status
 	isHead := string(c.Req.Method) == "HEAD"
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
 	size := resp.BodySize()
 	end := isHead || bodyless || size == 0
+	mem := int64(0)
+	if !end {
+		mem = entryBody(resp)
+		if mem > 0 && len(h.active) > 0 && h.memHeld+mem > h.memCap() {
+			ex.park()
+			return
+		}
+	}
+	if !end && resp.File != nil && !h.cs.loop.srv.budget.Acquire(1) {
+		// The file would outlive this event uncounted: 503, as
+		// HTTP/1.1 answers a transfer it has no descriptors for.
+		c.Error(503)
+		bodyless, size = false, resp.BodySize()
+	}
+	ex.status = resp.Status
 	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	ex.answered = true
@@ -291,6 +418,8 @@ func (ex *h2exchange) answer() {
 	}
 	ex.setBody(resp)
 	ex.off, ex.sent = sent, sent
+	ex.mem = mem
+	h.memHeld += mem
 	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.set.Load().maxOut) {
 		h.wantWriter = true // large file regions are read off the loop
 	}
@@ -359,6 +488,7 @@ func (ex *h2exchange) finish() {
 	if !ex.reqDone {
 		h.core.Reset(ex.s, h2.NoError)
 	}
+	cs.lastActive = now
 	cs.loop.stats.H2Requests.Add(1)
 	cs.record(&ex.rec, ex.status, ex.sent, now)
 	ex.release()
@@ -376,8 +506,17 @@ func (ex *h2exchange) abandon() {
 	ex.release()
 }
 
-// release frees the slot for the next stream.
+// release frees the slot for the next stream. A load the exchange still
+// waits for keeps its callback and result storage: the next stream on the
+// slot gets new ones (CacheDone).
 func (ex *h2exchange) release() {
+	if ex.waiting {
+		ex.done, ex.wait = nil, nil
+	}
+	if ex.parked {
+		ex.parked = false
+		ex.h.parked--
+	}
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil
@@ -385,6 +524,33 @@ func (ex *h2exchange) release() {
 	ex.setWaiting(false)
 	ex.ctx.Req = nil
 	ex.ctx.Resp.Reset()
+	ex.trim()
+}
+
+// Each buffer an idle slot keeps is at most this large: one large
+// request must not leave every slot of a connection holding its size for
+// the connection's life, which would make an idle connection cost
+// MaxConcurrentStreams times the largest request.
+const (
+	slotKeep       = 4 << 10 // bytes of a buffer
+	slotKeepFields = 64      // header fields of a copied request
+	slotScratch    = 2 << 10 // the scratch memory a slot starts with
+)
+
+// trim drops the buffers a large request grew past slotKeep, and what
+// aliases them; the next large request on the slot makes them again.
+func (ex *h2exchange) trim() {
+	c := &ex.ctx
+	c.Path, c.Rest = nil, nil // they may alias the request's copy or the scratch
+	if cap(ex.ownBuf) > slotKeep || cap(ex.own.Headers) > slotKeepFields {
+		ex.ownBuf, ex.own = nil, codec.Request{} // own aliases ownBuf
+	}
+	if cap(ex.recBuf) > slotKeep {
+		ex.recBuf, ex.rec = nil, accesslog.Record{} // rec aliases recBuf
+	}
+	if cap(c.Scratch) > slotKeep {
+		c.Scratch = make([]byte, 0, slotScratch)
+	}
 }
 
 // The file cache, per exchange (handlers.CacheAccess).
@@ -401,8 +567,10 @@ func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
 func (ex *h2exchange) CacheDone() cache.Done {
 	if ex.done == nil {
 		gc := ex.h.cs.c
+		w := &loadWait{}
+		ex.wait = w
 		ex.done = func(e *cache.Entry, err error) {
-			ex.result.Store(&cacheResult{e: e, err: err})
+			w.result.Store(&cacheResult{e: e, err: err})
 			_ = gc.Wake(nil)
 		}
 	}
@@ -411,11 +579,11 @@ func (ex *h2exchange) CacheDone() cache.Done {
 
 // CacheLoaded implements handlers.CacheAccess.
 func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
-	r := ex.result.Load()
+	r := ex.loaded()
 	if r == nil || ex.waitKey != string(key) {
 		return nil, nil, false
 	}
-	ex.result.Store(nil)
+	ex.wait.result.Store(nil)
 	return r.e, r.err, true
 }
 
@@ -444,7 +612,7 @@ func (h *h2conn) resumeWaiting() {
 		return
 	}
 	for _, ex := range h.ex {
-		if ex != nil && ex.waiting && ex.result.Load() != nil {
+		if ex != nil && ex.waiting && ex.loaded() != nil {
 			ex.resume()
 		}
 	}

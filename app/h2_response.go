@@ -1,9 +1,11 @@
 package app
 
 import (
+	"os"
 	"strconv"
 
 	"gale/codec"
+	"gale/fds"
 	"gale/h2/hpack"
 	"gale/handlers"
 )
@@ -70,6 +72,8 @@ func (h *h2conn) dequeue(ex *h2exchange) {
 		return
 	}
 	ex.queued = false
+	h.memHeld -= ex.mem
+	ex.mem = 0
 	for i, a := range h.active {
 		if a == ex {
 			copy(h.active[i:], h.active[i+1:])
@@ -91,6 +95,9 @@ func (h *h2conn) dequeue(ex *h2exchange) {
 // writer wakes the loop when there is room.
 func (h *h2conn) produce() {
 	h.resumeWaiting()
+	if h.parked > 0 {
+		h.unparkWaiting()
+	}
 	if h.w == nil && h.wantWriter && !h.startWriter() {
 		return
 	}
@@ -108,6 +115,9 @@ func (h *h2conn) produce() {
 		}
 		if !h.round(room) {
 			return // every window is closed: WINDOW_UPDATE resumes
+		}
+		if h.parked > 0 {
+			h.unparkWaiting() // finished bodies made room
 		}
 		h.progress = h.now
 		if h.w == nil {
@@ -231,7 +241,9 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 }
 
 // dropFile closes the body's file, or, when the writer has regions of it
-// still to read, has the writer close it after them.
+// still to read, has the writer close it after them. The file's place in
+// the descriptor budget, taken when the exchange took the file (answer),
+// is given back once it is closed.
 func (ex *h2exchange) dropFile() {
 	f := ex.file
 	if f == nil {
@@ -241,7 +253,14 @@ func (ex *h2exchange) dropFile() {
 	if ex.fileQueued && ex.h.w != nil {
 		ex.h.w.queueClose(f)
 	} else {
-		_ = f.Close()
+		closeHeld(f, ex.h.cs.loop.srv.budget)
 	}
 	ex.fileQueued = false
+}
+
+// closeHeld closes f, a file an exchange held, and gives its descriptor
+// back to b.
+func closeHeld(f *os.File, b *fds.Budget) {
+	_ = f.Close()
+	b.Release(1)
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gale/fds"
 )
 
 // h2writer owns the output direction of an HTTP/2 connection once large
@@ -37,6 +39,7 @@ type h2writer struct {
 	wantRoom atomic.Bool  // the loop stopped producing for lack of room
 	dead     atomic.Bool  // a write failed, or abort: the connection must close
 	release  func()       // gives the duplicate's place in the descriptor budget back
+	files    *fds.Budget  // where the exchanges' files it closes are counted (closeHeld)
 }
 
 // writeItem is one piece of queued output: bytes, a region of a file, or
@@ -78,6 +81,7 @@ func (h *h2conn) startWriter() bool {
 		max:     int64(set.maxOut),
 		timeout: time.Duration(set.write),
 		release: func() { b.Release(1) },
+		files:   b,
 	}
 	w.cond.L = &w.mu
 	h.w = w
@@ -135,7 +139,7 @@ func (w *h2writer) queueClose(f *os.File) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
-		_ = f.Close()
+		closeHeld(f, w.files)
 		return
 	}
 	w.items = append(w.items, writeItem{f: f, closeFile: true})
@@ -164,10 +168,12 @@ func (w *h2writer) run() {
 			break
 		}
 		buf, err = w.writeBatch(buf, batch)
-		w.recycle(batch)
 		if err != nil {
+			w.closeFiles(batch) // the files the failed batch was to close after its bytes
+			w.recycle(batch)
 			break
 		}
+		w.recycle(batch)
 	}
 	w.dead.Store(true)
 	w.mu.Lock()
@@ -175,14 +181,21 @@ func (w *h2writer) run() {
 	rest := w.items
 	w.items = nil
 	w.mu.Unlock()
-	for _, it := range rest {
-		if it.closeFile {
-			_ = it.f.Close()
-		}
-	}
+	w.closeFiles(rest)
 	_ = w.nc.Close()
 	w.release()
 	w.wakeFn()
+}
+
+// closeFiles closes the files that items were to close (those writeBatch
+// did not reach): the writer stopped, and nothing else will.
+func (w *h2writer) closeFiles(items []writeItem) {
+	for i := range items {
+		if items[i].closeFile {
+			closeHeld(items[i].f, w.files)
+			items[i] = writeItem{}
+		}
+	}
 }
 
 // next waits for queued items and takes them all.
@@ -230,7 +243,8 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 				}
 				buf = buf[:0]
 			}
-			_ = it.f.Close()
+			closeHeld(it.f, w.files)
+			*it = writeItem{} // closed: closeFiles must not see it again
 		case it.f != nil:
 			for n := it.n; n > 0; {
 				if len(buf) == cap(buf) {
