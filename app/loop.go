@@ -25,6 +25,7 @@ type loop struct {
 	tlsLent   *tlsConn  // the connection whose plain aliases tlsIn, or nil
 	sweepFn   gnet.Runnable
 	victims   []*conn // scratch for the sweep
+	visit     []*conn // the connections a sweep or drain walks (snapshot)
 	refused   []byte  // the 503 of a connection refused in OnOpen (budget.go)
 	stats     Stats
 	sinkBuf   []byte      // response bytes an HTTP/1.1 sink gathered, until its Flush (h1_sink.go)
@@ -75,17 +76,27 @@ func (l *loop) closed(cs *conn) {
 	l.stats.Open.Add(-1)
 }
 
+// snapshot copies the open connections into l.visit for a walk that may
+// write to them: a failing write closes a connection inside the write,
+// and OnClose then reorders l.conns under the walk. Walkers skip the
+// connections found dead, and clear l.visit when done.
+func (l *loop) snapshot() []*conn {
+	l.visit = append(l.visit[:0], l.conns...)
+	return l.visit
+}
+
 // sweep enforces timeouts, closes connections whose final output has
 // drained, and resumes connections that paused for output to drain.
 func (l *loop) sweep() {
 	now := time.Now().UnixNano()
 	set := l.srv.set.Load()
 	l.victims = l.victims[:0]
-	for _, cs := range l.conns {
+	for _, cs := range l.snapshot() {
 		if cs.check(now, set) {
 			l.victims = append(l.victims, cs)
 		}
 	}
+	clear(l.visit)
 	for i, cs := range l.victims {
 		if !cs.dead {
 			_ = l.el.Close(cs.c)
@@ -99,10 +110,13 @@ func (l *loop) sweep() {
 // busy ones close after their current response.
 func (l *loop) drain() {
 	l.victims = l.victims[:0]
-	for _, cs := range l.conns {
+	for _, cs := range l.snapshot() {
+		if cs.dead {
+			continue // closed by a failed write earlier in this walk
+		}
 		if cs.h2 != nil {
 			cs.h2.goAway()
-			if cs.closing && cs.h2.pendingOutput() == 0 {
+			if !cs.dead && cs.closing && cs.h2.pendingOutput() == 0 {
 				l.victims = append(l.victims, cs)
 			}
 			continue
@@ -119,6 +133,7 @@ func (l *loop) drain() {
 		}
 		l.victims[i] = nil
 	}
+	clear(l.visit)
 	l.flushAccessLog(true)
 }
 
