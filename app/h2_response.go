@@ -29,13 +29,7 @@ func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless b
 	if len(set.serverHeader) > 0 {
 		dst = hpack.AppendField(dst, fieldServer, set.serverHeader)
 	}
-	for _, f := range resp.Headers {
-		h.lower = codec.AppendLower(h.lower[:0], f.Name)
-		if codec.ConnectionSpecific(h.lower) || string(h.lower) == "content-length" {
-			continue
-		}
-		dst = hpack.AppendField(dst, h.lower, f.Value)
-	}
+	dst, h.lower = handlers.AppendHPACKFields(dst, h.lower, resp.Headers)
 	if !bodyless {
 		var n [20]byte
 		dst = hpack.AppendField(dst, fieldContentLength, strconv.AppendInt(n[:0], size, 10))

@@ -38,15 +38,19 @@ func (h *staticHandler) renderHPACK(dst []byte, _ *cache.Entry, r *cache.Rep) []
 	if len(h.server) > 0 {
 		dst = hpack.AppendField(dst, nameServerH2, h.server)
 	}
-	return appendHPACKFields(dst, h.headFields(r))
+	dst, _ = AppendHPACKFields(dst, nil, h.headFields(r))
+	return dst
 }
 
 var nameServerH2 = []byte("server")
 
-// appendHPACKFields encodes fs as HTTP/2 response fields with the stateless
-// encoder: names lower-cased, connection-specific fields left out.
-func appendHPACKFields(dst []byte, fs []codec.Header) []byte {
-	var name []byte
+// AppendHPACKFields encodes fs as HTTP/2 response fields with the
+// stateless encoder (hpack.AppendField): names lower-cased through the
+// caller's buffer name, connection-specific fields (RFC 9113 section
+// 8.2.2) left out. It returns dst and name, grown; with buffers that have
+// room it does not allocate. Both the cached blocks (renderHPACK) and the
+// HTTP/2 engine's per-response heads encode fields through it.
+func AppendHPACKFields(dst, name []byte, fs []codec.Header) ([]byte, []byte) {
 	for _, f := range fs {
 		if codec.ConnectionSpecific(f.Name) {
 			continue
@@ -54,5 +58,5 @@ func appendHPACKFields(dst []byte, fs []codec.Header) []byte {
 		name = codec.AppendLower(name[:0], f.Name)
 		dst = hpack.AppendField(dst, name, f.Value)
 	}
-	return dst
+	return dst, name
 }
