@@ -62,9 +62,19 @@ type conn struct {
 
 	xfer *transfer // large body being sent off the loop, or waiting to start
 
-	px *proxyConn // a proxied response pending, and proxy state (upstream.go); nil until the first proxied request
+	// The exchange answered later (handlers.Pending: a static route
+	// waiting for a file load, the proxy waiting for its upstream), and
+	// its request, copied out of the inbound buffer (pending.go).
+	pending  handlers.Pending
+	kept     codec.Request
+	keptBuf  []byte
+	inResume bool // pending.Resume is running: an end it reports waits for it (endNow, endResume)
+	endClose bool // the pending exchange ended during Resume and asked to close
+	endParse bool // the pending exchange ended during Resume: parse what follows
 
-	st staticConn // static routes: a request waiting for the file cache (static_glue.go)
+	px *proxyConn // proxy state (upstream.go); nil until the first proxied request
+
+	st staticConn // static routes: the file cache's completion of a load (static_glue.go)
 
 	tls     *tlsConn         // TLS transport (tls_conn.go); nil for plain connections
 	h2      *h2conn          // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
@@ -195,7 +205,7 @@ func (cs *conn) release() {
 	if cs.xfer != nil && !cs.xfer.started {
 		cs.xfer.abandon()
 	}
-	cs.proxyClosed()
+	cs.pendingClosed()
 	cs.sink.release()
 	if cs.h2 != nil {
 		cs.h2.release()
@@ -209,7 +219,7 @@ func (cs *conn) release() {
 // idleNow reports whether the connection is between requests with
 // nothing to send.
 func (cs *conn) idleNow() bool {
-	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing && !cs.proxyPending() &&
+	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing && cs.pending == nil &&
 		cs.outboundBuffered() == 0 && cs.inboundBuffered() == 0
 }
 
@@ -231,11 +241,8 @@ func (cs *conn) onTraffic() gnet.Action {
 		}
 		return cs.h2.onTraffic()
 	}
-	if cs.proxyPending() {
-		return cs.proxyInput()
-	}
-	if cs.st.waiting {
-		return cs.staticResume()
+	if cs.pending != nil {
+		return cs.resumePending()
 	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
@@ -345,32 +352,45 @@ func (cs *conn) serve() gnet.Action {
 		off += n
 		served++
 		cs.answer(set, now)
-		if cs.staticAnswered() {
-			off -= n // served again once its file is loaded
-			break
+		if cs.pending != nil {
+			break // answered later; nothing further is parsed meanwhile
 		}
-		if cs.proxyPending() {
-			break // the proxy reads the body; nothing further is parsed
-		}
-		if cs.req.HasBody() {
-			if cs.closeAfter {
-				cs.linger = true // the body is not read: drain it while closing
-			} else {
-				cs.body.Init(&cs.req, set.limits.BodyBytes)
-				cs.inBody = true
-			}
-		}
+		cs.expectBody(set)
 	}
 	if off > 0 {
 		cs.consume(off)
 		l.stats.BytesIn.Add(uint64(off))
 	}
+	return cs.endBatch(now)
+}
+
+// expectBody follows an answered request with its body, which is read and
+// discarded so that the next request parses (or, when the connection
+// closes after the response, drained while lingering).
+func (cs *conn) expectBody(set *settings) {
+	req := cs.ctx.Req
+	if !req.HasBody() {
+		return
+	}
+	if cs.closeAfter {
+		cs.linger = true // the body is not read: drain it while closing
+		return
+	}
+	cs.body.Init(req, set.limits.BodyBytes)
+	cs.inBody = true
+}
+
+// endBatch hands what serve answered to the client and moves the
+// connection on: to the pending exchange, which may take what follows
+// its head now that earlier responses are out, to a transfer, or to
+// closing after the last response.
+func (cs *conn) endBatch(now int64) gnet.Action {
 	cs.flush()
 	if cs.dead {
 		return gnet.None
 	}
-	if cs.proxyPending() {
-		return cs.proxyInput() // earlier responses are out: forward what follows the head
+	if cs.pending != nil {
+		return cs.resumePending()
 	}
 	if cs.xfer != nil {
 		cs.startTransfer()
@@ -410,11 +430,11 @@ func (cs *conn) startLinger(now int64) {
 }
 
 // answer routes the parsed request, runs its handler and renders the
-// response into the loop's output.
+// response into the loop's output, unless the handler answers later.
 func (cs *conn) answer(set *settings, now int64) {
-	l := cs.loop
 	req := &cs.req
 	ctx := &cs.ctx
+	ctx.Req = req
 	ctx.Resp.Reset()
 	ctx.Scratch = ctx.Scratch[:0]
 	ctx.Route, ctx.Path, ctx.Rest = nil, nil, nil
@@ -437,15 +457,20 @@ func (cs *conn) answer(set *settings, now int64) {
 	default:
 		set.router.Serve(ctx)
 	}
-	resp := &ctx.Resp
-	if resp.Pending != nil {
-		cs.proxyStart(resp.Pending) // answered later, by ProxyFinish
+	if ctx.Resp.Pending != nil {
+		cs.pend(ctx.Resp.Pending)
 		return
 	}
-	if cs.st.waiting {
-		return // served again once its file is loaded
-	}
+	cs.respond(set, now)
+}
 
+// respond renders the exchange's response (Ctx.Resp) into the loop's
+// output, or hands a large body to a transfer, and counts and logs it.
+func (cs *conn) respond(set *settings, now int64) {
+	l := cs.loop
+	ctx := &cs.ctx
+	req := ctx.Req
+	resp := &ctx.Resp
 	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
 		(req.Expect100 && req.HasBody())
 	head := codec.ResponseHead{
@@ -512,9 +537,10 @@ func (cs *conn) answer(set *settings, now int64) {
 	cs.lastActive = now
 	var rec accesslog.Record
 	if l.srv.access != nil {
-		rec.FromRequest(req) // parsed during this event: its bytes are valid
+		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
 	cs.record(&rec, head.Status, sent, now)
+	cs.forgetLoad()
 }
 
 // record counts one answered request and writes its access log line,
@@ -618,8 +644,14 @@ func (cs *conn) check(now int64, set *settings) bool {
 	if cs.outboundBuffered() > 0 {
 		return false
 	}
-	if cs.proxyPending() {
-		return false // the proxy enforces its own timeouts
+	if cs.pending != nil {
+		// The proxy enforces its own deadlines; a file load gets the
+		// idle timeout.
+		if cs.loadOverdue(now, set.idle) {
+			cs.loop.stats.TimedOut.Add(1)
+			return true
+		}
+		return false
 	}
 	switch {
 	case cs.xfer != nil:

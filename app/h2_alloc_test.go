@@ -116,7 +116,7 @@ func waitCached(t *testing.T, cs *conn, serve func()) {
 	for time.Now().Before(deadline) {
 		busy := false
 		for _, ex := range cs.h2.ex {
-			if ex != nil && ex.waiting {
+			if ex != nil && ex.pending != nil {
 				busy = true
 			}
 		}

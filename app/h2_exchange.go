@@ -13,8 +13,8 @@ import (
 )
 
 // h2exchange is one HTTP/2 stream's request and response: its own Ctx,
-// scratch memory and, while it waits for the file cache, its own copy of
-// the request. One is made per stream slot of a connection and reused by
+// scratch memory and, while it is answered later (a continuation, or
+// parked), its own copy of the request. One is made per stream slot of a connection and reused by
 // the streams that take that slot, so steady-state requests allocate
 // nothing. Owned by the connection's loop.
 type h2exchange struct {
@@ -22,7 +22,7 @@ type h2exchange struct {
 	s   *h2.Stream // nil when the slot is free
 	ctx handlers.Ctx
 
-	own    codec.Request // the request copied out of the core's memory (waiting for a load)
+	own    codec.Request // the request copied out of the core's memory (answered later)
 	ownBuf []byte        // the bytes own aliases
 
 	rec    accesslog.Record // what the access log says of the request, kept once the response outlives Request
@@ -47,11 +47,12 @@ type h2exchange struct {
 	mem        int64 // in-memory body bytes the exchange holds while queued (h2conn.memHeld)
 	parked     bool  // answered later: the connection holds too many body bytes (park)
 
-	// Waiting for the file cache (handlers.CacheAccess).
+	// The exchange's continuation (handlers.Pending): it is answered
+	// later, when a load of the file cache (handlers.CacheAccess) ends.
+	pending handlers.Pending
 	done    cache.Done // stores into wait; made with it
 	wait    *loadWait  // where done stores the result of a load
-	waitKey string
-	waiting bool
+	waitKey []byte
 }
 
 // loadWait receives the result of the loads an exchange waits for. An
@@ -105,7 +106,7 @@ func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	ex.run()
 }
 
-// run serves the request and answers it, unless it waits for a load.
+// run serves the request and answers it, unless it is answered later.
 func (ex *h2exchange) run() {
 	if ex.s.TooLarge {
 		ex.ctx.Resp.Reset()
@@ -113,8 +114,7 @@ func (ex *h2exchange) run() {
 	} else {
 		ex.serve()
 	}
-	if ex.waiting {
-		ex.keepRequest()
+	if ex.pending != nil {
 		return
 	}
 	ex.answer()
@@ -198,7 +198,7 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
 	ex.answered, ex.headOnly, ex.deferred = false, false, false
-	ex.setWaiting(false)
+	ex.setPending(nil)
 	ex.bodyBytes = 0
 	ex.status, ex.sent, ex.off = 0, 0, 0
 	ex.parts = nil
@@ -212,7 +212,7 @@ func (ex *h2exchange) start(s *h2.Stream) {
 }
 
 // serve routes the request and runs its handler, as conn.answer does for
-// HTTP/1.1. A handler that waits for the file cache leaves ex.waiting set.
+// HTTP/1.1. A handler that answers later leaves ex.pending set.
 func (ex *h2exchange) serve() {
 	cs := ex.h.cs
 	set := cs.loop.srv.set.Load()
@@ -230,74 +230,42 @@ func (ex *h2exchange) serve() {
 	default:
 		set.router.Serve(c)
 	}
-	if c.Resp.Pending != nil {
-		// Only routes the loop answers itself are reachable over
-		// HTTP/2 (h2 is not offered while routes forward).
-		c.Resp.Pending = nil
-		c.Resp.Reset()
-		c.Error(502)
+	if p := c.Resp.Pending; p != nil {
+		ex.pend(p)
 	}
+}
+
+// pend makes p the exchange's continuation, keeping the request.
+func (ex *h2exchange) pend(p handlers.Pending) {
+	ex.setPending(p)
+	ex.keepRequest()
 }
 
 // keepRequest copies the request out of the core's memory, which the next
-// header block overwrites, so that it can be served again once the file
-// cache has loaded what it waits for.
+// header block overwrites, so that it can be served later.
 func (ex *h2exchange) keepRequest() {
-	src := ex.ctx.Req
-	b := ex.ownBuf[:0]
-	b = append(b, src.Method...)
-	b = append(b, src.Target...)
-	b = append(b, src.Host...)
-	for _, f := range src.Headers {
-		b = append(b, f.Name...)
-		b = append(b, f.Value...)
-	}
-	ex.ownBuf = b
-	own := &ex.own
-	hs := own.Headers[:0]
-	*own = *src
-	rest := b
-	own.Method, rest = cut(rest, len(src.Method))
-	own.Target, rest = cut(rest, len(src.Target))
-	own.Path, own.Query = splitTarget(own.Target, src)
-	own.Host, rest = cut(rest, len(src.Host))
-	for _, f := range src.Headers {
-		var n, v []byte
-		n, rest = cut(rest, len(f.Name))
-		v, rest = cut(rest, len(f.Value))
-		hs = append(hs, codec.Header{Name: n, Value: v})
-	}
-	own.Headers = hs
-	ex.ctx.Req = own
+	ex.ownBuf = ex.ctx.KeepRequest(&ex.own, ex.ownBuf)
 }
 
-// cut splits the first n bytes off b, capacity included.
-func cut(b []byte, n int) (head, rest []byte) { return b[:n:n], b[n:] }
-
-// splitTarget returns the path and query of a copied target, at the same
-// places src had them.
-func splitTarget(target []byte, src *codec.Request) (path, query []byte) {
-	if src.Path == nil {
-		return nil, nil
-	}
-	path = target[:len(src.Path)]
-	if src.Query != nil {
-		query = target[len(target)-len(src.Query):]
-	}
-	return path, query
-}
-
-// resume serves a request that waited for the file cache again, once the
-// load finished.
+// resume hands a wake of the connection to the exchange's continuation,
+// and answers what it answered.
 func (ex *h2exchange) resume() {
-	if ex.s == nil || !ex.waiting || ex.loaded() == nil {
+	p := ex.pending
+	if ex.s == nil || p == nil {
 		return
 	}
-	ex.setWaiting(false)
-	ex.ctx.Resp.Reset()
-	ex.ctx.Scratch = ex.ctx.Scratch[:0]
-	ex.serve()
-	if ex.waiting {
+	switch p.Resume(&ex.ctx) {
+	case handlers.Waiting:
+		return
+	case handlers.CloseNow:
+		ex.setPending(nil)
+		ex.h.core.Reset(ex.s, h2.InternalError)
+		ex.abandon()
+		return
+	}
+	ex.setPending(nil)
+	if p := ex.ctx.Resp.Pending; p != nil {
+		ex.setPending(p) // it waits again (for an error page, an index file)
 		return
 	}
 	ex.answer()
@@ -365,7 +333,7 @@ func (ex *h2exchange) unpark() {
 	ex.ctx.Resp.Reset()
 	ex.ctx.Scratch = ex.ctx.Scratch[:0]
 	ex.serve()
-	if ex.waiting {
+	if ex.pending != nil {
 		return
 	}
 	ex.answer()
@@ -510,8 +478,9 @@ func (ex *h2exchange) abandon() {
 // waits for keeps its callback and result storage: the next stream on the
 // slot gets new ones (CacheDone).
 func (ex *h2exchange) release() {
-	if ex.waiting {
+	if p := ex.pending; p != nil {
 		ex.done, ex.wait = nil, nil
+		p.Closed()
 	}
 	if ex.parked {
 		ex.parked = false
@@ -521,7 +490,7 @@ func (ex *h2exchange) release() {
 	ex.file = nil
 	ex.parts = nil
 	ex.one[0] = handlers.BodyPart{}
-	ex.setWaiting(false)
+	ex.setPending(nil)
 	ex.ctx.Req = nil
 	ex.ctx.Resp.Reset()
 	ex.trim()
@@ -564,7 +533,8 @@ func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
 
 // CacheDone implements handlers.CacheAccess: the callback stores the
 // result and wakes the connection, whose next event resumes the exchange.
-func (ex *h2exchange) CacheDone() cache.Done {
+func (ex *h2exchange) CacheDone(key []byte) cache.Done {
+	ex.waitKey = append(ex.waitKey[:0], key...)
 	if ex.done == nil {
 		gc := ex.h.cs.c
 		w := &loadWait{}
@@ -577,42 +547,38 @@ func (ex *h2exchange) CacheDone() cache.Done {
 	return ex.done
 }
 
+// CacheReady implements handlers.CacheAccess.
+func (ex *h2exchange) CacheReady() bool { return ex.loaded() != nil }
+
 // CacheLoaded implements handlers.CacheAccess.
 func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	r := ex.loaded()
-	if r == nil || ex.waitKey != string(key) {
+	if r == nil || string(ex.waitKey) != string(key) {
 		return nil, nil, false
 	}
 	ex.wait.result.Store(nil)
 	return r.e, r.err, true
 }
 
-// CacheWait implements handlers.CacheAccess.
-func (ex *h2exchange) CacheWait(key []byte) {
-	ex.setWaiting(true)
-	ex.waitKey = string(key)
-}
-
-// setWaiting marks ex as waiting for the file cache or not, keeping the
-// connection's count of waiting exchanges.
-func (ex *h2exchange) setWaiting(w bool) {
-	if w != ex.waiting {
-		ex.waiting = w
-		if w {
-			ex.h.nwait++
-		} else {
-			ex.h.nwait--
-		}
+// setPending sets or clears the exchange's continuation, keeping the
+// connection's count of pending exchanges.
+func (ex *h2exchange) setPending(p handlers.Pending) {
+	switch {
+	case ex.pending == nil && p != nil:
+		ex.h.nwait++
+	case ex.pending != nil && p == nil:
+		ex.h.nwait--
 	}
+	ex.pending = p
 }
 
-// resumeWaiting serves again every exchange whose load finished.
+// resumeWaiting hands a wake of the connection to every pending exchange.
 func (h *h2conn) resumeWaiting() {
 	if h.nwait == 0 {
 		return
 	}
 	for _, ex := range h.ex {
-		if ex != nil && ex.waiting && ex.loaded() != nil {
+		if ex != nil && ex.pending != nil {
 			ex.resume()
 		}
 	}

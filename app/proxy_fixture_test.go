@@ -65,3 +65,6 @@ func (f *proxyFixture) exchange(tb testing.TB) {
 		tb.Fatalf("response not relayed: pending %v, %d bytes written, closeAfter %v", f.cs.proxyPending(), f.cl.written-before, f.cs.closeAfter)
 	}
 }
+
+// proxyPending reports whether a proxied response is pending on cs.
+func (cs *conn) proxyPending() bool { return cs.pending != nil }

@@ -85,8 +85,8 @@ routes:
 				if a := cs.serve(); a != gnet.None {
 					t.Fatalf("action %v", a)
 				}
-				if len(fc.in) != 0 || cs.closeAfter || cs.xfer != nil || cs.st.waiting {
-					t.Fatalf("left %d bytes, closeAfter %v, transfer %v, waiting %v", len(fc.in), cs.closeAfter, cs.xfer != nil, cs.st.waiting)
+				if len(fc.in) != 0 || cs.closeAfter || cs.xfer != nil || cs.pending != nil {
+					t.Fatalf("left %d bytes, closeAfter %v, transfer %v, waiting %v", len(fc.in), cs.closeAfter, cs.xfer != nil, cs.pending != nil)
 				}
 			}
 			serve() // load the file and grow the buffers

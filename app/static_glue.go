@@ -3,8 +3,7 @@ package app
 import (
 	"errors"
 	"sync/atomic"
-
-	"github.com/panjf2000/gnet/v2"
+	"time"
 
 	"gale/cache"
 	"gale/config"
@@ -19,15 +18,13 @@ import (
 // handlers.CacheAccess methods below, through which a static route waits
 // for a file read off the loop.
 //
-// Waiting: when a load is pending, the handler calls CacheWait and
-// answers nothing. serve then leaves the request's bytes unconsumed
-// (staticAnswered), flushes the responses before it, and parses nothing
-// further. The cache's worker calls the connection's Done callback, which
-// stores the result in an atomic and wakes the connection; onTraffic
-// (staticResume) then serves the same request again, and the handler
-// finds the entry in the cache or takes the stored result (an entry the
-// cache did not keep). The request bytes stay in gnet's inbound buffer
-// all along, so nothing of the request is copied.
+// Waiting: when a load is pending, the static handler answers with its
+// continuation (handlers.Pending), and the connection keeps the request
+// (pending.go). The cache's worker calls the connection's Done callback,
+// which stores the result in an atomic and wakes the connection; the
+// continuation's Resume then sees CacheReady and serves the request
+// again, and the handler finds the entry in the cache or takes the stored
+// result (an entry the cache did not keep).
 
 var _ handlers.CacheAccess = (*conn)(nil)
 
@@ -35,8 +32,8 @@ var _ handlers.CacheAccess = (*conn)(nil)
 type staticConn struct {
 	done    cache.Done                  // the Done callback, made once
 	result  atomic.Pointer[cacheResult] // a finished load, stored by done
-	waitKey string                      // the key the waiting request waits for
-	waiting bool                        // the request at the head of the input waits for a load
+	waitKey []byte                      // the key of the load done was last handed for
+	asked   int64                       // when done was handed for a load (unix ns); 0 once the response was written
 }
 
 // cacheResult is the outcome of a load a connection waited for.
@@ -71,67 +68,47 @@ func (cs *conn) CacheView(c *cache.Cache) *cache.View {
 }
 
 // CacheDone implements handlers.CacheAccess.
-func (cs *conn) CacheDone() cache.Done {
-	if cs.st.done == nil {
+func (cs *conn) CacheDone(key []byte) cache.Done {
+	st := &cs.st
+	st.waitKey = append(st.waitKey[:0], key...)
+	st.asked = time.Now().UnixNano()
+	if st.done == nil {
 		gc := cs.c
-		st := &cs.st
-		cs.st.done = func(e *cache.Entry, err error) {
+		st.done = func(e *cache.Entry, err error) {
 			// On a cache worker: store, then wake the loop.
 			st.result.Store(&cacheResult{e: e, err: err})
 			_ = gc.Wake(nil) // a no-op once the connection closed
 		}
 	}
-	return cs.st.done
+	return st.done
 }
+
+// CacheReady implements handlers.CacheAccess.
+func (cs *conn) CacheReady() bool { return cs.st.result.Load() != nil }
 
 // CacheLoaded implements handlers.CacheAccess.
 func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	r := cs.st.result.Load()
-	if r == nil || cs.st.waitKey != string(key) {
+	if r == nil || string(cs.st.waitKey) != string(key) {
 		return nil, nil, false
 	}
 	cs.st.result.Store(nil)
 	return r.e, r.err, true
 }
 
-// CacheWait implements handlers.CacheAccess.
-func (cs *conn) CacheWait(key []byte) {
-	cs.st.waiting = true
-	cs.st.waitKey = string(key)
-}
-
-// staticAnswered runs after each request answer() served. It reports
-// whether that request waits for a load (serve must leave it unconsumed
-// and stop), and otherwise forgets a stored load result: it belonged to
-// this request.
-func (cs *conn) staticAnswered() bool {
-	if cs.st.waiting {
-		return true
-	}
+// forgetLoad runs once a response was written: a load result it did not
+// take belonged to that exchange only, and no load is awaited any more.
+func (cs *conn) forgetLoad() {
 	if cs.st.result.Load() != nil {
 		cs.st.result.Store(nil)
 	}
-	return false
+	cs.st.asked = 0
 }
 
-// staticResume runs on traffic while a request waits for a load: it keeps
-// waiting (bounding the input that piles up meanwhile) until the load
-// finished, then serves the request again.
-func (cs *conn) staticResume() gnet.Action {
-	if cs.st.result.Load() == nil {
-		if cs.inboundBuffered() > maxPendingInput {
-			return gnet.Close
-		}
-		return gnet.None
-	}
-	cs.st.waiting = false
-	if cs.closeAfter && !cs.closing {
-		// A graceful stop began while the request waited: it has not
-		// been answered yet, so serve it (answer adds "Connection:
-		// close" while the server drains) rather than drop it.
-		cs.closeAfter = false
-	}
-	return cs.serve()
+// loadOverdue reports, from the sweep, whether the connection's pending
+// exchange has waited for a file load longer than limit.
+func (cs *conn) loadOverdue(now, limit int64) bool {
+	return cs.st.asked != 0 && cs.st.result.Load() == nil && now-cs.st.asked > limit
 }
 
 // appendFileBody appends a body read from a file or made of parts

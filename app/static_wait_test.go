@@ -66,9 +66,9 @@ func (m *loadWaitConn) SetContext(any)            {}
 func (m *loadWaitConn) EventLoop() gnet.EventLoop { return nil }
 func (m *loadWaitConn) Fd() int                   { return -1 }
 
-// A request whose file is read off the loop stays unconsumed, nothing
-// behind it is parsed, and it is served once the load's Done woke the
-// connection; a graceful stop that began meanwhile closes the connection
+// A request whose file is read off the loop is kept by the connection as
+// its pending exchange, nothing behind it is parsed, and it is served once
+// the load's Done woke the connection; a graceful stop that began meanwhile closes the connection
 // after that response instead of dropping the request.
 func TestStaticWaitForLoad(t *testing.T) {
 	dir := t.TempDir()
@@ -101,9 +101,10 @@ func TestStaticWaitForLoad(t *testing.T) {
 		if a := cs.serve(); a != gnet.None {
 			t.Fatalf("action %v", a)
 		}
-		first := len("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-		if !cs.st.waiting || len(mc.in) != len(req)-first || !strings.HasSuffix(string(mc.out), "\r\n\r\na") {
-			t.Fatalf("waiting %v, %d bytes left, wrote %q", cs.st.waiting, len(mc.in), mc.out)
+		last := len("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+		if cs.pending == nil || len(mc.in) != last || !strings.HasSuffix(string(mc.out), "\r\n\r\na") ||
+			string(cs.ctx.Req.Target) != "/mid.txt" || cs.ctx.Req != &cs.kept {
+			t.Fatalf("waiting %v, %d bytes left, wrote %q", cs.pending != nil, len(mc.in), mc.out)
 		}
 		// More traffic before the load finished changes nothing.
 		if cs.st.result.Load() == nil {
@@ -127,7 +128,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 		mc.out = nil
 		cs.onTraffic()
 		got := string(mc.out)
-		if !strings.Contains(got, "Content-Length: 102400\r\n") || !strings.Contains(got, mid) || cs.st.waiting {
+		if !strings.Contains(got, "Content-Length: 102400\r\n") || !strings.Contains(got, mid) || cs.pending != nil {
 			t.Fatalf("after the wake (draining %v): %.200q", draining, got)
 		}
 		if draining {

@@ -642,7 +642,7 @@ func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
 		return a
 	}
 	cs.closeAfter = true
-	if cs.xfer != nil || cs.paused || len(t.plain) > 0 || cs.proxyPending() {
+	if cs.xfer != nil || cs.paused || len(t.plain) > 0 || cs.pending != nil {
 		return a // the pending work finishes first, then closes
 	}
 	return cs.finish(time.Now().UnixNano())

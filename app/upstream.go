@@ -23,9 +23,9 @@ import (
 // gives every event loop its proxy state, dispatches the gnet events of
 // upstream connections (their context is a *proxy.UpstreamConn, set before
 // OnOpen; accepted clients arrive without one), and implements
-// proxy.Client on the client connection, whose response stays pending
-// while the proxy works: the connection parses nothing further until
-// ProxyFinish, then resumes on the same loop.
+// proxy.Client on the client connection, whose exchange stays pending
+// (pending.go) while the proxy works: the connection parses nothing
+// further until ProxyFinish, then resumes on the same loop.
 
 // proxyOption gives handlers.Build the factory of proxy routes, which
 // count their descriptors in b.
@@ -119,22 +119,10 @@ func upstreamOf(c gnet.Conn) (*proxy.UpstreamConn, bool) {
 	return uc, ok
 }
 
-// proxyConn is a client connection's proxy state: the response pending
-// on it, and a copy of what the access log needs of the request (whose
-// bytes are gone by the time the response completes).
+// proxyConn is a client connection's proxy state.
 type proxyConn struct {
-	loop      *proxy.Loop
-	pending   handlers.Pending
-	inTraffic bool // Input is running: ProxyFinish leaves closing or resuming to proxyInput
-	closeNow  bool // ProxyFinish asked to close while inTraffic
-	resume    bool // ProxyFinish asked to parse again while inTraffic
-
-	logRec accesslog.Record // the pending request, for its log line; aliases logBuf
-	logBuf []byte           // the bytes of logRec, owned by the connection
+	loop *proxy.Loop
 }
-
-// proxyPending reports whether a proxied response is pending on cs.
-func (cs *conn) proxyPending() bool { return cs.px != nil && cs.px.pending != nil }
 
 // proxyState returns cs's proxy state, creating it on first use.
 func (cs *conn) proxyState() *proxyConn {
@@ -142,54 +130,6 @@ func (cs *conn) proxyState() *proxyConn {
 		cs.px = &proxyConn{loop: cs.loop.srv.proxyLoop(cs.loop)}
 	}
 	return cs.px
-}
-
-// proxyStart records a pending response (from answer), and copies what
-// the access log will need of the request: its line is written when the
-// response completes, in a later event, once the request's bytes are
-// gone.
-func (cs *conn) proxyStart(p handlers.Pending) {
-	px := cs.proxyState()
-	px.pending = p
-	if cs.loop.srv.access == nil {
-		return
-	}
-	px.logRec.FromRequest(&cs.req)
-	px.logBuf = px.logRec.Keep(px.logBuf)
-}
-
-// proxyInput hands the connection's event to the pending response, then
-// closes or resumes parsing as ProxyFinish asked.
-func (cs *conn) proxyInput() gnet.Action {
-	px := cs.px
-	px.inTraffic = true
-	closeNow := px.pending.Input()
-	px.inTraffic = false
-	switch {
-	case closeNow:
-		px.pending = nil
-		return gnet.Close
-	case px.closeNow:
-		px.closeNow, px.resume = false, false
-		return gnet.Close
-	case px.resume:
-		px.resume = false
-		if cs.inboundBuffered() > 0 {
-			return cs.serve()
-		}
-	}
-	return gnet.None
-}
-
-// proxyClosed tells a pending response that the connection closed (from
-// release).
-func (cs *conn) proxyClosed() {
-	if !cs.proxyPending() {
-		return
-	}
-	p := cs.px.pending
-	cs.px.pending = nil
-	p.Closed()
 }
 
 // The proxy.Client implementation, over the connection's transport seam
@@ -263,8 +203,7 @@ func (cs *conn) ProxySettings() proxy.ClientSettings {
 // the connection closes (after its output drained) or parses the
 // requests that arrived meanwhile.
 func (cs *conn) ProxyFinish(r proxy.Result) {
-	px := cs.px
-	px.pending = nil
+	cs.pending = nil
 	l := cs.loop
 	now := r.At
 	if now == 0 {
@@ -272,7 +211,11 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 	}
 	cs.sink.Flush()
 	l.stats.BytesOut.Add(uint64(r.BytesOut + cs.sink.wrote))
-	cs.record(&px.logRec, r.Status, r.BodyBytes+cs.sink.body, now) // the copy made by proxyStart
+	var rec accesslog.Record
+	if l.srv.access != nil {
+		rec.FromRequest(&cs.kept) // the copy pend made
+	}
+	cs.record(&rec, r.Status, r.BodyBytes+cs.sink.body, now)
 	cs.sink.wrote, cs.sink.body = 0, 0
 	cs.lastActive = now
 	if r.Detach {
@@ -299,18 +242,11 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 			cs.linger = true
 		}
 		act = cs.finish(now)
-	case px.inTraffic:
-		px.resume = true
+	case cs.inResume:
+		cs.endParse = true
 		return
 	case cs.inboundBuffered() > 0:
 		act = cs.serve()
 	}
-	if act != gnet.Close {
-		return
-	}
-	if px.inTraffic {
-		px.closeNow = true
-	} else if l.el != nil {
-		_ = l.el.Close(cs.c)
-	}
+	cs.endPending(act)
 }

@@ -15,38 +15,30 @@ import (
 // HTTP/1.1 connection for its one exchange at a time, an HTTP/2 engine per
 // stream), and every method runs on the event loop that owns the exchange.
 //
-// Waiting works without an answer from the handler: when a load is
-// pending (cache.ErrPending), the handler calls CacheWait and returns
-// without setting a response. An engine must then follow one rule: once
-// the CacheDone callback has stored the result and woken the exchange, it
-// calls Serve again with the same request (the same method, target and
-// header fields), on the same loop. The HTTP/1.1 engine leaves the
-// request's bytes unconsumed, parses nothing further meanwhile and
-// re-parses them; an engine whose request bytes do not survive (HTTP/2,
-// whose header blocks are decoded once) keeps a copy of the request. That
-// time the handler finds the file in the cache, or, for an entry the
-// cache did not keep, takes the stored result with CacheLoaded.
+// Waiting is the exchange's continuation (see Pending): when a load is
+// pending (cache.ErrPending), the static handler answers with a Pending
+// whose Resume, once CacheReady says the load finished, serves the request
+// again; that time the handler finds the file in the cache, or, for an
+// entry the cache did not keep, takes the stored result with CacheLoaded.
 type CacheAccess interface {
 	// CacheView returns the event loop's view over c, or nil when the
 	// loop has none for that cache (then the handler uses a shared view
 	// under a lock).
 	CacheView(c *cache.Cache) *cache.View
 
-	// CacheDone returns the exchange's completion callback for loads
-	// that return cache.ErrPending: it stores the result and wakes the
-	// exchange. It may run on any goroutine. The same function value is
-	// returned every time.
-	CacheDone() cache.Done
+	// CacheDone returns the exchange's completion callback for a load of
+	// key (copied) that may return cache.ErrPending: it stores the
+	// result and wakes the exchange. It may run on any goroutine. The
+	// same function value is returned every time.
+	CacheDone(key []byte) cache.Done
+
+	// CacheReady reports whether the CacheDone callback has stored a
+	// result that CacheLoaded has not taken yet.
+	CacheReady() bool
 
 	// CacheLoaded returns the result stored by the CacheDone callback if
-	// the request waited for key (ok true), and forgets it.
+	// it is the result of a load of key (ok true), and forgets it.
 	CacheLoaded(key []byte) (e *cache.Entry, err error, ok bool)
-
-	// CacheWait says that the current request waits for the load of key
-	// (copied): the engine must serve the same request again once the
-	// CacheDone callback woke the exchange (see above). The handler sets
-	// no response.
-	CacheWait(key []byte)
 }
 
 // sharedView is a static route's view of the cache for requests whose

@@ -18,11 +18,13 @@ type Handler interface {
 	Serve(c *Ctx)
 }
 
-// Ctx is one request on its way through the router and a handler. It is
-// owned by the connection's event loop and reused for the connection's next
-// request: nothing in it may be kept after Serve returns. Req and every
-// byte slice derived from it alias the connection's inbound buffer.
-// A Ctx is not safe for concurrent use.
+// Ctx is one exchange (an HTTP/1.1 request, an HTTP/2 stream) on its way
+// through the router and a handler. It is owned by the exchange's event
+// loop and reused for a later exchange: nothing in it may be kept after
+// Serve returns, or, when Serve left a Pending, after the exchange ended.
+// Req and every byte slice derived from it alias memory of the engine's
+// (an inbound buffer, a decoded header block, a copy it keeps for a
+// pending exchange). A Ctx is not safe for concurrent use.
 type Ctx struct {
 	Req    *codec.Request // the parsed request head
 	Remote netip.AddrPort // the client's address
@@ -73,29 +75,53 @@ type Ctx struct {
 	Conn any
 }
 
-// Pending is a response that a handler finishes after Serve returned: the
-// reverse proxy, which waits for an upstream. A handler that sets
-// Response.Pending has answered nothing yet (the rest of Response is
-// ignored). From then on the connection parses nothing further, so
-// pipelined responses keep their order, and hands its events to the
-// Pending until the Pending reports completion through Ctx.Conn; then
-// parsing resumes on the same loop.
+// Pending is the one way a handler answers after Serve returned: the
+// continuation of an exchange that waits for something off the loop. The
+// reverse proxy waits for an upstream; a static route waits for a file the
+// cache reads off the loop. A handler that sets Response.Pending has
+// answered nothing yet (the rest of Response is ignored).
 //
-// All methods run on the connection's event loop. A Pending outlives the
-// Ctx it was created with: it must copy whatever it keeps of the request
-// (whose bytes alias the inbound buffer) before Serve returns.
+// The engine keeps the exchange, and everything Serve left in its Ctx
+// (Req, Path, Rest, Route, Scratch), valid until the exchange ends: it
+// copies the request out of memory the next request would overwrite (see
+// Ctx.KeepRequest). It resumes the continuation on the exchange's loop
+// each time the exchange is woken (the wake of a cache load's Done
+// callback, of an upstream, of room for output) and, on HTTP/1.1, when the
+// client sent bytes the engine did not take. Meanwhile HTTP/1.1 parses
+// nothing further, so pipelined responses keep their order, and HTTP/2
+// serves its other streams.
+//
+// A continuation ends in one of two ways: Resume returns Answered with the
+// response in Ctx.Resp, which the engine then writes as if Serve had just
+// returned it (a static route once its file is loaded); or the handler
+// writes the response itself through Ctx.Sink and reports its end to the
+// engine (the proxy).
+//
+// All methods run on the exchange's event loop.
 type Pending interface {
-	// Input runs when the connection has bytes it did not parse (the
-	// rest of the request body, tunnelled bytes, pipelined requests) or
-	// was woken. The Pending takes what it needs from the connection
-	// itself and reports whether the connection must be closed now.
-	Input() (closeNow bool)
+	// Resume runs when the exchange was woken or its client sent bytes
+	// the engine did not take, and reports what became of the exchange.
+	Resume(c *Ctx) Progress
 
-	// Closed runs once when the connection closed (by the client, a
-	// timeout or a failed write) before the Pending reported completion.
-	// The connection must not be touched afterwards.
+	// Closed runs once when the exchange ended (the client went away, a
+	// timeout, a failed write, a reset stream) before the continuation
+	// ended. The exchange must not be touched afterwards.
 	Closed()
 }
+
+// Progress is what Pending.Resume reports.
+type Progress uint8
+
+const (
+	// Waiting: the exchange still waits; resume it on its next event.
+	Waiting Progress = iota
+	// Answered: Ctx.Resp holds the response, to be written now as one
+	// Serve returned (it may be Pending again: then the exchange waits
+	// for that continuation).
+	Answered
+	// CloseNow: the connection must be closed now.
+	CloseNow
+)
 
 // Response is what a handler answers: always the full response to a GET
 // (or to the request's method), whatever the method. For HEAD the app
@@ -120,7 +146,7 @@ type Response struct {
 	File     *os.File       // the body as an open regular file (nil for none); closed by the app
 	FileSize int64          // bytes of File to send, from offset 0
 	Close    bool           // close the connection after this response
-	Pending  Pending        // non-nil: the handler finishes the response later (see Pending); the other fields are ignored
+	Pending  Pending        // non-nil: the handler answers later (see Pending); the other fields are ignored
 
 	// Static file responses; see static_body.go.
 	FileOffset int64        // where File's body starts (a byte range)

@@ -18,8 +18,8 @@ type fakeForwarder struct {
 
 type fakePending struct{}
 
-func (fakePending) Input() bool { return false }
-func (fakePending) Closed()     {}
+func (fakePending) Resume(*Ctx) Progress { return Waiting }
+func (fakePending) Closed()              {}
 
 func (f *fakeForwarder) Serve(c *Ctx) {
 	f.sawEnv = string(c.Req.Header("X-Env"))

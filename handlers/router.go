@@ -427,7 +427,7 @@ func (rt *Router) Serve(c *Ctx) {
 	}
 	r.ApplyRequestHeaders(c.Req)
 	r.Handler.Serve(c)
-	if c.Resp.Head == nil { // a pre-rendered head has the rules already
+	if c.Resp.Head == nil && c.Resp.Pending == nil { // a pre-rendered head has the rules already; a pending response applies them when it is answered
 		r.ApplyResponseHeaders(&c.Resp)
 	}
 }

@@ -48,7 +48,7 @@ type ResponseSink interface {
 	// connection's output bound (server.max_buffered_output) less what
 	// waits in it, and for HTTP/2 also the flow-control windows. A
 	// producer writes while Room is positive and otherwise waits until it
-	// is resumed (Pending.Input, or its own sweep); a write may overshoot
+	// is resumed (Pending.Resume, or its own sweep); a write may overshoot
 	// by one piece. It is never negative.
 	Room() int
 
@@ -102,7 +102,7 @@ type Head struct {
 type BodySource interface {
 	// Next returns the next payload bytes that have arrived, and whether
 	// the body ended with them. It returns an empty p while more is still
-	// to come (the handler then waits for Pending.Input). Errors are
+	// to come (the handler then waits for Pending.Resume). Errors are
 	// *codec.Error: bad framing (400) or a body over limits.body_bytes
 	// (413); after one the engine closes the connection or resets the
 	// stream. p aliases the engine's memory and is valid until Consume or

@@ -66,6 +66,7 @@ type staticHandler struct {
 	prof    cache.Profile // how this route's files are represented
 	errProf cache.Profile // how its error pages are
 	shared  sharedView    // for requests outside the server (Ctx.Cache nil)
+	retry   loadRetry     // the continuation of requests that wait for a load
 }
 
 // errPage is a custom error page of a static route.
@@ -184,6 +185,7 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	}
 	h.rootPath = real
 	h.rootPrefix = strings.TrimSuffix(real, "/") + "/"
+	h.retry.h = h
 	return h, nil
 }
 
@@ -309,10 +311,10 @@ func (h *staticHandler) get(c *Ctx, key, clean []byte, page *errPage) (*cache.En
 	if v == nil {
 		return h.shared.load(h.cache, &req)
 	}
-	req.Done = sc.CacheDone()
+	req.Done = sc.CacheDone(key)
 	e, err := v.Load(&req)
 	if err == cache.ErrPending {
-		sc.CacheWait(key)
+		c.Resp.Pending = &h.retry
 	}
 	return e, err
 }

@@ -23,9 +23,9 @@ func (l *loopConn) CacheView(c *cache.Cache) *cache.View {
 	}
 	return l.view
 }
-func (l *loopConn) CacheDone() cache.Done                          { return func(*cache.Entry, error) {} }
+func (l *loopConn) CacheDone([]byte) cache.Done                    { return func(*cache.Entry, error) {} }
+func (l *loopConn) CacheReady() bool                               { return false }
 func (l *loopConn) CacheLoaded([]byte) (*cache.Entry, error, bool) { return nil, nil, false }
-func (l *loopConn) CacheWait([]byte)                               {}
 
 // A cache hit allocates nothing in the handler: identity, a compressed
 // representation, a 304, a range and an index file.

@@ -8,10 +8,12 @@
 // the client connection's event loop; it renders the upstream request head
 // at once (the request's bytes alias the client's inbound buffer), takes a
 // pooled connection of the chosen upstream on the same loop or dials a new
-// one, and answers with a pending response (handlers.Response.Pending). From
-// then on the client connection parses nothing further and forwards its
-// events to the exchange, which writes the response to the client's sink
-// as it arrives and reports completion through Client.ProxyFinish.
+// one, and answers later: the exchange is the request's continuation
+// (handlers.Response.Pending), as a static route's wait for a file load
+// is. From then on the client connection parses nothing further and
+// resumes the exchange on its events (Pending.Resume), which writes the
+// response to the client's sink as it arrives and reports completion
+// through Client.ProxyFinish.
 //
 // Upstream connections belong to the loop of the client that first needed
 // them, for their whole life: they are dialed with a timeout in a goroutine

@@ -415,14 +415,15 @@ func (ex *exchange) requestDeadline() {
 	}
 }
 
-// Input implements handlers.Pending: the client sent more bytes, or an
-// off-loop copy woke the connection.
-func (ex *exchange) Input() bool {
+// Resume implements handlers.Pending: the client sent more bytes, or an
+// off-loop copy woke the connection. The exchange ends through the
+// client's ProxyFinish, never by answering here.
+func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 	switch ex.state {
 	case exHandoff:
 		if ex.x.finished() {
 			ex.handoffDone()
-			return false
+			return handlers.Waiting
 		}
 	case exActive:
 		if !ex.reqDone && ex.uc != nil && ex.uc.state == ucBusy && ex.rstate != rsTunnel {
@@ -431,15 +432,15 @@ func (ex *exchange) Input() bool {
 			ex.pumpBody()
 			ex.busy = false
 			if ex.settle() {
-				return false
+				return handlers.Waiting
 			}
 		}
 	}
 	if ex.inputOverflow() {
 		ex.abort()
-		return true
+		return handlers.CloseNow
 	}
-	return false
+	return handlers.Waiting
 }
 
 // Closed implements handlers.Pending: the client connection closed.
