@@ -3,8 +3,6 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -50,7 +49,7 @@ func TestServeAllocsAccessLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := compile(cfg)
+		set, err := wire.Compile(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,19 +57,20 @@ func TestServeAllocsAccessLog(t *testing.T) {
 		if json {
 			format = "json"
 		}
-		s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), access: openTestLog(t, format)}
-		s.set.Store(set)
+		s := bareServer()
+		s.sh.Access = openTestLog(t, format)
+		s.sh.Set.Store(set)
 		l := newLoop(s, nil)
 		fc := &fakeConn{}
 		cs := newConn(l, fc)
 		raw := []byte("GET /hello?q=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nReferer: http://example.com/\r\n\r\n")
 		serve := func() {
 			fc.in = raw
-			l.alog = l.alog[:0] // no hand-off to a writer
+			l.Alog = l.Alog[:0] // no hand-off to a writer
 			if a := cs.serve(); a != gnet.None || len(fc.in) != 0 {
 				t.Fatalf("action %v, %d bytes left", a, len(fc.in))
 			}
-			if len(l.alog) == 0 {
+			if len(l.Alog) == 0 {
 				t.Fatal("no access log line")
 			}
 		}
@@ -90,13 +90,13 @@ func TestProxyAllocsAccessLog(t *testing.T) {
     proxy: {to: ["127.0.0.1:9"]}
 `)
 	l := f.cs.loop
-	l.srv.access = openTestLog(t, "combined")
+	l.srv.sh.Access = openTestLog(t, "combined")
 	f.req = []byte("GET /api/users?id=7 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nReferer: http://example.com/\r\n\r\n")
 	f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	exchange := func() {
-		l.alog = l.alog[:0] // no hand-off to a writer
+		l.Alog = l.Alog[:0] // no hand-off to a writer
 		f.exchange(t)
-		if len(l.alog) == 0 {
+		if len(l.Alog) == 0 {
 			t.Fatal("no access log line")
 		}
 	}

@@ -3,13 +3,12 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"runtime"
 	"testing"
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -37,12 +36,12 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	l := newLoop(s, nil)
 	fc := &fakeConn{}
 	cs := newConn(l, fc)
@@ -86,9 +85,9 @@ func BenchmarkServeRespond(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	set, _ := compile(cfg)
-	s := &Server{}
-	s.set.Store(set)
+	set, _ := wire.Compile(cfg)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	fc := &fakeConn{}
 	cs := newConn(newLoop(s, nil), fc)
 	raw := []byte("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")

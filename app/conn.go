@@ -1,14 +1,12 @@
 package app
 
 import (
-	"net"
-	"net/netip"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/codec"
 	"gale/config"
 	"gale/handlers"
@@ -33,10 +31,9 @@ const (
 
 // conn is one client connection's state. It is owned by its loop.
 type conn struct {
-	loop   *loop
-	c      gnet.Conn
-	idx    int            // position in loop.conns
-	remote netip.AddrPort // client address
+	wire.Conn // the transport: every byte to and from the client goes through it
+	loop      *loop
+	idx       int // position in loop.conns
 
 	req  codec.Request
 	ctx  handlers.Ctx
@@ -44,12 +41,8 @@ type conn struct {
 	sink h1Sink // the response sink of a handler that answers later (h1_sink.go)
 	src  h1Body // the request body, for a handler that forwards it (h1_body.go)
 
-	inBody     bool  // the current request's body is still arriving (and is discarded)
-	headStart  int64 // when the current partial request head started; 0 = none
-	lastActive int64 // last progress: a response written or body bytes read
-	queued     int64 // bytes ever handed to gnet for the client
-	leftSeen   int64 // bytes that had left gnet's buffer at the previous sweep; -1 = nothing was waiting
-	outSince   int64 // when bytes last left gnet's buffer while some waited
+	inBody    bool  // the current request's body is still arriving (and is discarded)
+	headStart int64 // when the current partial request head started; 0 = none
 
 	closeAfter  bool  // the response being written is the last one
 	closing     bool  // the last response is written; close once it drained
@@ -57,8 +50,6 @@ type conn struct {
 	lingerUntil int64 // when a lingering close gives up waiting for the client
 	paused      bool  // parsing stopped until the output drains
 	woke        bool  // a Wake for the next batch is pending
-	dead        bool  // gnet closed the connection; touch nothing
-	detached    bool  // a tunnel took the socket over, and the connection's place in the budget
 
 	xfer *transfer // large body being sent off the loop, or waiting to start
 
@@ -83,110 +74,11 @@ type conn struct {
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
 }
 
-// The transport seam. Everything the connection reads from or writes to
-// its client goes through these methods, so that a transport (plain TCP
-// here, TLS in tls*.go) can sit between the codec and gnet without the
-// state machine knowing which one it talks to. On a plain connection each
-// is a direct gnet call. All of them must be called on the connection's
-// loop.
-
-// inbound returns the request bytes received and not yet consumed. The
-// slice aliases the connection's buffer and is valid until consume or the
-// end of the current event handler call.
-func (cs *conn) inbound() []byte {
-	if cs.tls != nil {
-		return cs.tls.inbound()
-	}
-	b, _ := cs.c.Peek(-1)
-	return b
-}
-
-// consume drops the first n bytes returned by inbound; n < 0 drops all.
-func (cs *conn) consume(n int) {
-	if cs.tls != nil {
-		cs.tls.consume(n)
-		if n >= 0 {
-			return
-		}
-	}
-	_, _ = cs.c.Discard(n)
-}
-
-// inboundBuffered is how many received bytes wait to be consumed.
-func (cs *conn) inboundBuffered() int {
-	if cs.tls != nil {
-		return cs.c.InboundBuffered() + cs.tls.inboundBuffered()
-	}
-	return cs.c.InboundBuffered()
-}
-
-// send queues b for the client. b may be reused once send returns. A
-// failing write closes the connection (cs.dead is set by OnClose).
-func (cs *conn) send(b []byte) {
-	if cs.tls != nil {
-		cs.tls.send(b)
-		return
-	}
-	cs.write(b)
-}
-
-// sendv queues bs for the client, in order, like send.
-func (cs *conn) sendv(bs [][]byte) {
-	if cs.tls != nil {
-		cs.tls.sendv(bs)
-		return
-	}
-	n, _ := cs.c.Writev(bs)
-	cs.queued += int64(n)
-}
-
-// write hands b to gnet, counting what it queued: every byte for the
-// client goes through here or sendv, so that queued minus what is still
-// buffered is what left, the measure of write progress.
-func (cs *conn) write(b []byte) {
-	n, _ := cs.c.Write(b)
-	cs.queued += int64(n)
-}
-
-// outboundBuffered is how many bytes were sent but have not yet left for
-// the socket.
-func (cs *conn) outboundBuffered() int { return cs.c.OutboundBuffered() }
-
-// writeStalled reports, from the sweep, whether bytes wait for the client
-// and none of them left for longer than limit. Progress is bytes leaving
-// gnet's buffer, not its size: a buffer that keeps growing because more
-// is queued while the client reads nothing is no progress.
-func (cs *conn) writeStalled(now, limit int64) bool {
-	out := cs.outboundBuffered()
-	if out == 0 {
-		cs.leftSeen = -1
-		return false
-	}
-	left := cs.queued - int64(out)
-	if left != cs.leftSeen {
-		cs.leftSeen, cs.outSince = left, now
-		return false
-	}
-	return now-cs.outSince > limit
-}
-
-// closeWrite ends the connection's output half (after the final response)
-// while reading goes on.
-func (cs *conn) closeWrite() {
-	if cs.tls != nil {
-		cs.tls.closeWrite()
-		return
-	}
-	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
-}
-
 func newConn(l *loop, c gnet.Conn) *conn {
-	cs := &conn{loop: l, c: c}
-	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		cs.remote = ta.AddrPort()
-	}
+	cs := &conn{loop: l}
+	cs.Init(&l.Loop, c, time.Now().UnixNano())
 	cs.ctx.Req = &cs.req
-	cs.ctx.Remote = cs.remote
+	cs.ctx.Remote = cs.Remote
 	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
 	cs.sink.cs = cs
 	cs.ctx.Sink = &cs.sink // handlers.ResponseSink, likewise
@@ -195,8 +87,6 @@ func newConn(l *loop, c gnet.Conn) *conn {
 	cs.ctx.Cache = cs     // handlers.CacheAccess, for static routes
 	cs.req.ContentLength = -1
 	cs.protos = config.DefaultProtocols(false) // until attachTransport knows the listener
-	cs.lastActive = time.Now().UnixNano()
-	cs.leftSeen = -1
 	return cs
 }
 
@@ -220,7 +110,7 @@ func (cs *conn) release() {
 // nothing to send.
 func (cs *conn) idleNow() bool {
 	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing && cs.pending == nil &&
-		cs.outboundBuffered() == 0 && cs.inboundBuffered() == 0
+		cs.OutboundBuffered() == 0 && cs.InboundBuffered() == 0
 }
 
 func (cs *conn) onTraffic() gnet.Action {
@@ -246,7 +136,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
-			if cs.inboundBuffered() > maxPendingInput {
+			if cs.InboundBuffered() > maxPendingInput {
 				return gnet.Close
 			}
 			return gnet.None
@@ -255,14 +145,14 @@ func (cs *conn) onTraffic() gnet.Action {
 		if x.err != nil || cs.closeAfter {
 			return gnet.Close
 		}
-		cs.lastActive = time.Now().UnixNano()
+		cs.LastActive = time.Now().UnixNano()
 	}
 	if cs.closing {
-		cs.consume(-1)
+		cs.Consume(-1)
 		return gnet.None
 	}
 	if cs.paused {
-		if cs.inboundBuffered() > maxPendingInput {
+		if cs.InboundBuffered() > maxPendingInput {
 			return gnet.Close
 		}
 		return gnet.None
@@ -277,14 +167,14 @@ func (cs *conn) onTraffic() gnet.Action {
 // batch of them, and writes all their responses with one call.
 func (cs *conn) serve() gnet.Action {
 	l := cs.loop
-	set := l.srv.set.Load()
-	buf := cs.inbound()
+	set := l.srv.sh.Set.Load()
+	buf := cs.Inbound()
 	if len(buf) == 0 {
 		return gnet.None
 	}
 	now := time.Now().UnixNano()
-	l.out = l.out[:0]
-	l.bodies = l.bodies[:0]
+	l.Out = l.Out[:0]
+	l.Bodies = l.Bodies[:0]
 	off, served := 0, 0
 	for {
 		if cs.inBody {
@@ -297,7 +187,7 @@ func (cs *conn) serve() gnet.Action {
 				break
 			}
 			if n > 0 {
-				cs.lastActive = now
+				cs.LastActive = now
 			}
 			if done {
 				cs.inBody = false
@@ -321,16 +211,16 @@ func (cs *conn) serve() gnet.Action {
 		if off == len(buf) {
 			break
 		}
-		if served == batch || len(l.out)+cs.outboundBuffered() > set.maxOut {
+		if served == batch || len(l.Out)+cs.OutboundBuffered() > set.MaxOut {
 			if served == batch && !cs.woke {
 				cs.woke = true
-				_ = cs.c.Wake(nil)
+				cs.Wake()
 			} else if served < batch {
 				cs.paused = true
 			}
 			break
 		}
-		n, err := codec.Parse(buf[off:], &cs.req, &set.limits)
+		n, err := codec.Parse(buf[off:], &cs.req, &set.Limits)
 		if err == codec.ErrNeedMore {
 			if cs.headStart == 0 {
 				cs.headStart = now
@@ -343,7 +233,7 @@ func (cs *conn) serve() gnet.Action {
 			if ce, ok := err.(*codec.Error); ok {
 				status = ce.Status
 			}
-			l.stats.ParseErrors.Add(1)
+			l.Stats.ParseErrors.Add(1)
 			cs.writeError(set, status)
 			cs.closeAfter, cs.linger = true, true
 			off = len(buf)
@@ -358,8 +248,8 @@ func (cs *conn) serve() gnet.Action {
 		cs.expectBody(set)
 	}
 	if off > 0 {
-		cs.consume(off)
-		l.stats.BytesIn.Add(uint64(off))
+		cs.Consume(off)
+		l.Stats.BytesIn.Add(uint64(off))
 	}
 	return cs.endBatch(now)
 }
@@ -367,7 +257,7 @@ func (cs *conn) serve() gnet.Action {
 // expectBody follows an answered request with its body, which is read and
 // discarded so that the next request parses (or, when the connection
 // closes after the response, drained while lingering).
-func (cs *conn) expectBody(set *settings) {
+func (cs *conn) expectBody(set *wire.Settings) {
 	req := cs.ctx.Req
 	if !req.HasBody() {
 		return
@@ -376,7 +266,7 @@ func (cs *conn) expectBody(set *settings) {
 		cs.linger = true // the body is not read: drain it while closing
 		return
 	}
-	cs.body.Init(req, set.limits.BodyBytes)
+	cs.body.Init(req, set.Limits.BodyBytes)
 	cs.inBody = true
 }
 
@@ -386,7 +276,7 @@ func (cs *conn) expectBody(set *settings) {
 // closing after the last response.
 func (cs *conn) endBatch(now int64) gnet.Action {
 	cs.flush()
-	if cs.dead {
+	if cs.Dead {
 		return gnet.None
 	}
 	if cs.pending != nil {
@@ -413,7 +303,7 @@ func (cs *conn) finish(now int64) gnet.Action {
 	if cs.inBody {
 		cs.linger = true
 	}
-	if cs.outboundBuffered() > 0 {
+	if cs.OutboundBuffered() > 0 {
 		return gnet.None // the sweep continues once the output drained
 	}
 	if !cs.linger {
@@ -424,14 +314,14 @@ func (cs *conn) finish(now int64) gnet.Action {
 }
 
 func (cs *conn) startLinger(now int64) {
-	cs.closeWrite()
+	cs.CloseWrite()
 	cs.lingerUntil = now + int64(lingerTime)
-	cs.consume(-1)
+	cs.Consume(-1)
 }
 
 // answer routes the parsed request, runs its handler and renders the
 // response into the loop's output, unless the handler answers later.
-func (cs *conn) answer(set *settings, now int64) {
+func (cs *conn) answer(set *wire.Settings, now int64) {
 	req := &cs.req
 	ctx := &cs.ctx
 	ctx.Req = req
@@ -455,7 +345,7 @@ func (cs *conn) answer(set *settings, now int64) {
 	case cs.toHTTPS != nil:
 		cs.toHTTPS.serve(ctx)
 	default:
-		set.router.Serve(ctx)
+		set.Router.Serve(ctx)
 	}
 	if ctx.Resp.Pending != nil {
 		cs.pend(ctx.Resp.Pending)
@@ -466,12 +356,12 @@ func (cs *conn) answer(set *settings, now int64) {
 
 // respond renders the exchange's response (Ctx.Resp) into the loop's
 // output, or hands a large body to a transfer, and counts and logs it.
-func (cs *conn) respond(set *settings, now int64) {
+func (cs *conn) respond(set *wire.Settings, now int64) {
 	l := cs.loop
 	ctx := &cs.ctx
 	req := ctx.Req
 	resp := &ctx.Resp
-	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
+	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.sh.Draining.Load() ||
 		(req.Expect100 && req.HasBody())
 	head := codec.ResponseHead{
 		Status:        resp.Status,
@@ -480,7 +370,7 @@ func (cs *conn) respond(set *settings, now int64) {
 		ContentLength: -1,
 		Close:         closeConn,
 		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
-		Server:        set.serverHeader,
+		Server:        set.ServerHeader,
 	}
 	isHead := string(req.Method) == "HEAD"
 	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
@@ -489,28 +379,28 @@ func (cs *conn) respond(set *settings, now int64) {
 	if !bodyless {
 		head.ContentLength = size
 	}
-	mark := len(l.out)
+	mark := len(l.Out)
 	if resp.Head != nil {
-		l.out = handlers.AppendHead(l.out, resp.Head, head.Close, head.KeepAlive10)
+		l.Out = handlers.AppendHead(l.Out, resp.Head, head.Close, head.KeepAlive10)
 	} else {
-		l.out = codec.AppendResponseHead(l.out, &head)
+		l.Out = codec.AppendResponseHead(l.Out, &head)
 	}
 	sent := int64(0)
 	if !isHead && !bodyless && size > 0 {
 		switch {
-		case size > int64(set.maxOut):
+		case size > int64(set.MaxOut):
 			// Too large for the loop's buffers: the head and the body
 			// go out from a goroutine once earlier output drained.
 			held := transferFDs(resp)
-			if !l.srv.budget.Acquire(held) {
+			if !l.srv.sh.Budget.Acquire(held) {
 				// No descriptors for the transfer: 503 rather than a
 				// body the loop would have to buffer whole.
 				size = cs.answerInstead(&head, mark, 503)
 				closeConn = true
 				break
 			}
-			x := newTransfer(cs, l.out[mark:], resp, set.write, held)
-			l.out = l.out[:mark]
+			x := newTransfer(cs, l.Out[mark:], resp, set.Write, held)
+			l.Out = l.Out[:mark]
 			cs.xfer = x
 			resp.File = nil // the transfer owns it now
 		case resp.File != nil || resp.Parts != nil:
@@ -521,9 +411,9 @@ func (cs *conn) respond(set *settings, now int64) {
 				closeConn = true
 			}
 		case len(body) <= inlineBody:
-			l.out = append(l.out, body...)
+			l.Out = append(l.Out, body...)
 		default:
-			l.bodies = append(l.bodies, segment{at: len(l.out), body: body})
+			l.Bodies = append(l.Bodies, wire.Segment{At: len(l.Out), Body: body})
 		}
 		sent = size
 	}
@@ -534,76 +424,58 @@ func (cs *conn) respond(set *settings, now int64) {
 	if closeConn {
 		cs.closeAfter = true
 	}
-	cs.lastActive = now
+	cs.LastActive = now
 	var rec accesslog.Record
-	if l.srv.access != nil {
+	if l.srv.sh.Access != nil {
 		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
-	cs.record(&rec, head.Status, sent, now)
+	cs.Record(&rec, head.Status, sent, now)
 	cs.forgetLoad()
-}
-
-// record counts one answered request and writes its access log line,
-// which names what rec says of the request. The line is formatted into
-// the loop's buffer before record returns, so rec's slices need to be
-// valid only now (see accesslog.Record).
-func (cs *conn) record(rec *accesslog.Record, status int, bodyBytes, now int64) {
-	l := cs.loop
-	l.stats.Requests.Add(1)
-	if c := status / 100; c >= 1 && c <= 5 {
-		l.stats.ByClass[c].Add(1)
-	}
-	if l.srv.access != nil {
-		l.alog = l.srv.access.AppendLine(l.alog, cs.remote.Addr(), rec, status, bodyBytes, now)
-		if len(l.alog) >= accesslog.FlushBytes {
-			l.flushAccessLog(true)
-		}
-	}
 }
 
 // writeError renders a fixed error response that echoes nothing of the
 // request and closes the connection. Its log line names no request: the
 // head could not be parsed (or has not ended), and cs.req holds nothing
 // of it.
-func (cs *conn) writeError(set *settings, status int) {
+func (cs *conn) writeError(set *wire.Settings, status int) {
 	l := cs.loop
-	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
+	l.Out = codec.AppendErrorResponse(l.Out, status, false, true, set.ServerHeader)
 	var rec accesslog.Record
-	cs.record(&rec, status, 0, time.Now().UnixNano())
+	cs.Record(&rec, status, 0, time.Now().UnixNano())
 }
 
 // flush hands the loop's output to the connection: one write, or one
 // writev when large bodies are referenced in place.
 func (cs *conn) flush() {
 	l := cs.loop
-	if len(l.out) == 0 && len(l.bodies) == 0 {
+	if len(l.Out) == 0 && len(l.Bodies) == 0 {
 		return
 	}
-	total := len(l.out)
-	if len(l.bodies) == 0 {
-		cs.send(l.out)
+	total := len(l.Out)
+	if len(l.Bodies) == 0 {
+		cs.Send(l.Out)
 	} else {
-		l.iov = l.iov[:0]
+		l.Iov = l.Iov[:0]
 		prev := 0
-		for i := range l.bodies {
-			s := &l.bodies[i]
-			if s.at > prev {
-				l.iov = append(l.iov, l.out[prev:s.at])
+		for i := range l.Bodies {
+			s := &l.Bodies[i]
+			if s.At > prev {
+				l.Iov = append(l.Iov, l.Out[prev:s.At])
 			}
-			l.iov = append(l.iov, s.body)
-			total += len(s.body)
-			prev = s.at
-			s.body = nil
+			l.Iov = append(l.Iov, s.Body)
+			total += len(s.Body)
+			prev = s.At
+			s.Body = nil
 		}
-		if prev < len(l.out) {
-			l.iov = append(l.iov, l.out[prev:])
+		if prev < len(l.Out) {
+			l.Iov = append(l.Iov, l.Out[prev:])
 		}
-		cs.sendv(l.iov)
-		clear(l.iov)
+		cs.Sendv(l.Iov)
+		clear(l.Iov)
 	}
-	l.stats.BytesOut.Add(uint64(total))
-	l.out = l.out[:0]
-	l.bodies = l.bodies[:0]
+	l.Stats.BytesOut.Add(uint64(total))
+	l.Out = l.Out[:0]
+	l.Bodies = l.Bodies[:0]
 }
 
 // answerInstead replaces the response whose head was rendered at mark of
@@ -613,19 +485,19 @@ func (cs *conn) flush() {
 func (cs *conn) answerInstead(head *codec.ResponseHead, mark, status int) int64 {
 	l := cs.loop
 	ctx := &cs.ctx
-	l.out = l.out[:mark]
+	l.Out = l.Out[:mark]
 	ctx.Error(status)
 	head.Status, head.Headers, head.ContentLength, head.Close = status, ctx.Resp.Headers, int64(len(ctx.Resp.Body)), true
-	l.out = codec.AppendResponseHead(l.out, head)
-	l.out = append(l.out, ctx.Resp.Body...)
+	l.Out = codec.AppendResponseHead(l.Out, head)
+	l.Out = append(l.Out, ctx.Resp.Body...)
 	return head.ContentLength
 }
 
 // check runs on the loop from the sweep. It enforces the timeouts, moves
 // closing and paused connections along, and reports whether the
 // connection must be closed now.
-func (cs *conn) check(now int64, set *settings) bool {
-	if cs.dead {
+func (cs *conn) check(now int64, set *wire.Settings) bool {
+	if cs.Dead {
 		return false
 	}
 	if cs.tls != nil && cs.tls.handshaking() {
@@ -637,18 +509,18 @@ func (cs *conn) check(now int64, set *settings) bool {
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout
 	}
-	if cs.writeStalled(now, set.write) {
-		cs.loop.stats.TimedOut.Add(1)
+	if cs.WriteStalled(now, set.Write) {
+		cs.loop.Stats.TimedOut.Add(1)
 		return true
 	}
-	if cs.outboundBuffered() > 0 {
+	if cs.OutboundBuffered() > 0 {
 		return false
 	}
 	if cs.pending != nil {
 		// The proxy enforces its own deadlines; a file load gets the
 		// idle timeout.
-		if cs.loadOverdue(now, set.idle) {
-			cs.loop.stats.TimedOut.Add(1)
+		if cs.loadOverdue(now, set.Idle) {
+			cs.loop.Stats.TimedOut.Add(1)
 			return true
 		}
 		return false
@@ -670,35 +542,35 @@ func (cs *conn) check(now int64, set *settings) bool {
 		cs.paused = false
 		if !cs.woke {
 			cs.woke = true
-			_ = cs.c.Wake(nil)
+			cs.Wake()
 		}
 		return false
 	case cs.inBody:
-		if now-cs.lastActive > set.readBody {
-			cs.loop.stats.TimedOut.Add(1)
+		if now-cs.LastActive > set.ReadBody {
+			cs.loop.Stats.TimedOut.Add(1)
 			return true
 		}
 	case cs.headStart != 0:
-		if now-cs.headStart > set.readHeader {
-			cs.loop.stats.TimedOut.Add(1)
+		if now-cs.headStart > set.ReadHeader {
+			cs.loop.Stats.TimedOut.Add(1)
 			if !cs.proto && !cs.protos.H1() {
-				cs.loop.stats.NoPreface.Add(1)
+				cs.loop.Stats.NoPreface.Add(1)
 				return true // part of a preface, on a listener that answers nothing over HTTP/1.1
 			}
 			l := cs.loop
-			l.out = l.out[:0]
+			l.Out = l.Out[:0]
 			cs.writeError(set, 408)
 			cs.flush()
-			if cs.dead {
+			if cs.Dead {
 				return false
 			}
 			cs.closing, cs.linger, cs.closeAfter = true, false, true
 			cs.headStart = 0
-			return cs.outboundBuffered() == 0
+			return cs.OutboundBuffered() == 0
 		}
 	default:
-		if now-cs.lastActive > set.idle {
-			cs.loop.stats.TimedOut.Add(1)
+		if now-cs.LastActive > set.Idle {
+			cs.loop.Stats.TimedOut.Add(1)
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
 )
@@ -24,8 +25,8 @@ type h1Body struct {
 var _ handlers.BodySource = (*h1Body)(nil)
 
 // start prepares the source for req's body, bounded by limits.body_bytes.
-func (b *h1Body) start(req *codec.Request, set *settings) {
-	b.br.Init(req, set.limits.BodyBytes)
+func (b *h1Body) start(req *codec.Request, set *wire.Settings) {
+	b.br.Init(req, set.Limits.BodyBytes)
 	b.ready, b.raw = 0, 0
 	b.ended = !req.HasBody()
 }
@@ -33,7 +34,7 @@ func (b *h1Body) start(req *codec.Request, set *settings) {
 // Next frames what arrived up to the next payload bytes.
 func (b *h1Body) Next() ([]byte, bool, error) {
 	for b.ready == 0 && !b.ended {
-		in := b.cs.inbound()
+		in := b.cs.Inbound()
 		if len(in) == 0 {
 			break
 		}
@@ -43,7 +44,7 @@ func (b *h1Body) Next() ([]byte, bool, error) {
 		}
 		// The framing before the payload goes now; the payload waits.
 		if framing := n - len(payload); framing > 0 { // (gnet's Discard(0) drops everything)
-			b.cs.consume(framing)
+			b.cs.Consume(framing)
 			b.raw += int64(framing)
 		}
 		b.ready, b.ended = len(payload), done
@@ -54,7 +55,7 @@ func (b *h1Body) Next() ([]byte, bool, error) {
 	if b.ready == 0 {
 		return nil, b.ended, nil
 	}
-	return b.cs.inbound()[:b.ready:b.ready], b.ended, nil
+	return b.cs.Inbound()[:b.ready:b.ready], b.ended, nil
 }
 
 // Consume drops n payload bytes that Next returned.
@@ -63,7 +64,7 @@ func (b *h1Body) Consume(n int) {
 	if n <= 0 {
 		return
 	}
-	b.cs.consume(n)
+	b.cs.Consume(n)
 	b.ready -= n
 	b.raw += int64(n)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
 )
@@ -61,12 +62,12 @@ var _ handlers.ResponseSink = (*h1Sink)(nil)
 
 // start prepares the sink for req, from answer: the request's bytes are
 // valid now but not when the response is written.
-func (s *h1Sink) start(req *codec.Request, set *settings) {
+func (s *h1Sink) start(req *codec.Request, set *wire.Settings) {
 	s.version = req.Version
 	s.keep = req.KeepAlive
 	s.isHead = string(req.Method) == "HEAD"
 	s.framing = sinkNoBody
-	s.maxOut = set.maxOut
+	s.maxOut = set.MaxOut
 	s.wrote, s.body = 0, 0
 }
 
@@ -106,7 +107,7 @@ func (s *h1Sink) WriteInterim(status int, fields []codec.Header) {
 func (s *h1Sink) WriteHead(h handlers.Head) {
 	cs := s.cs
 	st := h.Status
-	closeConn := h.Close || !s.keep || cs.closeAfter || cs.loop.srv.draining.Load()
+	closeConn := h.Close || !s.keep || cs.closeAfter || cs.loop.srv.sh.Draining.Load()
 	switch {
 	case s.isHead || st < 200 || st == 204 || st == 304:
 		s.framing = sinkNoBody
@@ -142,11 +143,11 @@ func (s *h1Sink) Room() int {
 	if s.maxOut <= 0 {
 		return math.MaxInt
 	}
-	waiting := s.cs.outboundBuffered()
+	waiting := s.cs.OutboundBuffered()
 	if l := s.cs.loop; l.sinkOwner == s {
 		waiting += len(l.sinkBuf)
 		for i := range l.sinkSegs {
-			waiting += len(l.sinkSegs[i].body)
+			waiting += len(l.sinkSegs[i].Body)
 		}
 	}
 	return max(s.maxOut-waiting, 0)
@@ -175,7 +176,7 @@ func (s *h1Sink) WriteBody(p []byte) {
 		b = l.sinkBuf
 		fallthrough
 	default:
-		l.sinkSegs = append(l.sinkSegs, segment{at: len(b), body: p})
+		l.sinkSegs = append(l.sinkSegs, wire.Segment{At: len(b), Body: p})
 	}
 	if s.framing == sinkChunked {
 		b = append(b, crlf...)
@@ -194,8 +195,8 @@ func (s *h1Sink) Flush() {
 	b, segs := l.sinkBuf, l.sinkSegs
 	l.sinkBuf, l.sinkSegs = b[:0], segs[:0]
 	if len(segs) == 0 {
-		if !s.cs.dead {
-			s.cs.send(b)
+		if !s.cs.Dead {
+			s.cs.Send(b)
 			s.wrote += int64(len(b))
 		}
 		return
@@ -203,18 +204,18 @@ func (s *h1Sink) Flush() {
 	iov := l.sinkIov[:0]
 	prev, total := 0, len(b)
 	for i := range segs {
-		if segs[i].at > prev {
-			iov = append(iov, b[prev:segs[i].at])
+		if segs[i].At > prev {
+			iov = append(iov, b[prev:segs[i].At])
 		}
-		iov = append(iov, segs[i].body)
-		total += len(segs[i].body)
-		prev = segs[i].at
+		iov = append(iov, segs[i].Body)
+		total += len(segs[i].Body)
+		prev = segs[i].At
 	}
 	if prev < len(b) {
 		iov = append(iov, b[prev:])
 	}
-	if !s.cs.dead {
-		s.cs.sendv(iov)
+	if !s.cs.Dead {
+		s.cs.Sendv(iov)
 		s.wrote += int64(total)
 	}
 	clear(iov)

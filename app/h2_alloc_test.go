@@ -4,8 +4,6 @@ package app
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"os"
 	"runtime"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -70,12 +69,12 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	for _, path := range []string{"/hello", "/index.html"} {
 		t.Run(path, func(t *testing.T) {
 			fc := &fakeConn{}

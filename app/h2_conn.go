@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
+	"gale/app/wire"
 	"gale/h2"
 )
 
@@ -64,11 +64,11 @@ type h2conn struct {
 
 // startH2 makes cs an HTTP/2 connection. It runs on the loop, before any
 // byte of the connection was handed to the HTTP/1.1 parser.
-func (cs *conn) startH2(set *settings) {
-	h := &h2conn{cs: cs, cfg: set.http2}
+func (cs *conn) startH2(set *wire.Settings) {
+	h := &h2conn{cs: cs, cfg: set.HTTP2}
 	h.core.Init(&h.cfg, h)
 	cs.h2 = h
-	cs.loop.stats.H2Conns.Add(1)
+	cs.loop.Stats.H2Conns.Add(1)
 }
 
 // prefaceState says what the first bytes of a plain connection are.
@@ -102,33 +102,33 @@ func (h *h2conn) onTraffic() gnet.Action {
 		return gnet.Close
 	}
 	if cs.closing {
-		cs.consume(-1) // nothing more is read once closing
+		cs.Consume(-1) // nothing more is read once closing
 		if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
 			h.startLinger(h.now)
 		}
 		return gnet.None
 	}
-	buf := cs.inbound()
+	buf := cs.Inbound()
 	if len(buf) > 0 {
 		n, err := h.feed(buf)
 		if n > 0 {
-			cs.consume(n)
-			cs.loop.stats.BytesIn.Add(uint64(n))
+			cs.Consume(n)
+			cs.loop.Stats.BytesIn.Add(uint64(n))
 		}
-		if cs.dead {
+		if cs.Dead {
 			return gnet.None
 		}
 		if err != nil {
 			h.flush()
 			return h.closeAfterOutput()
 		}
-		if h.held && cs.inboundBuffered() > h.maxHeldInput() {
+		if h.held && cs.InboundBuffered() > h.maxHeldInput() {
 			return gnet.Close
 		}
 	}
 	h.produce()
 	h.flush()
-	if cs.dead {
+	if cs.Dead {
 		return gnet.None
 	}
 	return h.maybeClose()
@@ -217,9 +217,9 @@ func (h *h2conn) startLinger(now int64) {
 	if h.w != nil {
 		// The writer holds the TLS state's write side: shut the
 		// socket itself (no close_notify).
-		_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
+		cs.ShutdownWrite()
 		cs.lingerUntil = now + int64(lingerTime)
-		cs.consume(-1)
+		cs.Consume(-1)
 		return
 	}
 	cs.startLinger(now)
@@ -245,7 +245,7 @@ func (h *h2conn) pendingOutput() int {
 	if h.w != nil {
 		return h.w.queuedBytes()
 	}
-	return h.cs.outboundBuffered()
+	return h.cs.OutboundBuffered()
 }
 
 // flush hands the core's output to gnet or the writer, and lets the
@@ -265,11 +265,11 @@ func (h *h2conn) moveOut() {
 		return
 	}
 	cs := h.cs
-	cs.loop.stats.BytesOut.Add(uint64(len(out)))
+	cs.loop.Stats.BytesOut.Add(uint64(len(out)))
 	if h.w != nil {
 		h.w.queueBytes(out)
-	} else if !cs.dead {
-		cs.send(out)
+	} else if !cs.Dead {
+		cs.Send(out)
 	}
 	h.core.ResetOut()
 }
@@ -277,15 +277,15 @@ func (h *h2conn) moveOut() {
 // room is how many more bytes the connection may queue now: the output
 // bound minus what already waits.
 func (h *h2conn) room() int {
-	set := h.cs.loop.srv.set.Load()
-	return set.maxOut - h.pendingOutput() - len(h.core.Out())
+	set := h.cs.loop.srv.sh.Set.Load()
+	return set.MaxOut - h.pendingOutput() - len(h.core.Out())
 }
 
 // wake asks the loop to run onTraffic again soon.
 func (h *h2conn) wake() {
-	if !h.woke && !h.cs.dead {
+	if !h.woke && !h.cs.Dead {
 		h.woke = true
-		_ = h.cs.c.Wake(nil)
+		_ = h.cs.C.Wake(nil)
 	}
 }
 
@@ -299,7 +299,7 @@ func (h *h2conn) goAway() {
 	h.goingAway = true
 	h.core.GoAway(h2.NoError)
 	h.flush()
-	if h.cs.dead {
+	if h.cs.Dead {
 		return
 	}
 	if h.core.Streams() == 0 && len(h.active) == 0 {
@@ -310,11 +310,11 @@ func (h *h2conn) goAway() {
 // check runs from the sweep and reports whether the connection must be
 // closed now: timeouts, a drained final GOAWAY, and resuming output that
 // waited for gnet's buffer to drain.
-func (h *h2conn) check(now int64, set *settings) bool {
+func (h *h2conn) check(now int64, set *wire.Settings) bool {
 	h.now = now
 	cs := h.cs
-	if h.w == nil && cs.writeStalled(now, set.write) {
-		cs.loop.stats.TimedOut.Add(1)
+	if h.w == nil && cs.WriteStalled(now, set.Write) {
+		cs.loop.Stats.TimedOut.Add(1)
 		return true
 	}
 	if h.w != nil && h.w.failed() {
@@ -332,13 +332,13 @@ func (h *h2conn) check(now int64, set *settings) bool {
 		return false
 	}
 	if h.wantWriter || len(h.active) > 0 {
-		if now-h.progress > set.write {
+		if now-h.progress > set.Write {
 			// Bodies wait and none moved for timeouts.write: the
 			// client keeps its windows shut or reads nothing.
-			cs.loop.stats.TimedOut.Add(1)
+			cs.loop.Stats.TimedOut.Add(1)
 			return true
 		}
-		if h.w == nil && cs.outboundBuffered() == 0 {
+		if h.w == nil && cs.OutboundBuffered() == 0 {
 			h.wake() // resume production (and start the writer) on the loop
 		}
 		return false
@@ -349,21 +349,21 @@ func (h *h2conn) check(now int64, set *settings) bool {
 	// nor an idle connection, as x/net's IdleTimeout does not count PING.
 	if h.core.Streams() > 0 {
 		if now >= h.bodyCheck {
-			h.bodyCheck = now + set.readBody/4
-			if h.expireBodies(now, set.readBody) {
+			h.bodyCheck = now + set.ReadBody/4
+			if h.expireBodies(now, set.ReadBody) {
 				h.produce()
 				h.flush()
-				return cs.dead
+				return cs.Dead
 			}
 		}
-		if now-cs.lastActive > set.readBody {
-			cs.loop.stats.TimedOut.Add(1)
+		if now-cs.LastActive > set.ReadBody {
+			cs.loop.Stats.TimedOut.Add(1)
 			return true
 		}
 		return false
 	}
-	if now-cs.lastActive > set.idle {
-		cs.loop.stats.TimedOut.Add(1)
+	if now-cs.LastActive > set.Idle {
+		cs.loop.Stats.TimedOut.Add(1)
 		h.goAway()
 		return false
 	}
@@ -373,7 +373,7 @@ func (h *h2conn) check(now int64, set *settings) bool {
 // streamActive records progress of a stream: a request arrived, body
 // bytes arrived, or a response ended. The read_body and idle timeouts
 // count from it (check).
-func (h *h2conn) streamActive() { h.cs.lastActive = h.now }
+func (h *h2conn) streamActive() { h.cs.LastActive = h.now }
 
 // release drops what the connection holds once gnet closed it.
 func (h *h2conn) release() {

@@ -100,7 +100,7 @@ func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
-		ex.bodySince = h.cs.lastActive
+		ex.bodySince = h.cs.LastActive
 		return
 	}
 	ex.run()
@@ -134,7 +134,7 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	}
 	if len(data) > 0 || end {
 		h.streamActive()
-		ex.bodySince = h.cs.lastActive
+		ex.bodySince = h.cs.LastActive
 	}
 	ex.bodyBytes += int64(len(data))
 	if end {
@@ -143,7 +143,7 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	if !ex.deferred {
 		return
 	}
-	if ex.bodyBytes > h.cs.loop.srv.set.Load().limits.BodyBytes {
+	if ex.bodyBytes > h.cs.loop.srv.sh.Set.Load().Limits.BodyBytes {
 		ex.deferred = false
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(413)
@@ -166,7 +166,7 @@ func (h *h2conn) expireBodies(now, limit int64) bool {
 		if ex == nil || ex.s == nil || !ex.deferred || now-ex.bodySince <= limit {
 			continue
 		}
-		h.cs.loop.stats.TimedOut.Add(1)
+		h.cs.loop.Stats.TimedOut.Add(1)
 		ex.deferred = false
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(408)
@@ -207,7 +207,7 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	c.Resp.Reset()
 	c.Scratch = c.Scratch[:0]
 	c.Route, c.Path, c.Rest = nil, nil, nil
-	c.Remote = cs.remote
+	c.Remote = cs.Remote
 	c.TLS = cs.tls != nil
 }
 
@@ -215,7 +215,7 @@ func (ex *h2exchange) start(s *h2.Stream) {
 // HTTP/1.1. A handler that answers later leaves ex.pending set.
 func (ex *h2exchange) serve() {
 	cs := ex.h.cs
-	set := cs.loop.srv.set.Load()
+	set := cs.loop.srv.sh.Set.Load()
 	c := &ex.ctx
 	req := c.Req
 	switch {
@@ -228,7 +228,7 @@ func (ex *h2exchange) serve() {
 	case cs.toHTTPS != nil:
 		cs.toHTTPS.serve(c)
 	default:
-		set.router.Serve(c)
+		set.Router.Serve(c)
 	}
 	if p := c.Resp.Pending; p != nil {
 		ex.pend(p)
@@ -296,7 +296,7 @@ func entryBody(resp *handlers.Response) int64 {
 // a bound one connection could hold max_concurrent_streams distinct files
 // beyond the cache's budget. One exchange may always hold its body,
 // however large.
-func (h *h2conn) memCap() int64 { return 4 * int64(h.cs.loop.srv.set.Load().maxOut) }
+func (h *h2conn) memCap() int64 { return 4 * int64(h.cs.loop.srv.sh.Set.Load().MaxOut) }
 
 // park puts off answering ex until the connection's queued bodies leave
 // room (unpark): its response, a cache entry's, is dropped and its
@@ -360,7 +360,7 @@ func (ex *h2exchange) answer() {
 			return
 		}
 	}
-	if !end && resp.File != nil && !h.cs.loop.srv.budget.Acquire(1) {
+	if !end && resp.File != nil && !h.cs.loop.srv.sh.Budget.Acquire(1) {
 		// The file would outlive this event uncounted: 503, as
 		// HTTP/1.1 answers a transfer it has no descriptors for.
 		c.Error(503)
@@ -370,7 +370,7 @@ func (ex *h2exchange) answer() {
 	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	ex.answered = true
-	logged := h.cs.loop.srv.access != nil
+	logged := h.cs.loop.srv.sh.Access != nil
 	if logged {
 		ex.rec.FromRequest(c.Req)
 	}
@@ -388,7 +388,7 @@ func (ex *h2exchange) answer() {
 	ex.off, ex.sent = sent, sent
 	ex.mem = mem
 	h.memHeld += mem
-	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.set.Load().maxOut) {
+	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.sh.Set.Load().MaxOut) {
 		h.wantWriter = true // large file regions are read off the loop
 	}
 	if logged {
@@ -456,9 +456,9 @@ func (ex *h2exchange) finish() {
 	if !ex.reqDone {
 		h.core.Reset(ex.s, h2.NoError)
 	}
-	cs.lastActive = now
-	cs.loop.stats.H2Requests.Add(1)
-	cs.record(&ex.rec, ex.status, ex.sent, now)
+	cs.LastActive = now
+	cs.loop.Stats.H2Requests.Add(1)
+	cs.Record(&ex.rec, ex.status, ex.sent, now)
 	ex.release()
 }
 
@@ -466,7 +466,7 @@ func (ex *h2exchange) finish() {
 // closed: the response, if any began, is logged as it stands.
 func (ex *h2exchange) abandon() {
 	if ex.answered {
-		ex.h.cs.record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
+		ex.h.cs.Record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)
@@ -536,7 +536,7 @@ func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
 func (ex *h2exchange) CacheDone(key []byte) cache.Done {
 	ex.waitKey = append(ex.waitKey[:0], key...)
 	if ex.done == nil {
-		gc := ex.h.cs.c
+		gc := ex.h.cs.C
 		w := &loadWait{}
 		ex.wait = w
 		ex.done = func(e *cache.Entry, err error) {

@@ -24,10 +24,10 @@ func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless b
 		dst = append(dst, resp.HPACK...)
 		return h.appendDate(dst)
 	}
-	set := h.cs.loop.srv.set.Load()
+	set := h.cs.loop.srv.sh.Set.Load()
 	dst = hpack.AppendStatus(dst, resp.Status)
-	if len(set.serverHeader) > 0 {
-		dst = hpack.AppendField(dst, fieldServer, set.serverHeader)
+	if len(set.ServerHeader) > 0 {
+		dst = hpack.AppendField(dst, fieldServer, set.ServerHeader)
 	}
 	dst, h.lower = handlers.AppendHPACKFields(dst, h.lower, resp.Headers)
 	if !bodyless {
@@ -95,7 +95,7 @@ func (h *h2conn) produce() {
 	if h.w == nil && h.wantWriter && !h.startWriter() {
 		return
 	}
-	for len(h.active) > 0 && !h.cs.dead {
+	for len(h.active) > 0 && !h.cs.Dead {
 		room := h.room()
 		if room <= 0 {
 			if h.w != nil {
@@ -116,7 +116,7 @@ func (h *h2conn) produce() {
 		h.progress = h.now
 		if h.w == nil {
 			h.flush()
-			if !h.cs.dead && h.cs.outboundBuffered() > 0 && len(h.active) > 0 {
+			if !h.cs.Dead && h.cs.OutboundBuffered() > 0 && len(h.active) > 0 {
 				h.wantWriter = true
 				return
 			}
@@ -171,7 +171,7 @@ func (ex *h2exchange) step(limit int) int {
 	win := h.core.SendWindow(ex.s)
 	limit = min(limit, win)
 	sent := 0
-	for limit > 0 && len(ex.parts) > 0 && !h.cs.dead {
+	for limit > 0 && len(ex.parts) > 0 && !h.cs.Dead {
 		p := &ex.parts[0]
 		size := p.Size()
 		rem := size - ex.off
@@ -215,21 +215,21 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 		h.moveOut()
 		ex.fileQueued = true
 		h.w.queueFile(ex.file, p.Off+ex.off, int64(k))
-		h.cs.loop.stats.BytesOut.Add(uint64(k))
+		h.cs.loop.Stats.BytesOut.Add(uint64(k))
 		return k
 	}
 	h.moveOut()
 	l := h.cs.loop
-	l.fileBuf = growLen(l.fileBuf[:0], k)
-	if _, err := ex.file.ReadAt(l.fileBuf, p.Off+ex.off); err != nil {
+	l.FileBuf = growLen(l.FileBuf[:0], k)
+	if _, err := ex.file.ReadAt(l.FileBuf, p.Off+ex.off); err != nil {
 		// The frame header is out: the connection cannot go on.
 		h.cs.closing = true
-		_ = h.cs.c.Close()
+		_ = h.cs.C.Close()
 		return 0
 	}
-	if !h.cs.dead {
-		h.cs.send(l.fileBuf)
-		l.stats.BytesOut.Add(uint64(k))
+	if !h.cs.Dead {
+		h.cs.Send(l.FileBuf)
+		l.Stats.BytesOut.Add(uint64(k))
 	}
 	return k
 }
@@ -247,7 +247,7 @@ func (ex *h2exchange) dropFile() {
 	if ex.fileQueued && ex.h.w != nil {
 		ex.h.w.queueClose(f)
 	} else {
-		closeHeld(f, ex.h.cs.loop.srv.budget)
+		closeHeld(f, ex.h.cs.loop.srv.sh.Budget)
 	}
 	ex.fileQueued = false
 }

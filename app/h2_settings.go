@@ -2,46 +2,17 @@ package app
 
 import (
 	"crypto/tls"
-	"fmt"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
-	"gale/config"
+	"gale/app/wire"
 	"gale/h2"
 )
 
-// compileHTTP2 turns server.http2 into the core's limits, and says whether
-// HTTP/2 is offered: it is enabled and no route forwards, since the
-// reverse proxy answers clients over HTTP/1.1 only (such configs keep
-// every listener on HTTP/1.1, and say so at start).
-func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
-	c := cfg.Server.HTTP2
-	hc := h2.Config{
-		MaxConcurrentStreams: c.MaxConcurrentStreams,
-		InitialStreamWindow:  c.InitialStreamWindow,
-		InitialConnWindow:    c.InitialConnWindow,
-		MaxFrameSize:         c.MaxFrameSize,
-		MaxHeaderListSize:    c.MaxHeaderListSize,
-		MaxRequests:          c.MaxRequests,
-		MaxBodyBytes:         cfg.Server.Limits.BodyBytes,
-	}
-	return hc, c.Enabled && !forwards(cfg)
-}
-
-// forwards reports whether any route of cfg proxies.
-func forwards(cfg *config.Config) bool {
-	for i := range cfg.Routes {
-		if cfg.Routes[i].Proxy != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // http2On reports whether new connections may speak HTTP/2 (the TLS
 // listeners' ALPN asks it for every handshake). Safe for concurrent use.
-func (s *Server) http2On() bool { return s.set.Load().http2On }
+func (s *Server) http2On() bool { return s.sh.Set.Load().HTTP2On }
 
 // h2Cipher reports whether a TLS 1.2 cipher suite is allowed under
 // HTTP/2: RFC 9113 section 9.2.2 forbids every suite but ephemeral key
@@ -55,33 +26,6 @@ func h2Cipher(version, suite uint16) bool {
 		return true
 	}
 	return false
-}
-
-// speaks returns an error when a listener speaking protos could answer
-// no connection under cfg: it has no h1, and HTTP/2 is not offered (h2On
-// false). config refuses this for server.http2.enabled: false; the check
-// here also covers the proxy (which keeps HTTP/2 off) and, on reload, the
-// protocols a running listener keeps. where names the listener: its place
-// in the file and its address, as config's messages do.
-func speaks(cfg *config.Config, h2On bool, where string, protos config.Protocols) error {
-	if h2On || protos.H1() {
-		return nil
-	}
-	why := "server.http2.enabled is false"
-	if cfg.Server.HTTP2.Enabled {
-		why = "HTTP/2 is off while a route proxies (the reverse proxy answers clients over HTTP/1.1 only)"
-	}
-	return fmt.Errorf("%s: protocols %s need HTTP/2, and %s; add h1 to the listener's protocols", where, protos, why)
-}
-
-// listenerWhere names listener l of cfg for messages: "FILE:LINE:COL:
-// listen ADDRESS".
-func listenerWhere(cfg *config.Config, l *config.Listener) string {
-	where := fmt.Sprintf("%d:%d", l.Pos.Line, l.Pos.Col)
-	if cfg.File != "" {
-		where = cfg.File + ":" + where
-	}
-	return where + ": listen " + l.Address
 }
 
 // chooseProto decides, on a connection's first bytes after any TLS
@@ -100,7 +44,7 @@ func listenerWhere(cfg *config.Config, l *config.Listener) string {
 // endpoint do with an invalid preface: an HTTP/1.1 error response would
 // be garbage to a client that believes it speaks HTTP/2.
 func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
-	set := cs.loop.srv.set.Load()
+	set := cs.loop.srv.sh.Set.Load()
 	if cs.tls != nil {
 		st := cs.tls.tc.ConnectionState()
 		switch {
@@ -112,19 +56,19 @@ func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 			cs.proto = true
 			return gnet.None, false
 		}
-		return cs.sniffProto(set, set.http2On && cs.protos.H2(), &st)
+		return cs.sniffProto(set, set.HTTP2On && cs.protos.H2(), &st)
 	}
-	return cs.sniffProto(set, set.http2On && cs.protos.H2C(), nil)
+	return cs.sniffProto(set, set.HTTP2On && cs.protos.H2C(), nil)
 }
 
 // sniffProto chooses by the connection's first bytes: HTTP/2 when h2 is
 // allowed and they are the client preface, else HTTP/1.1 when the
 // listener has h1, else a close. st is the TLS state, nil on a plain
 // connection.
-func (cs *conn) sniffProto(set *settings, h2 bool, st *tls.ConnectionState) (gnet.Action, bool) {
+func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState) (gnet.Action, bool) {
 	state := notPreface
 	if h2 {
-		state = sniffPreface(cs.inbound())
+		state = sniffPreface(cs.Inbound())
 	}
 	switch {
 	case state == isPreface:
@@ -144,7 +88,7 @@ func (cs *conn) sniffProto(set *settings, h2 bool, st *tls.ConnectionState) (gne
 		cs.proto = true
 		cs.headStart = 0
 	default:
-		cs.loop.stats.NoPreface.Add(1)
+		cs.loop.Stats.NoPreface.Add(1)
 		return gnet.Close, true
 	}
 	return gnet.None, false
@@ -153,7 +97,7 @@ func (cs *conn) sniffProto(set *settings, h2 bool, st *tls.ConnectionState) (gne
 // startH2TLS makes cs, a TLS connection in state st, an HTTP/2 one, and
 // refuses it with INADEQUATE_SECURITY when TLS 1.2 negotiated a suite
 // RFC 9113 section 9.2.2 forbids.
-func (cs *conn) startH2TLS(set *settings, st *tls.ConnectionState) {
+func (cs *conn) startH2TLS(set *wire.Settings, st *tls.ConnectionState) {
 	cs.startH2(set)
 	if !h2Cipher(st.Version, st.CipherSuite) {
 		cs.h2.core.GoAway(h2.InadequateSecurity)

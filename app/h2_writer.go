@@ -60,10 +60,10 @@ const writeChunk = 64 << 10
 func (h *h2conn) startWriter() bool {
 	cs := h.cs
 	h.flush()
-	if cs.dead || cs.outboundBuffered() > 0 {
+	if cs.Dead || cs.OutboundBuffered() > 0 {
 		return false // the sweep wakes the loop once it drained
 	}
-	b := cs.loop.srv.budget
+	b := cs.loop.srv.sh.Budget
 	if !b.Acquire(1) {
 		return false // no descriptor for the duplicate: the sweep tries again
 	}
@@ -73,13 +73,13 @@ func (h *h2conn) startWriter() bool {
 		h.wantWriter = false // stay inline; the sweep resumes production
 		return true
 	}
-	set := cs.loop.srv.set.Load()
-	gc := cs.c
+	set := cs.loop.srv.sh.Set.Load()
+	gc := cs.C
 	w := &h2writer{
 		nc:      nc,
 		wakeFn:  func() { _ = gc.Wake(nil) },
-		max:     int64(set.maxOut),
-		timeout: time.Duration(set.write),
+		max:     int64(set.MaxOut),
+		timeout: time.Duration(set.Write),
 		release: func() { b.Release(1) },
 		files:   b,
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/handlers"
 )
 
@@ -42,12 +43,12 @@ func (cs *conn) resumePending() gnet.Action {
 		return gnet.Close
 	case cs.endParse:
 		cs.endParse = false
-		if cs.inboundBuffered() > 0 {
+		if cs.InboundBuffered() > 0 {
 			return cs.serve()
 		}
 		return gnet.None
 	}
-	if cs.pending != nil && cs.inboundBuffered() > pendingInputBound(cs.loop.srv.set.Load()) {
+	if cs.pending != nil && cs.InboundBuffered() > pendingInputBound(cs.loop.srv.sh.Set.Load()) {
 		return gnet.Close // gnet cannot stop reading: past the bound, the client is cut off
 	}
 	return gnet.None
@@ -60,8 +61,8 @@ func (cs *conn) resumePending() gnet.Action {
 // nothing of the input (a static route waiting for a load); the proxy,
 // which reads the body it forwards, holds the input to its own tighter
 // bounds first (and answers 413 where one is due).
-func pendingInputBound(set *settings) int {
-	return 2 * (int(set.limits.BodyBytes) + maxPendingInput)
+func pendingInputBound(set *wire.Settings) int {
+	return 2 * (int(set.Limits.BodyBytes) + maxPendingInput)
 }
 
 // answerLater writes the response a continuation answered, as serve
@@ -69,21 +70,21 @@ func pendingInputBound(set *settings) int {
 // after the request.
 func (cs *conn) answerLater() gnet.Action {
 	l := cs.loop
-	set := l.srv.set.Load()
+	set := l.srv.sh.Set.Load()
 	now := time.Now().UnixNano()
 	if p := cs.ctx.Resp.Pending; p != nil {
 		cs.pend(p) // it waits again (for an error page, an index file)
 		return gnet.None
 	}
-	l.out = l.out[:0]
-	l.bodies = l.bodies[:0]
+	l.Out = l.Out[:0]
+	l.Bodies = l.Bodies[:0]
 	cs.respond(set, now)
 	cs.expectBody(set)
-	if cs.closeAfter || cs.xfer != nil || cs.inboundBuffered() == 0 {
+	if cs.closeAfter || cs.xfer != nil || cs.InboundBuffered() == 0 {
 		return cs.endBatch(now)
 	}
 	cs.flush()
-	if cs.dead {
+	if cs.Dead {
 		return gnet.None
 	}
 	return cs.serve()
@@ -97,8 +98,8 @@ func (cs *conn) endPending(act gnet.Action) {
 	case cs.inResume && act == gnet.Close:
 		cs.endClose = true
 	case act == gnet.Close:
-		if l := cs.loop; l.el != nil {
-			_ = l.el.Close(cs.c)
+		if l := cs.loop; l.EL != nil {
+			_ = l.EL.Close(cs.C)
 		}
 	}
 }

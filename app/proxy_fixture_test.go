@@ -1,12 +1,11 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/config"
 	"gale/proxy"
 )
@@ -30,12 +29,12 @@ func newProxyFixture(tb testing.TB, routes string) *proxyFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	f := &proxyFixture{cl: &fakeConn{}, up: &fakeConn{}}
 	f.cs = newConn(newLoop(s, nil), f.cl)
 	f.cs.ProxyLoop().SetDial(func(uc *proxy.UpstreamConn) {

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/config"
 	"gale/proxy"
@@ -61,12 +61,12 @@ func FuzzProxyRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4096 {
 			return

@@ -22,11 +22,9 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/cache"
-	"gale/codec"
 	"gale/config"
-	"gale/fds"
-	"gale/h2"
 	"gale/handlers"
 )
 
@@ -34,80 +32,15 @@ import (
 // therefore enforced with up to this much slack.
 const tick = 100 * time.Millisecond
 
-// settings is everything a request reads from the configuration, swapped
-// as a whole on reload. Loops load it once per OnTraffic call.
-type settings struct {
-	cfg          *config.Config
-	router       *handlers.Router
-	limits       codec.Limits
-	serverHeader []byte
-	readHeader   int64 // nanoseconds
-	readBody     int64
-	idle         int64
-	write        int64
-	maxOut       int       // server.max_buffered_output
-	http2        h2.Config // server.http2, for new HTTP/2 connections
-	http2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
-	dirs         int64     // descriptors the router holds (static roots), counted in the budget
-}
-
-// compile builds the settings of cfg outside a server (tests): nothing is
-// counted in a descriptor budget.
-func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
-	return compileBudget(cfg, nil, opts...)
-}
-
-// compileBudget builds the settings of cfg, counting the descriptors its
-// router holds open in b (it fails when b has no room for them) and
-// giving b to the proxy routes.
-func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*settings, error) {
-	_, h2On := compileHTTP2(cfg)
-	for i := range cfg.Listen {
-		l := &cfg.Listen[i]
-		if err := speaks(cfg, h2On, listenerWhere(cfg, l), l.Protocols); err != nil {
-			return nil, err
-		}
-	}
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
-	if err != nil {
-		return nil, err
-	}
-	dirs := int64(rt.OpenDirs())
-	if !b.Acquire(dirs) {
-		_ = rt.Close()
-		return nil, fmt.Errorf("server: no descriptors left for the %d root directories of static routes", dirs)
-	}
-	s := &settings{
-		cfg:    cfg,
-		router: rt,
-		limits: codec.Limits{
-			RequestLine: cfg.Server.Limits.RequestLine,
-			HeaderBytes: cfg.Server.Limits.HeaderBytes,
-			BodyBytes:   cfg.Server.Limits.BodyBytes,
-		},
-		readHeader: int64(cfg.Server.Timeouts.ReadHeader),
-		readBody:   int64(cfg.Server.Timeouts.ReadBody),
-		idle:       int64(cfg.Server.Timeouts.Idle),
-		write:      int64(cfg.Server.Timeouts.Write),
-		maxOut:     cfg.Server.MaxBufferedOutput,
-		dirs:       dirs,
-	}
-	if cfg.Server.ServerHeader != "" {
-		s.serverHeader = []byte(cfg.Server.ServerHeader)
-	}
-	s.http2, s.http2On = compileHTTP2(cfg)
-	return s, nil
-}
-
 // Check compiles cfg as New and a reload do (routes, handlers, upstreams)
 // without starting anything, so that a config it accepts is one the
 // server runs: `gale validate` calls it after config.Load.
 func Check(cfg *config.Config) error {
-	s, err := compile(cfg)
+	s, err := wire.Compile(cfg)
 	if err != nil {
 		return err
 	}
-	return s.router.Close()
+	return s.Router.Close()
 }
 
 // Server is a running (or ready to run) gale instance. Its exported
@@ -115,11 +48,9 @@ func Check(cfg *config.Config) error {
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	log    *slog.Logger
-	set    atomic.Pointer[settings]
-	access *accesslog.Log // nil when the access log is off
-	addrs  []string       // resolved "host:port" per listener
-	budget *fds.Budget    // every descriptor held, and client connections (budget.go)
+	log   *slog.Logger
+	sh    wire.Shared // what the loops and engines read: settings, budget, access log, stop flag, proxy state
+	addrs []string    // resolved "host:port" per listener
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -130,10 +61,7 @@ type Server struct {
 	loopList atomic.Pointer[[]*loop]
 	loopMu   sync.Mutex // guards registration into loopList
 
-	open     atomic.Int64 // client connections open in gnet across loops (for stop)
-	draining atomic.Bool
-
-	px proxyLoops // the proxy state of each loop (upstream.go)
+	open atomic.Int64 // client connections open in gnet across loops (for stop)
 
 	files *cache.Cache // the file cache of static routes (static_glue.go)
 
@@ -154,13 +82,14 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log.Warn(warn)
 	}
 	files := newFileCache(cfg, budget)
-	set, err := compileBudget(cfg, budget, handlers.WithCache(files))
+	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files))
 	if err != nil {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, budget: budget}
-	s.set.Store(set)
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files}
+	s.sh.Budget, s.sh.Log = budget, log
+	s.sh.Set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
 		a, err := resolveListen(l.Address)
@@ -173,7 +102,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.access, err = accesslog.Open(cfg.AccessLog)
+		s.sh.Access, err = accesslog.Open(cfg.AccessLog)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
@@ -190,7 +119,7 @@ func (s *Server) Booted() <-chan struct{} { return s.booted }
 // Run serves until Stop is called or the engine fails. It blocks.
 func (s *Server) Run() error {
 	defer close(s.stopped)
-	cfg := s.set.Load().cfg
+	cfg := s.sh.Set.Load().Cfg
 	sc := cfg.Server
 	lb := gnet.RoundRobin
 	switch sc.LoadBalancing {
@@ -237,8 +166,8 @@ func (s *Server) Run() error {
 	go s.watchCertificates(stopWatch, certPoll)
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
-	if s.access != nil {
-		s.access.Close()
+	if s.sh.Access != nil {
+		s.sh.Access.Close()
 	}
 	s.files.Close()
 	s.stopProxies()
@@ -259,18 +188,18 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // accepted afterwards. Settings that need new listeners or a new
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
-	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files))
+	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files))
 	if err != nil {
 		return nil, err
 	}
-	old := s.set.Load().cfg
+	old := s.sh.Set.Load().Cfg
 	for i := range s.listeners {
 		// The running listeners keep their protocols until a restart.
 		where := "running listener " + s.addrs[i]
 		if i < len(cfg.Listen) && cfg.Listen[i].Address == old.Listen[i].Address {
-			where = listenerWhere(cfg, &cfg.Listen[i])
+			where = wire.ListenerWhere(cfg, &cfg.Listen[i])
 		}
-		if err := speaks(cfg, set.http2On, where, s.listeners[i].protos); err != nil {
+		if err := wire.Speaks(cfg, set.HTTP2On, where, s.listeners[i].protos); err != nil {
 			s.retire(set)
 			return nil, err
 		}
@@ -299,7 +228,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	}
 	notes = append(notes, cacheNotes(old, cfg)...)
 	s.startProxies(set)
-	prev := s.set.Swap(set)
+	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them
 	// Loops load the settings once per OnTraffic call and finish with
 	// them before they return, so after a grace period nothing uses the
@@ -310,9 +239,9 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 
 // retire closes what a replaced router holds and gives its descriptors
 // back to the budget.
-func (s *Server) retire(set *settings) {
-	_ = set.router.Close()
-	s.budget.Release(set.dirs)
+func (s *Server) retire(set *wire.Settings) {
+	_ = set.Router.Close()
+	s.sh.Budget.Release(set.Dirs)
 }
 
 func listenAddrs(c *config.Config) []string {
@@ -335,10 +264,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.draining.Store(true)
+	s.sh.Draining.Store(true)
 	for _, l := range s.loopSlice() {
 		l := l
-		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		_ = l.EL.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			l.drain()
 			return nil
 		}))
@@ -373,9 +302,9 @@ wait:
 func (s *Server) Stats() StatsSnapshot {
 	var d StatsSnapshot
 	for _, l := range s.loopSlice() {
-		l.stats.addTo(&d)
+		addStats(&d, &l.Stats)
 	}
-	d.Budget = s.budget.Snapshot()
+	d.Budget = s.sh.Budget.Snapshot()
 	return d
 }
 
@@ -411,7 +340,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	l := s.loopFor(c.EventLoop())
-	if s.draining.Load() || !s.admit() {
+	if s.sh.Draining.Load() || !s.admit() {
 		return s.refuse(c, l)
 	}
 	s.open.Add(1)
@@ -450,8 +379,8 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 // not on a loop, so it only posts a sweep to every loop.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	for _, l := range s.loopSlice() {
-		_ = l.el.Execute(context.Background(), l.sweepFn)
+		_ = l.EL.Execute(context.Background(), l.sweepFn)
 	}
-	s.proxyTick()
+	s.sh.Proxies.Tick()
 	return tick, gnet.None
 }

@@ -3,8 +3,6 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/config"
 	"gale/handlers"
 )
@@ -57,13 +56,14 @@ routes:
 	}
 	files := newFileCache(cfg, nil)
 	defer files.Close()
-	set, err := compile(cfg, handlers.WithCache(files))
+	set, err := wire.Compile(cfg, handlers.WithCache(files))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer set.router.Close()
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), files: files}
-	s.set.Store(set)
+	defer set.Router.Close()
+	s := bareServer()
+	s.files = files
+	s.sh.Set.Store(set)
 	l := newLoop(s, nil)
 	fc := &fakeConn{}
 	cs := newConn(l, fc)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gale/app/wire"
 	"gale/cache"
 	"gale/config"
 	"gale/fds"
@@ -60,11 +61,7 @@ func cacheNotes(old, cfg *config.Config) []string {
 
 // CacheView implements handlers.CacheAccess: the loop's view over c.
 func (cs *conn) CacheView(c *cache.Cache) *cache.View {
-	l := cs.loop
-	if l.view == nil || l.view.Cache() != c {
-		l.view = c.NewView()
-	}
-	return l.view
+	return cs.Loop.CacheView(c)
 }
 
 // CacheDone implements handlers.CacheAccess.
@@ -73,7 +70,7 @@ func (cs *conn) CacheDone(key []byte) cache.Done {
 	st.waitKey = append(st.waitKey[:0], key...)
 	st.asked = time.Now().UnixNano()
 	if st.done == nil {
-		gc := cs.c
+		gc := cs.C
 		st.done = func(e *cache.Entry, err error) {
 			// On a cache worker: store, then wake the loop.
 			st.result.Store(&cacheResult{e: e, err: err})
@@ -118,11 +115,11 @@ func (cs *conn) loadOverdue(now, limit int64) bool {
 // cache, which reads them off the loop).
 func (cs *conn) appendFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
-	bmark := len(l.bodies)
+	bmark := len(l.Bodies)
 	err := cs.readFileBody(resp, size)
 	if err != nil {
-		clear(l.bodies[bmark:])
-		l.bodies = l.bodies[:bmark]
+		clear(l.Bodies[bmark:])
+		l.Bodies = l.Bodies[:bmark]
 	}
 	return err
 }
@@ -130,8 +127,8 @@ func (cs *conn) appendFileBody(resp *handlers.Response, size int64) error {
 func (cs *conn) readFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
 	if resp.Parts == nil {
-		l.out = growLen(l.out, int(size))
-		_, err := resp.File.ReadAt(l.out[len(l.out)-int(size):], resp.FileOffset)
+		l.Out = growLen(l.Out, int(size))
+		_, err := resp.File.ReadAt(l.Out[len(l.Out)-int(size):], resp.FileOffset)
 		return err
 	}
 	for _, p := range resp.Parts {
@@ -140,14 +137,14 @@ func (cs *conn) readFileBody(resp *handlers.Response, size int64) error {
 			if resp.File == nil {
 				return errNoFile
 			}
-			l.out = growLen(l.out, int(p.Len))
-			if _, err := resp.File.ReadAt(l.out[len(l.out)-int(p.Len):], p.Off); err != nil {
+			l.Out = growLen(l.Out, int(p.Len))
+			if _, err := resp.File.ReadAt(l.Out[len(l.Out)-int(p.Len):], p.Off); err != nil {
 				return err
 			}
 		case len(p.Data) <= inlineBody:
-			l.out = append(l.out, p.Data...)
+			l.Out = append(l.Out, p.Data...)
 		default:
-			l.bodies = append(l.bodies, segment{at: len(l.out), body: p.Data})
+			l.Bodies = append(l.Bodies, wire.Segment{At: len(l.Out), Body: p.Data})
 		}
 	}
 	return nil

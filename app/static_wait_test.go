@@ -1,8 +1,6 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/config"
 	"gale/handlers"
 )
@@ -88,12 +87,13 @@ func TestStaticWaitForLoad(t *testing.T) {
 	}
 	for _, draining := range []bool{false, true} {
 		files := newFileCache(cfg, nil)
-		set, err := compile(cfg, handlers.WithCache(files))
+		set, err := wire.Compile(cfg, handlers.WithCache(files))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), files: files}
-		s.set.Store(set)
+		s := bareServer()
+		s.files = files
+		s.sh.Set.Store(set)
 		mc := &loadWaitConn{}
 		cs := newConn(newLoop(s, nil), mc)
 		req := "GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /mid.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -110,7 +110,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 				strings.Count(got, "HTTP/1.1 200") != 3 || !strings.HasSuffix(got, "\r\n\r\na") || len(mc.in) != 0 {
 				t.Fatalf("answered at once, but not in order: %d bytes left, %d responses", len(mc.in), strings.Count(got, "HTTP/1.1 200"))
 			}
-			set.router.Close()
+			set.Router.Close()
 			files.Close()
 			continue
 		}
@@ -128,7 +128,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 			}
 		}
 		if draining {
-			s.draining.Store(true)
+			s.sh.Draining.Store(true)
 			cs.closeAfter = true // what loop.drain does to a busy connection
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -151,7 +151,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 		} else if strings.Count(got, "HTTP/1.1 200") != 2 || len(mc.in) != 0 {
 			t.Fatalf("the request behind was not served: %d left", len(mc.in))
 		}
-		set.router.Close()
+		set.Router.Close()
 		files.Close()
 	}
 }

@@ -389,6 +389,7 @@ func (s *Server) attachTransport(c gnet.Conn) {
 	switch {
 	case li.tls != nil:
 		cs.tls = newTLSConn(cs, li.tls)
+		cs.SetLayer(cs.tls)
 		cs.ctx.TLS = true
 	case li.toHTTPS != nil:
 		cs.toHTTPS = li.toHTTPS

@@ -5,7 +5,6 @@ package app
 import (
 	"crypto/tls"
 	"io"
-	"log/slog"
 	"net"
 	"runtime"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -117,12 +117,12 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 })
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +130,7 @@ routes:
 	fc := &tlsFakeConn{}
 	cs := newConn(newLoop(s, nil), fc)
 	cs.tls = newTLSConn(cs, tl)
+	cs.SetLayer(cs.tls)
 
 	// The handshake, pumped by hand: the test plays the loop.
 	mc := &memConn{}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"gale/app/wire"
 )
 
 // The TLS transport of one client connection, with crypto/tls doing the
@@ -137,10 +139,13 @@ type tlsShim struct {
 	recLeft int // payload bytes of the current record not handed yet
 }
 
-var _ net.Conn = (*tlsShim)(nil)
+var (
+	_ net.Conn   = (*tlsShim)(nil)
+	_ wire.Layer = (*tlsConn)(nil)
+)
 
 func newTLSConn(cs *conn, ln *tlsListener) *tlsConn {
-	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano(), key: shareKey(cs.remote)}
+	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano(), key: shareKey(cs.Remote)}
 	t.sh.t = t
 	t.sh.cond.L = &t.sh.mu
 	t.tc = tls.Server(&t.sh, ln.config)
@@ -159,7 +164,7 @@ func (s *tlsShim) Read(p []byte) (int, error) {
 			}
 			return n, nil
 		}
-		c := s.t.cs.c
+		c := s.t.cs.C
 		b, _ := c.Peek(-1)
 		if len(b) == 0 {
 			return 0, errWouldBlock
@@ -216,7 +221,7 @@ func (s *tlsShim) hand(p, b []byte) int {
 // moreInput reports whether ciphertext waits in the shim or in gnet's
 // buffer (loop mode).
 func (s *tlsShim) moreInput() bool {
-	return s.inOff < len(s.in) || s.t.cs.c.InboundBuffered() > 0
+	return s.inOff < len(s.in) || s.t.cs.C.InboundBuffered() > 0
 }
 
 // Write implements net.Conn for crypto/tls. p is copied (crypto/tls reuses
@@ -237,7 +242,7 @@ func (s *tlsShim) Write(p []byte) (int, error) {
 		s.out = append(s.out, p...)
 		s.mu.Unlock()
 		if wake {
-			_ = s.t.cs.c.Wake(nil)
+			_ = s.t.cs.C.Wake(nil)
 		}
 		return len(p), nil
 	case shimFD:
@@ -256,8 +261,8 @@ func (s *tlsShim) Close() error {
 	return nil
 }
 
-func (s *tlsShim) LocalAddr() net.Addr              { return s.t.cs.c.LocalAddr() }
-func (s *tlsShim) RemoteAddr() net.Addr             { return s.t.cs.c.RemoteAddr() }
+func (s *tlsShim) LocalAddr() net.Addr              { return s.t.cs.C.LocalAddr() }
+func (s *tlsShim) RemoteAddr() net.Addr             { return s.t.cs.C.RemoteAddr() }
 func (s *tlsShim) SetDeadline(time.Time) error      { return nil }
 func (s *tlsShim) SetReadDeadline(time.Time) error  { return nil }
 func (s *tlsShim) SetWriteDeadline(time.Time) error { return nil }
@@ -265,10 +270,10 @@ func (s *tlsShim) SetWriteDeadline(time.Time) error { return nil }
 // handshaking reports whether the connection is not open yet.
 func (t *tlsConn) handshaking() bool { return t.phase != tlsOpen }
 
-// inboundBuffered is how many received bytes wait: plaintext not yet
+// Buffered is how many received bytes wait: plaintext not yet
 // consumed and ciphertext not yet decrypted (gnet's is counted by the
 // caller).
-func (t *tlsConn) inboundBuffered() int {
+func (t *tlsConn) Buffered() int {
 	if t.phase == tlsHandshaking {
 		t.sh.mu.Lock()
 		defer t.sh.mu.Unlock()
@@ -287,7 +292,7 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 	if t.phase == tlsFailed {
 		return gnet.Close, true
 	}
-	c := t.cs.c
+	c := t.cs.C
 	// Hand the handshake what arrived.
 	if n := c.InboundBuffered(); n > 0 {
 		buf, _ := c.Peek(-1)
@@ -312,7 +317,7 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 	}
 	// Whatever the handshake wrote goes out before anything else.
 	t.flushHandshake()
-	if t.cs.dead || !t.hsDone.Load() {
+	if t.cs.Dead || !t.hsDone.Load() {
 		return gnet.None, true
 	}
 	return t.finishHandshake()
@@ -344,7 +349,7 @@ func (t *tlsConn) admit() int {
 	set := t.ln.cur.Load()
 	r := t.ln.gate.admit(t, set.max, set.share)
 	if r == admitRefused {
-		t.cs.loop.stats.Rejected.Add(1)
+		t.cs.loop.Stats.Rejected.Add(1)
 		t.debug("tls: the client address holds its share of handshakes")
 	}
 	return r
@@ -353,7 +358,7 @@ func (t *tlsConn) admit() int {
 // debug logs why the handshake of the connection went nowhere.
 func (t *tlsConn) debug(msg string) {
 	if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
-		l.Debug(msg, "remote", t.cs.remote.String())
+		l.Debug(msg, "remote", t.cs.Remote.String())
 	}
 }
 
@@ -362,7 +367,7 @@ func (t *tlsConn) startHandshake() {
 	t.phase = tlsHandshaking
 	t.claimed = false // the goroutine gives the slot and the claim back
 	t.sh.rmode, t.sh.wmode = shimHandshake, shimHandshake
-	c := t.cs.c
+	c := t.cs.C
 	gate, key := t.ln.gate, t.key
 	go func() {
 		err := t.tc.Handshake()
@@ -381,7 +386,7 @@ func (t *tlsConn) flushHandshake() {
 	s.out = s.spare[:0]
 	s.mu.Unlock()
 	if len(out) > 0 {
-		t.cs.write(out)
+		t.cs.WriteRaw(out)
 	}
 	s.spare = out[:0]
 }
@@ -390,15 +395,15 @@ func (t *tlsConn) flushHandshake() {
 // returned (its output already flushed).
 func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
 	t.flushHandshake() // written between the last flush and the return
-	if t.cs.dead {
+	if t.cs.Dead {
 		return gnet.None, true
 	}
 	if t.hsErr != nil {
 		t.phase = tlsFailed
 		if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
-			l.Debug("tls handshake failed", "remote", t.cs.remote.String(), "err", t.hsErr.Error())
+			l.Debug("tls handshake failed", "remote", t.cs.Remote.String(), "err", t.hsErr.Error())
 		}
-		if t.cs.outboundBuffered() > 0 {
+		if t.cs.OutboundBuffered() > 0 {
 			// An alert is on its way: let the sweep close after it.
 			t.cs.closing, t.cs.closeAfter, t.cs.linger = true, true, false
 			return gnet.None, true
@@ -411,7 +416,7 @@ func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
 	if t.sh.inOff == len(t.sh.in) {
 		t.sh.in, t.sh.inOff = nil, 0
 	}
-	t.cs.lastActive = time.Now().UnixNano()
+	t.cs.LastActive = time.Now().UnixNano()
 	// Application data may already sit in the shim or in crypto/tls's
 	// buffer: the request path reads it now.
 	return gnet.None, false
@@ -421,11 +426,11 @@ func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
 // reports whether the connection must be closed.
 func (t *tlsConn) checkHandshake(now int64) bool {
 	if t.phase == tlsFailed {
-		return t.cs.outboundBuffered() == 0
+		return t.cs.OutboundBuffered() == 0
 	}
 	set := t.ln.cur.Load()
 	if now-t.start > set.timeout || (!t.helloDone && now-t.start > set.hello) {
-		t.cs.loop.stats.TimedOut.Add(1)
+		t.cs.loop.Stats.TimedOut.Add(1)
 		return true
 	}
 	if t.phase != tlsWaiting || !t.claimed {
@@ -497,9 +502,9 @@ func (t *tlsConn) keep() {
 	t.plain = append([]byte(nil), t.plain...)
 }
 
-// inbound decrypts what arrived and returns the plaintext not yet
+// Inbound decrypts what arrived and returns the plaintext not yet
 // consumed. The slice is valid until consume or the next inbound.
-func (t *tlsConn) inbound() []byte {
+func (t *tlsConn) Inbound() []byte {
 	if t.phase != tlsOpen {
 		return nil
 	}
@@ -536,8 +541,8 @@ func (t *tlsConn) inbound() []byte {
 	return t.plain
 }
 
-// consume drops the first n plaintext bytes (all when n < 0).
-func (t *tlsConn) consume(n int) {
+// Consume drops the first n plaintext bytes (all when n < 0).
+func (t *tlsConn) Consume(n int) {
 	if n < 0 || n >= len(t.plain) {
 		switch l := t.cs.loop; {
 		case !t.lent:
@@ -554,8 +559,8 @@ func (t *tlsConn) consume(n int) {
 	t.plain = t.plain[:m]
 }
 
-// send encrypts b into records and hands them to gnet with one Write.
-func (t *tlsConn) send(b []byte) {
+// Send encrypts b into records and hands them to gnet with one Write.
+func (t *tlsConn) Send(b []byte) {
 	if t.phase != tlsOpen {
 		return
 	}
@@ -566,8 +571,8 @@ func (t *tlsConn) send(b []byte) {
 	t.flushOut()
 }
 
-// sendv encrypts bs in order and hands the records to gnet with one Write.
-func (t *tlsConn) sendv(bs [][]byte) {
+// Sendv encrypts bs in order and hands the records to gnet with one Write.
+func (t *tlsConn) Sendv(bs [][]byte) {
 	if t.phase != tlsOpen {
 		return
 	}
@@ -588,7 +593,7 @@ func (t *tlsConn) flushOut() {
 	if len(l.tlsOut) == 0 {
 		return
 	}
-	t.cs.write(l.tlsOut)
+	t.cs.WriteRaw(l.tlsOut)
 	if cap(l.tlsOut) > 4<<20 {
 		l.tlsOut = nil
 	} else {
@@ -598,7 +603,7 @@ func (t *tlsConn) flushOut() {
 
 // closeNotify sends close_notify once, after the last response.
 func (t *tlsConn) closeNotify() {
-	if t.phase != tlsOpen || t.fatal || t.cs.dead {
+	if t.phase != tlsOpen || t.fatal || t.cs.Dead {
 		return
 	}
 	if t.dupc != nil {
@@ -611,15 +616,15 @@ func (t *tlsConn) closeNotify() {
 	t.flushOut()
 }
 
-// closeWrite ends the output: close_notify, then a TCP half-close once it
+// CloseWrite ends the output: close_notify, then a TCP half-close once it
 // left gnet's buffer.
-func (t *tlsConn) closeWrite() {
+func (t *tlsConn) CloseWrite() {
 	t.closeNotify()
-	if t.cs.dead {
+	if t.cs.Dead {
 		return
 	}
-	if t.cs.c.OutboundBuffered() == 0 {
-		_ = unix.Shutdown(t.cs.c.Fd(), unix.SHUT_WR)
+	if t.cs.C.OutboundBuffered() == 0 {
+		_ = unix.Shutdown(t.cs.C.Fd(), unix.SHUT_WR)
 	}
 }
 
@@ -628,11 +633,11 @@ func (t *tlsConn) closeWrite() {
 // closes once the responses to what came before are out.
 func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
 	cs := t.cs
-	if a != gnet.None || cs.dead || !t.eof {
+	if a != gnet.None || cs.Dead || !t.eof {
 		return a
 	}
 	if t.fatal {
-		if cs.outboundBuffered() == 0 {
+		if cs.OutboundBuffered() == 0 {
 			return gnet.Close
 		}
 		cs.closing, cs.closeAfter, cs.linger = true, true, false
@@ -653,7 +658,7 @@ func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
 // once its output drained.
 func (t *tlsConn) afterH2(a gnet.Action) gnet.Action {
 	cs := t.cs
-	if a != gnet.None || cs.dead || !t.eof {
+	if a != gnet.None || cs.Dead || !t.eof {
 		return a
 	}
 	if cs.h2.pendingOutput() == 0 {

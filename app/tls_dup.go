@@ -27,9 +27,9 @@ type tlsDupConn struct {
 
 var _ net.Conn = (*tlsDupConn)(nil)
 
-// dup hands the connection's output to nc, a duplicate of its socket, and
+// Dup hands the connection's output to nc, a duplicate of its socket, and
 // returns the net.Conn to use from other goroutines. It runs on the loop.
-func (t *tlsConn) dup(nc net.Conn) (net.Conn, error) {
+func (t *tlsConn) Dup(nc net.Conn) (net.Conn, error) {
 	if t.phase != tlsOpen || t.fatal {
 		_ = nc.Close()
 		return nil, errShimClosed

@@ -154,7 +154,7 @@ func (g *handshakeGate) pump(max int64) {
 		g.unlinkNolock(w)
 		w.slot.Store(true)
 		g.mu.Unlock()
-		_ = w.cs.c.Wake(nil) // a no-op once the connection closed (leave then frees the slot)
+		_ = w.cs.C.Wake(nil) // a no-op once the connection closed (leave then frees the slot)
 	}
 }
 

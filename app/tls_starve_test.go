@@ -27,7 +27,7 @@ func (ts *tlsTestServer) tlsInputTaken() int {
 	total := 0
 	for _, l := range ts.srv.loopSlice() {
 		done := make(chan int, 1)
-		err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		err := l.EL.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			n := 0
 			for _, cs := range l.conns {
 				t := cs.tls

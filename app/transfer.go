@@ -129,7 +129,7 @@ func (x *transfer) release() {
 		x.entry.Release()
 		x.entry = nil
 	}
-	x.cs.loop.srv.budget.Release(x.fds)
+	x.cs.loop.srv.sh.Budget.Release(x.fds)
 	x.fds = 0
 }
 
@@ -141,21 +141,21 @@ func (x *transfer) abandon() { x.release() }
 // other). Otherwise the sweep calls again.
 func (cs *conn) startTransfer() {
 	x := cs.xfer
-	if x.started || cs.outboundBuffered() > 0 {
+	if x.started || cs.OutboundBuffered() > 0 {
 		return
 	}
-	fd, err := cs.c.Dup()
+	fd, err := cs.C.Dup()
 	if err != nil {
 		cs.loop.srv.log.Warn("dup for transfer", "err", err)
 		x.started = true
 		x.err = err
 		x.done.Store(true)
 		x.abandon()
-		_ = cs.c.Wake(nil)
+		_ = cs.C.Wake(nil)
 		return
 	}
 	x.started = true
-	c := cs.c
+	c := cs.C
 	go func() {
 		x.err = x.run(fd)
 		x.release()
@@ -170,7 +170,7 @@ func (x *transfer) run(fd int) error {
 	f := os.NewFile(uintptr(fd), "transfer")
 	nc, err := net.FileConn(f) // duplicates fd again
 	_ = f.Close()
-	x.cs.loop.srv.budget.Release(1) // the second duplicate is all that is left
+	x.cs.loop.srv.sh.Budget.Release(1) // the second duplicate is all that is left
 	x.fds--
 	if err != nil {
 		return err

@@ -1,21 +1,14 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"net"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/codec"
-	"gale/config"
-	"gale/fds"
-	"gale/handlers"
 	"gale/proxy"
 )
 
@@ -27,18 +20,9 @@ import (
 // (pending.go) while the proxy works: the connection parses nothing
 // further until ProxyFinish, then resumes on the same loop.
 
-// proxyOption gives handlers.Build the factory of proxy routes, which
-// count their descriptors in b.
-func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
-	loops := cfg.Server.EventLoops
-	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
-		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})
-	})
-}
-
 // startProxies starts the health checks of the proxy routes of set.
-func (s *Server) startProxies(set *settings) {
-	for _, r := range set.router.Routes() {
+func (s *Server) startProxies(set *wire.Settings) {
+	for _, r := range set.Router.Routes() {
 		if h, ok := r.Handler.(*proxy.Handler); ok {
 			h.Start(s.log)
 		}
@@ -48,69 +32,16 @@ func (s *Server) startProxies(set *settings) {
 // stopProxies stops the health checks of the running proxy routes (once
 // the engine stopped; a reload closes the routes it replaced).
 func (s *Server) stopProxies() {
-	for _, r := range s.set.Load().router.Routes() {
+	for _, r := range s.sh.Set.Load().Router.Routes() {
 		if h, ok := r.Handler.(*proxy.Handler); ok {
 			_ = h.Close()
 		}
 	}
 }
 
-// proxyLoops holds the proxy state of every event loop.
-type proxyLoops struct {
-	mu    sync.Mutex
-	byEl  sync.Map // *loop -> *proxy.Loop
-	list  atomic.Pointer[[]*proxy.Loop]
-	count int
-}
-
-// proxyLoop returns the proxy state of l, creating it on first use (on
-// l's event loop).
-func (s *Server) proxyLoop(l *loop) *proxy.Loop {
-	if v, ok := s.px.byEl.Load(l); ok {
-		return v.(*proxy.Loop)
-	}
-	s.px.mu.Lock()
-	defer s.px.mu.Unlock()
-	if v, ok := s.px.byEl.Load(l); ok {
-		return v.(*proxy.Loop)
-	}
-	pl := proxy.NewLoop(l.el, s.px.count, s.log)
-	s.px.count++
-	s.px.byEl.Store(l, pl)
-	var list []*proxy.Loop
-	if p := s.px.list.Load(); p != nil {
-		list = append(list, *p...)
-	}
-	list = append(list, pl)
-	s.px.list.Store(&list)
-	return pl
-}
-
-// proxyTick posts the proxy sweep to every loop that has proxy state
-// (from OnTick, which runs off the loops).
-func (s *Server) proxyTick() {
-	p := s.px.list.Load()
-	if p == nil {
-		return
-	}
-	for _, pl := range *p {
-		if el := pl.EventLoop(); el != nil {
-			_ = el.Execute(context.Background(), pl.SweepRunnable())
-		}
-	}
-}
-
 // ProxyStats sums the proxy counters of every loop. Safe for concurrent
 // use.
-func (s *Server) ProxyStats() proxy.StatsSnapshot {
-	var d proxy.StatsSnapshot
-	if p := s.px.list.Load(); p != nil {
-		for _, pl := range *p {
-			pl.Stats.Add(&d)
-		}
-	}
-	return d
-}
+func (s *Server) ProxyStats() proxy.StatsSnapshot { return s.sh.Proxies.Stats() }
 
 // upstreamEvent tells whether c is an upstream connection: its gnet
 // context is then a *proxy.UpstreamConn.
@@ -127,7 +58,7 @@ type proxyConn struct {
 // proxyState returns cs's proxy state, creating it on first use.
 func (cs *conn) proxyState() *proxyConn {
 	if cs.px == nil {
-		cs.px = &proxyConn{loop: cs.loop.srv.proxyLoop(cs.loop)}
+		cs.px = &proxyConn{loop: cs.Loop.Proxy()}
 	}
 	return cs.px
 }
@@ -137,13 +68,13 @@ func (cs *conn) proxyState() *proxyConn {
 // connection's loop but ProxyWake.
 
 // ProxyInbound returns the unconsumed request bytes.
-func (cs *conn) ProxyInbound() []byte { return cs.inbound() }
+func (cs *conn) ProxyInbound() []byte { return cs.Inbound() }
 
 // ProxyConsume drops the first n unconsumed bytes (n < 0: all).
-func (cs *conn) ProxyConsume(n int) { cs.consume(n) }
+func (cs *conn) ProxyConsume(n int) { cs.Consume(n) }
 
 // ProxyInboundBuffered is how many received bytes wait.
-func (cs *conn) ProxyInboundBuffered() int { return cs.inboundBuffered() }
+func (cs *conn) ProxyInboundBuffered() int { return cs.InboundBuffered() }
 
 // ProxySwitch writes the 101 that starts a tunnel.
 func (cs *conn) ProxySwitch(fields []codec.Header, upgrade []byte) {
@@ -155,47 +86,31 @@ func (cs *conn) ProxySwitch(fields []codec.Header, upgrade []byte) {
 func (cs *conn) ProxyChunked() bool { return cs.sink.framing == sinkChunked }
 
 // ProxyOutboundBuffered is how many bytes wait to leave for the client.
-func (cs *conn) ProxyOutboundBuffered() int { return cs.outboundBuffered() }
+func (cs *conn) ProxyOutboundBuffered() int { return cs.OutboundBuffered() }
 
 // ProxyWake runs the connection's events again soon; safe from any
 // goroutine (gnet's Wake is).
-func (cs *conn) ProxyWake() { _ = cs.c.Wake(nil) }
+func (cs *conn) ProxyWake() { cs.Wake() }
 
 // ProxyLoop returns the proxy state of the connection's loop.
 func (cs *conn) ProxyLoop() *proxy.Loop { return cs.proxyState().loop }
 
 // ProxyClosing reports whether the connection closes after the current
 // response whatever it is.
-func (cs *conn) ProxyClosing() bool { return cs.closeAfter || cs.loop.srv.draining.Load() }
+func (cs *conn) ProxyClosing() bool { return cs.closeAfter || cs.loop.srv.sh.Draining.Load() }
 
-var errNoDup = errors.New("app: the connection has no descriptor to duplicate")
-
-// ProxyDup returns a net.Conn over a duplicate of the client's socket.
-func (cs *conn) ProxyDup() (net.Conn, error) {
-	fd, err := cs.c.Dup()
-	if err != nil {
-		return nil, err
-	}
-	if fd < 0 {
-		return nil, errNoDup
-	}
-	f := os.NewFile(uintptr(fd), "client")
-	nc, err := net.FileConn(f) // duplicates fd again
-	_ = f.Close()
-	if err == nil && cs.tls != nil {
-		return cs.tls.dup(nc) // records, not plaintext, on a TLS connection
-	}
-	return nc, err
-}
+// ProxyDup returns a duplicate of the client's socket for the proxy's
+// off-loop copies; on a TLS connection it carries records.
+func (cs *conn) ProxyDup() (net.Conn, error) { return cs.Dup() }
 
 // ProxySettings returns the server settings a proxied request follows.
 func (cs *conn) ProxySettings() proxy.ClientSettings {
-	set := cs.loop.srv.set.Load()
+	set := cs.loop.srv.sh.Set.Load()
 	return proxy.ClientSettings{
-		Server:          set.serverHeader,
-		BodyBytes:       set.limits.BodyBytes,
-		WriteTimeout:    time.Duration(set.write),
-		ReadBodyTimeout: time.Duration(set.readBody),
+		Server:          set.ServerHeader,
+		BodyBytes:       set.Limits.BodyBytes,
+		WriteTimeout:    time.Duration(set.Write),
+		ReadBodyTimeout: time.Duration(set.ReadBody),
 	}
 }
 
@@ -210,23 +125,23 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 		now = time.Now().UnixNano()
 	}
 	cs.sink.Flush()
-	l.stats.BytesOut.Add(uint64(r.BytesOut + cs.sink.wrote))
+	l.Stats.BytesOut.Add(uint64(r.BytesOut + cs.sink.wrote))
 	var rec accesslog.Record
-	if l.srv.access != nil {
+	if l.srv.sh.Access != nil {
 		rec.FromRequest(&cs.kept) // the copy pend made
 	}
-	cs.record(&rec, r.Status, r.BodyBytes+cs.sink.body, now)
+	cs.Record(&rec, r.Status, r.BodyBytes+cs.sink.body, now)
 	cs.sink.wrote, cs.sink.body = 0, 0
-	cs.lastActive = now
+	cs.LastActive = now
 	if r.Detach {
 		// The tunnel holds the connection's place in the budget from
 		// now, and leaves it when it ends.
-		if cs.dead {
-			l.srv.budget.Rejoin() // OnClose gave it back already
+		if cs.Dead {
+			l.srv.sh.Budget.Rejoin() // OnClose gave it back already
 		}
-		cs.detached = true
+		cs.Detached = true
 	}
-	if cs.dead {
+	if cs.Dead {
 		return
 	}
 	act := gnet.None
@@ -236,16 +151,16 @@ func (cs *conn) ProxyFinish(r proxy.Result) {
 		// only (no shutdown, which would end the tunnel too).
 		cs.closeAfter, cs.closing = true, true
 		act = gnet.Close
-	case r.Close || cs.closeAfter || l.srv.draining.Load():
+	case r.Close || cs.closeAfter || l.srv.sh.Draining.Load():
 		cs.closeAfter = true
-		if r.Unread || cs.inboundBuffered() > 0 {
+		if r.Unread || cs.InboundBuffered() > 0 {
 			cs.linger = true
 		}
 		act = cs.finish(now)
 	case cs.inResume:
 		cs.endParse = true
 		return
-	case cs.inboundBuffered() > 0:
+	case cs.InboundBuffered() > 0:
 		act = cs.serve()
 	}
 	cs.endPending(act)
