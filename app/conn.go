@@ -6,6 +6,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/tlsconn"
 	"gale/app/wire"
 	"gale/codec"
 	"gale/config"
@@ -67,7 +68,7 @@ type conn struct {
 
 	st staticConn // static routes: the file cache's completion of a load (static_glue.go)
 
-	tls     *tlsConn         // TLS transport (tls_conn.go); nil for plain connections
+	tls     *tlsconn.Conn    // the TLS layer under the transport (package tlsconn); nil for plain connections
 	h2      *h2conn          // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
 	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
@@ -101,7 +102,7 @@ func (cs *conn) release() {
 		cs.h2.release()
 	}
 	if cs.tls != nil {
-		cs.tls.release()
+		cs.tls.Release()
 	}
 	cs.ctx.Resp.Reset()
 }
@@ -116,7 +117,11 @@ func (cs *conn) idleNow() bool {
 func (cs *conn) onTraffic() gnet.Action {
 	cs.woke = false
 	if cs.tls != nil {
-		if a, handled := cs.tls.onTraffic(); handled {
+		if a, handled := cs.tls.Traffic(); handled {
+			if a == gnet.None && cs.tls.Failed() {
+				// An alert is on its way: the sweep closes after it.
+				cs.closing, cs.closeAfter, cs.linger = true, true, false
+			}
 			return a
 		}
 	}
@@ -127,7 +132,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	}
 	if cs.h2 != nil {
 		if cs.tls != nil {
-			return cs.tls.afterH2(cs.h2.onTraffic())
+			return cs.h2.afterTLS(cs.h2.onTraffic())
 		}
 		return cs.h2.onTraffic()
 	}
@@ -158,7 +163,7 @@ func (cs *conn) onTraffic() gnet.Action {
 		return gnet.None
 	}
 	if cs.tls != nil {
-		return cs.tls.afterServe(cs.serve())
+		return cs.afterTLSServe(cs.serve())
 	}
 	return cs.serve()
 }
@@ -297,7 +302,7 @@ func (cs *conn) endBatch(now int64) gnet.Action {
 // a linger.
 func (cs *conn) finish(now int64) gnet.Action {
 	if cs.tls != nil {
-		cs.tls.closeNotify()
+		cs.tls.CloseNotify()
 	}
 	cs.closing = true
 	if cs.inBody {
@@ -500,8 +505,8 @@ func (cs *conn) check(now int64, set *wire.Settings) bool {
 	if cs.Dead {
 		return false
 	}
-	if cs.tls != nil && cs.tls.handshaking() {
-		return cs.tls.checkHandshake(now)
+	if cs.tls != nil && cs.tls.Handshaking() {
+		return cs.tls.CheckHandshake(now)
 	}
 	if cs.h2 != nil {
 		return cs.h2.check(now, set)
@@ -584,4 +589,29 @@ func growLen(b []byte, n int) []byte {
 		b = nb
 	}
 	return b[:len(b)+n]
+}
+
+// afterTLSServe runs after the request path on an open TLS connection:
+// when the client sent close_notify (or the session failed), the
+// connection closes once the responses to what came before are out.
+func (cs *conn) afterTLSServe(a gnet.Action) gnet.Action {
+	eof, fatal := cs.tls.Ended()
+	if a != gnet.None || cs.Dead || !eof {
+		return a
+	}
+	if fatal {
+		if cs.OutboundBuffered() == 0 {
+			return gnet.Close
+		}
+		cs.closing, cs.closeAfter, cs.linger = true, true, false
+		return gnet.None
+	}
+	if cs.closing {
+		return a
+	}
+	cs.closeAfter = true
+	if cs.xfer != nil || cs.paused || cs.tls.Unconsumed() > 0 || cs.pending != nil {
+		return a // the pending work finishes first, then closes
+	}
+	return cs.finish(time.Now().UnixNano())
 }

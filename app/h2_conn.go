@@ -387,3 +387,18 @@ func (h *h2conn) release() {
 		h.w.abort()
 	}
 }
+
+// afterTLS runs after the engine on an open TLS connection: when the
+// client sent close_notify (or the session failed), the connection closes
+// once its output drained.
+func (h *h2conn) afterTLS(a gnet.Action) gnet.Action {
+	cs := h.cs
+	if eof, _ := cs.tls.Ended(); a != gnet.None || cs.Dead || !eof {
+		return a
+	}
+	if h.pendingOutput() == 0 {
+		return gnet.Close
+	}
+	cs.closing, cs.closeAfter = true, true
+	return gnet.None
+}

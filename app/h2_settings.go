@@ -46,7 +46,7 @@ func h2Cipher(version, suite uint16) bool {
 func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 	set := cs.loop.srv.sh.Set.Load()
 	if cs.tls != nil {
-		st := cs.tls.tc.ConnectionState()
+		st := cs.tls.ConnectionState()
 		switch {
 		case st.NegotiatedProtocol == "h2":
 			cs.proto = true

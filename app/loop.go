@@ -6,6 +6,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/tlsconn"
 	"gale/app/wire"
 )
 
@@ -16,10 +17,8 @@ import (
 type loop struct {
 	wire.Loop
 	srv       *Server
-	conns     []*conn  // open connections, for the sweep; conn.idx is the position
-	tlsOut    []byte   // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
-	tlsIn     []byte   // plaintext decrypted on the loop, lent to one connection at a time (tls_conn.go)
-	tlsLent   *tlsConn // the connection whose plain aliases tlsIn, or nil
+	conns     []*conn      // open connections, for the sweep; conn.idx is the position
+	tls       tlsconn.Loop // the TLS buffers of the loop's connections
 	sweepFn   gnet.Runnable
 	victims   []*conn        // scratch for the sweep
 	visit     []*conn        // the connections a sweep or drain walks (snapshot)

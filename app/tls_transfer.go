@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"gale/app/tlsconn"
 )
 
 // transferBuf is the buffer a TLS transfer reads file regions through.
@@ -17,17 +19,13 @@ var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); r
 // cannot encrypt, so file regions are read into a pooled buffer). The
 // loop does nothing on the connection meanwhile. Memory stays bounded per
 // transfer: the buffer and crypto/tls's record buffer.
-func (x *transfer) runTLS(w *net.TCPConn, t *tlsConn) error {
-	t.sh.fd = w
-	t.sh.wmode = shimFD
-	defer func() {
-		// The loop observes the transfer's end (done) before it uses
-		// the connection again.
-		t.sh.wmode = shimLoop
-		t.sh.fd = nil
-	}()
+func (x *transfer) runTLS(w *net.TCPConn, t *tlsconn.Conn) error {
+	tw := t.SendOffLoop(w)
+	// The loop observes the transfer's end (done) before it uses the
+	// connection again.
+	defer t.EndOffLoop()
 	write := func(b []byte) error {
-		return x.step(w, func() error { _, err := t.tc.Write(b); return err })
+		return x.step(w, func() error { _, err := tw.Write(b); return err })
 	}
 	if err := write(x.head); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package app
+package tlsconn
 
 import (
 	"context"
@@ -34,11 +34,11 @@ import (
 //     itself. Read takes ciphertext from gnet's inbound buffer and, when
 //     none is left, returns a net.Error whose Temporary() and Timeout()
 //     are true: crypto/tls then keeps a partial record for the next call
-//     instead of failing. Write appends the records to the loop's tlsOut
+//     instead of failing. Write appends the records to the loop's out
 //     buffer, which goes to gnet with one Write.
 //   - fd: a goroutine uses the same tls.Conn over a duplicate of the
 //     socket: a large body encrypted by the transfer goroutine, a proxied
-//     body copied off the loop, a tunnel (tls_dup.go). The loop does
+//     body copied off the loop, a tunnel (dup.go). The loop does
 //     nothing on the connection in the direction handed off.
 //
 // A mode changes only while no other goroutine uses that direction: when
@@ -55,7 +55,7 @@ const (
 
 // TLS connection phases, on the loop.
 const (
-	tlsWaiting     = iota // no handshake yet: the ClientHello is arriving, or waits for a slot (tls_gate.go)
+	tlsWaiting     = iota // no handshake yet: the ClientHello is arriving, or waits for a slot (gate.go)
 	tlsHandshaking        // the handshake goroutine runs
 	tlsOpen               // application data flows on the loop
 	tlsFailed             // the handshake failed; the connection is closing
@@ -88,38 +88,39 @@ var (
 	errShimClosed           = errors.New("app: tls: connection closed")
 )
 
-// tlsConn is the TLS state of one connection. Fields are touched on the
+// Conn is the TLS state of one connection. Fields are touched on the
 // connection's loop, except where the shim's comments say otherwise.
-type tlsConn struct {
-	cs    *conn
-	ln    *tlsListener
+type Conn struct {
+	wc    *wire.Conn // the transport this layer sits in
+	lp    *Loop      // the loop's TLS buffers
+	ln    *Listener
 	tc    *tls.Conn
-	sh    tlsShim
+	sh    shim
 	phase uint8
-	eof   bool        // no more application data will come: close_notify, or a fatal record error
-	fatal bool        // the TLS session failed (an alert was sent)
-	start int64       // when the connection opened, for the ClientHello and handshake timeouts
-	plain []byte      // decrypted request bytes not yet consumed: a prefix of the loop's tlsIn while lent, else owned
-	lent  bool        // plain aliases the loop's tlsIn (see inbound)
-	dupc  *tlsDupConn // the duplicate handed off the loop (tls_dup.go), until reclaimed
+	eof   bool     // no more application data will come: close_notify, or a fatal record error
+	fatal bool     // the TLS session failed (an alert was sent)
+	start int64    // when the connection opened, for the ClientHello and handshake timeouts
+	plain []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
+	lent  bool     // plain aliases the loop's in buffer (see Inbound)
+	dupc  *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
 
 	hsDone atomic.Bool // set by the handshake goroutine when it returns
 	hsErr  error       // written by the handshake goroutine before hsDone
 
-	// Admission (tls_hello.go, tls_gate.go).
+	// Admission (hello.go, gate.go).
 	key       netip.Addr  // the client address the handshake share is counted under
 	hello     helloScan   // the ClientHello received so far
 	helloDone bool        // the whole ClientHello is buffered
 	claimed   bool        // admitted: a claim of key is held until the handshake starts or the connection closes
 	slot      atomic.Bool // a handshake slot is this connection's (set by the gate, from any goroutine)
 
-	queued       bool     // in the gate's queue; guarded by the gate's mu, like qprev and qnext
-	qprev, qnext *tlsConn // neighbours in the queue
+	queued       bool  // in the gate's queue; guarded by the gate's mu, like qprev and qnext
+	qprev, qnext *Conn // neighbours in the queue
 }
 
-// tlsShim is the net.Conn under the tls.Conn.
-type tlsShim struct {
-	t     *tlsConn
+// shim is the net.Conn under the tls.Conn.
+type shim struct {
+	t     *Conn
 	rmode uint8 // where Read takes ciphertext from
 	wmode uint8 // where Write puts records
 
@@ -140,12 +141,23 @@ type tlsShim struct {
 }
 
 var (
-	_ net.Conn   = (*tlsShim)(nil)
-	_ wire.Layer = (*tlsConn)(nil)
+	_ net.Conn   = (*shim)(nil)
+	_ wire.Layer = (*Conn)(nil)
 )
 
-func newTLSConn(cs *conn, ln *tlsListener) *tlsConn {
-	t := &tlsConn{cs: cs, ln: ln, start: time.Now().UnixNano(), key: shareKey(cs.Remote)}
+// Loop is the TLS state of one event loop, shared by its connections and
+// touched only on that loop.
+type Loop struct {
+	out  []byte // TLS records written on the loop, handed to gnet with one Write
+	in   []byte // plaintext decrypted on the loop, lent to one connection at a time
+	lent *Conn  // the connection whose plain aliases in, or nil
+}
+
+// New returns the TLS layer of transport wc, accepted by listener ln, on
+// the loop whose TLS state is lp. The caller puts it under the engines
+// with wc.SetLayer.
+func New(wc *wire.Conn, lp *Loop, ln *Listener) *Conn {
+	t := &Conn{wc: wc, lp: lp, ln: ln, start: time.Now().UnixNano(), key: shareKey(wc.Remote)}
 	t.sh.t = t
 	t.sh.cond.L = &t.sh.mu
 	t.tc = tls.Server(&t.sh, ln.config)
@@ -153,7 +165,7 @@ func newTLSConn(cs *conn, ln *tlsListener) *tlsConn {
 }
 
 // Read implements net.Conn for crypto/tls.
-func (s *tlsShim) Read(p []byte) (int, error) {
+func (s *shim) Read(p []byte) (int, error) {
 	switch s.rmode {
 	case shimLoop:
 		if s.inOff < len(s.in) {
@@ -164,7 +176,7 @@ func (s *tlsShim) Read(p []byte) (int, error) {
 			}
 			return n, nil
 		}
-		c := s.t.cs.C
+		c := s.t.wc.C
 		b, _ := c.Peek(-1)
 		if len(b) == 0 {
 			return 0, errWouldBlock
@@ -199,7 +211,7 @@ func (s *tlsShim) Read(p []byte) (int, error) {
 // a tls.Conn.Read returned data, whether more can be decrypted is known
 // from the shim's own input alone, and the request path skips the Read
 // that would only find nothing (it costs an allocation in crypto/tls).
-func (s *tlsShim) hand(p, b []byte) int {
+func (s *shim) hand(p, b []byte) int {
 	i, n := 0, min(len(p), len(b))
 	for s.hdrN < recordHeaderLen && i < n {
 		s.hdr[s.hdrN] = b[i]
@@ -220,17 +232,17 @@ func (s *tlsShim) hand(p, b []byte) int {
 
 // moreInput reports whether ciphertext waits in the shim or in gnet's
 // buffer (loop mode).
-func (s *tlsShim) moreInput() bool {
-	return s.inOff < len(s.in) || s.t.cs.C.InboundBuffered() > 0
+func (s *shim) moreInput() bool {
+	return s.inOff < len(s.in) || s.t.wc.C.InboundBuffered() > 0
 }
 
 // Write implements net.Conn for crypto/tls. p is copied (crypto/tls reuses
 // its buffer).
-func (s *tlsShim) Write(p []byte) (int, error) {
+func (s *shim) Write(p []byte) (int, error) {
 	switch s.wmode {
 	case shimLoop:
-		l := s.t.cs.loop
-		l.tlsOut = append(l.tlsOut, p...)
+		l := s.t.lp
+		l.out = append(l.out, p...)
 		return len(p), nil
 	case shimHandshake:
 		s.mu.Lock()
@@ -242,7 +254,7 @@ func (s *tlsShim) Write(p []byte) (int, error) {
 		s.out = append(s.out, p...)
 		s.mu.Unlock()
 		if wake {
-			_ = s.t.cs.C.Wake(nil)
+			_ = s.t.wc.C.Wake(nil)
 		}
 		return len(p), nil
 	case shimFD:
@@ -253,7 +265,7 @@ func (s *tlsShim) Write(p []byte) (int, error) {
 
 // Close implements net.Conn: the loop owns the socket, so this only stops
 // a handshake in progress.
-func (s *tlsShim) Close() error {
+func (s *shim) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -261,19 +273,19 @@ func (s *tlsShim) Close() error {
 	return nil
 }
 
-func (s *tlsShim) LocalAddr() net.Addr              { return s.t.cs.C.LocalAddr() }
-func (s *tlsShim) RemoteAddr() net.Addr             { return s.t.cs.C.RemoteAddr() }
-func (s *tlsShim) SetDeadline(time.Time) error      { return nil }
-func (s *tlsShim) SetReadDeadline(time.Time) error  { return nil }
-func (s *tlsShim) SetWriteDeadline(time.Time) error { return nil }
+func (s *shim) LocalAddr() net.Addr              { return s.t.wc.C.LocalAddr() }
+func (s *shim) RemoteAddr() net.Addr             { return s.t.wc.C.RemoteAddr() }
+func (s *shim) SetDeadline(time.Time) error      { return nil }
+func (s *shim) SetReadDeadline(time.Time) error  { return nil }
+func (s *shim) SetWriteDeadline(time.Time) error { return nil }
 
-// handshaking reports whether the connection is not open yet.
-func (t *tlsConn) handshaking() bool { return t.phase != tlsOpen }
+// Handshaking reports whether the connection is not open yet.
+func (t *Conn) Handshaking() bool { return t.phase != tlsOpen }
 
 // Buffered is how many received bytes wait: plaintext not yet
 // consumed and ciphertext not yet decrypted (gnet's is counted by the
 // caller).
-func (t *tlsConn) Buffered() int {
+func (t *Conn) Buffered() int {
 	if t.phase == tlsHandshaking {
 		t.sh.mu.Lock()
 		defer t.sh.mu.Unlock()
@@ -281,18 +293,18 @@ func (t *tlsConn) Buffered() int {
 	return len(t.plain) + len(t.sh.in) - t.sh.inOff
 }
 
-// onTraffic runs first in every OnTraffic of a TLS connection. While the
+// Traffic runs first in every OnTraffic of a TLS connection. While the
 // handshake is not done it handles the event itself (handled is true);
-// once the connection is open it returns handled false and the request
-// path runs, reading through inbound.
-func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
+// once the connection is open it returns handled false and the engine
+// above runs, reading through the transport.
+func (t *Conn) Traffic() (a gnet.Action, handled bool) {
 	if t.phase == tlsOpen {
 		return gnet.None, false
 	}
 	if t.phase == tlsFailed {
 		return gnet.Close, true
 	}
-	c := t.cs.C
+	c := t.wc.C
 	// Hand the handshake what arrived.
 	if n := c.InboundBuffered(); n > 0 {
 		buf, _ := c.Peek(-1)
@@ -317,7 +329,7 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 	}
 	// Whatever the handshake wrote goes out before anything else.
 	t.flushHandshake()
-	if t.cs.Dead || !t.hsDone.Load() {
+	if t.wc.Dead || !t.hsDone.Load() {
 		return gnet.None, true
 	}
 	return t.finishHandshake()
@@ -329,7 +341,7 @@ func (t *tlsConn) onTraffic() (a gnet.Action, handled bool) {
 // can start now, admitQueued while it must wait (for more bytes or a
 // slot), and admitRefused when the connection must close: not a TLS
 // ClientHello, or beyond its address's share.
-func (t *tlsConn) admit() int {
+func (t *Conn) admit() int {
 	if t.claimed {
 		if t.slot.Load() {
 			return admitGranted
@@ -349,25 +361,25 @@ func (t *tlsConn) admit() int {
 	set := t.ln.cur.Load()
 	r := t.ln.gate.admit(t, set.max, set.share)
 	if r == admitRefused {
-		t.cs.loop.Stats.Rejected.Add(1)
+		t.wc.Loop.Stats.Rejected.Add(1)
 		t.debug("tls: the client address holds its share of handshakes")
 	}
 	return r
 }
 
 // debug logs why the handshake of the connection went nowhere.
-func (t *tlsConn) debug(msg string) {
-	if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
-		l.Debug(msg, "remote", t.cs.Remote.String())
+func (t *Conn) debug(msg string) {
+	if l := t.wc.Loop.Shared.Log; l.Enabled(context.Background(), slog.LevelDebug) {
+		l.Debug(msg, "remote", t.wc.Remote.String())
 	}
 }
 
 // startHandshake starts the handshake goroutine, with a slot granted.
-func (t *tlsConn) startHandshake() {
+func (t *Conn) startHandshake() {
 	t.phase = tlsHandshaking
 	t.claimed = false // the goroutine gives the slot and the claim back
 	t.sh.rmode, t.sh.wmode = shimHandshake, shimHandshake
-	c := t.cs.C
+	c := t.wc.C
 	gate, key := t.ln.gate, t.key
 	go func() {
 		err := t.tc.Handshake()
@@ -379,33 +391,34 @@ func (t *tlsConn) startHandshake() {
 }
 
 // flushHandshake hands the handshake's pending output to gnet.
-func (t *tlsConn) flushHandshake() {
+func (t *Conn) flushHandshake() {
 	s := &t.sh
 	s.mu.Lock()
 	out := s.out
 	s.out = s.spare[:0]
 	s.mu.Unlock()
 	if len(out) > 0 {
-		t.cs.WriteRaw(out)
+		t.wc.WriteRaw(out)
 	}
 	s.spare = out[:0]
 }
 
 // finishHandshake switches to loop mode once the handshake goroutine has
 // returned (its output already flushed).
-func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
+func (t *Conn) finishHandshake() (gnet.Action, bool) {
 	t.flushHandshake() // written between the last flush and the return
-	if t.cs.Dead {
+	if t.wc.Dead {
 		return gnet.None, true
 	}
 	if t.hsErr != nil {
 		t.phase = tlsFailed
-		if l := t.cs.loop.srv.log; l.Enabled(context.Background(), slog.LevelDebug) {
-			l.Debug("tls handshake failed", "remote", t.cs.Remote.String(), "err", t.hsErr.Error())
+		if l := t.wc.Loop.Shared.Log; l.Enabled(context.Background(), slog.LevelDebug) {
+			l.Debug("tls handshake failed", "remote", t.wc.Remote.String(), "err", t.hsErr.Error())
 		}
-		if t.cs.OutboundBuffered() > 0 {
-			// An alert is on its way: let the sweep close after it.
-			t.cs.closing, t.cs.closeAfter, t.cs.linger = true, true, false
+		if t.wc.OutboundBuffered() > 0 {
+			// An alert is on its way: the sweep closes after it
+			// (CheckHandshake), and the engine above learns of it
+			// from Failed.
 			return gnet.None, true
 		}
 		return gnet.Close, true
@@ -416,21 +429,21 @@ func (t *tlsConn) finishHandshake() (gnet.Action, bool) {
 	if t.sh.inOff == len(t.sh.in) {
 		t.sh.in, t.sh.inOff = nil, 0
 	}
-	t.cs.LastActive = time.Now().UnixNano()
+	t.wc.LastActive = time.Now().UnixNano()
 	// Application data may already sit in the shim or in crypto/tls's
 	// buffer: the request path reads it now.
 	return gnet.None, false
 }
 
-// checkHandshake runs from the sweep while the handshake is not done and
+// CheckHandshake runs from the sweep while the handshake is not done and
 // reports whether the connection must be closed.
-func (t *tlsConn) checkHandshake(now int64) bool {
+func (t *Conn) CheckHandshake(now int64) bool {
 	if t.phase == tlsFailed {
-		return t.cs.OutboundBuffered() == 0
+		return t.wc.OutboundBuffered() == 0
 	}
 	set := t.ln.cur.Load()
 	if now-t.start > set.timeout || (!t.helloDone && now-t.start > set.hello) {
-		t.cs.loop.Stats.TimedOut.Add(1)
+		t.wc.Loop.Stats.TimedOut.Add(1)
 		return true
 	}
 	if t.phase != tlsWaiting || !t.claimed {
@@ -448,24 +461,24 @@ func (t *tlsConn) checkHandshake(now int64) bool {
 	return false
 }
 
-// release runs when the connection closed: a handshake in progress ends,
+// Release runs when the connection closed: a handshake in progress ends,
 // and one that waited for its slot leaves the gate.
-func (t *tlsConn) release() {
+func (t *Conn) Release() {
 	if t.phase == tlsHandshaking {
 		t.sh.Close()
 	}
 	if t.claimed {
 		t.ln.gate.leave(t, t.ln.cur.Load().max)
 	}
-	if l := t.cs.loop; l.tlsLent == t {
-		l.tlsLent = nil
+	if l := t.lp; l.lent == t {
+		l.lent = nil
 	}
 	t.plain, t.lent = nil, false
 }
 
-// Plaintext is decrypted into one buffer per loop (tlsIn), lent to the
-// connection being served: its plain is a prefix of tlsIn. A connection
-// keeps what it did not consume in tlsIn until another connection needs
+// Plaintext is decrypted into one buffer per loop (Loop.in), lent to the
+// connection being served: its plain is a prefix of it. A connection
+// keeps what it did not consume there until another connection needs
 // the buffer; then the unconsumed bytes (part of a request that has not
 // fully arrived) are copied into memory of its own. So an idle TLS
 // connection holds no plaintext buffer, and a kept-alive request copies
@@ -473,27 +486,27 @@ func (t *tlsConn) release() {
 
 // borrow lends the loop's buffer to t, with t's unconsumed bytes at its
 // start.
-func (t *tlsConn) borrow() {
-	l := t.cs.loop
-	if l.tlsLent == t {
+func (t *Conn) borrow() {
+	l := t.lp
+	if l.lent == t {
 		return
 	}
-	if o := l.tlsLent; o != nil {
+	if o := l.lent; o != nil {
 		o.keep()
 	}
-	if cap(l.tlsIn) < len(t.plain)+minPlainRead {
-		l.tlsIn = make([]byte, 0, max(2*cap(l.tlsIn), len(t.plain)+minPlainRead, 32<<10))
+	if cap(l.in) < len(t.plain)+minPlainRead {
+		l.in = make([]byte, 0, max(2*cap(l.in), len(t.plain)+minPlainRead, 32<<10))
 	}
-	t.plain = append(l.tlsIn[:0], t.plain...)
+	t.plain = append(l.in[:0], t.plain...)
 	t.lent = true
-	l.tlsLent = t
+	l.lent = t
 }
 
 // keep gives t's unconsumed bytes memory of their own, before the loop's
 // buffer is lent to another connection.
-func (t *tlsConn) keep() {
-	l := t.cs.loop
-	l.tlsLent = nil
+func (t *Conn) keep() {
+	l := t.lp
+	l.lent = nil
 	t.lent = false
 	if len(t.plain) == 0 {
 		t.plain = nil
@@ -504,7 +517,7 @@ func (t *tlsConn) keep() {
 
 // Inbound decrypts what arrived and returns the plaintext not yet
 // consumed. The slice is valid until consume or the next inbound.
-func (t *tlsConn) Inbound() []byte {
+func (t *Conn) Inbound() []byte {
 	if t.phase != tlsOpen {
 		return nil
 	}
@@ -512,13 +525,13 @@ func (t *tlsConn) Inbound() []byte {
 		t.reclaim()
 	}
 	t.borrow()
-	l := t.cs.loop
+	l := t.lp
 	for !t.eof {
 		if cap(t.plain)-len(t.plain) < minPlainRead {
 			np := make([]byte, len(t.plain), 2*cap(t.plain)+minPlainRead)
 			copy(np, t.plain)
 			t.plain = np
-			l.tlsIn = np[:0]
+			l.in = np[:0]
 		}
 		room := cap(t.plain) - len(t.plain)
 		n, err := t.tc.Read(t.plain[len(t.plain):cap(t.plain)])
@@ -542,13 +555,13 @@ func (t *tlsConn) Inbound() []byte {
 }
 
 // Consume drops the first n plaintext bytes (all when n < 0).
-func (t *tlsConn) Consume(n int) {
+func (t *Conn) Consume(n int) {
 	if n < 0 || n >= len(t.plain) {
-		switch l := t.cs.loop; {
+		switch l := t.lp; {
 		case !t.lent:
 			t.plain = nil // owned memory is not kept
-		case cap(l.tlsIn) > keepPlain:
-			l.tlsIn, l.tlsLent = nil, nil
+		case cap(l.in) > keepPlain:
+			l.in, l.lent = nil, nil
 			t.plain, t.lent = nil, false
 		default:
 			t.plain = t.plain[:0]
@@ -560,7 +573,7 @@ func (t *tlsConn) Consume(n int) {
 }
 
 // Send encrypts b into records and hands them to gnet with one Write.
-func (t *tlsConn) Send(b []byte) {
+func (t *Conn) Send(b []byte) {
 	if t.phase != tlsOpen {
 		return
 	}
@@ -572,7 +585,7 @@ func (t *tlsConn) Send(b []byte) {
 }
 
 // Sendv encrypts bs in order and hands the records to gnet with one Write.
-func (t *tlsConn) Sendv(bs [][]byte) {
+func (t *Conn) Sendv(bs [][]byte) {
 	if t.phase != tlsOpen {
 		return
 	}
@@ -588,22 +601,22 @@ func (t *tlsConn) Sendv(bs [][]byte) {
 }
 
 // flushOut hands the records written on the loop to gnet.
-func (t *tlsConn) flushOut() {
-	l := t.cs.loop
-	if len(l.tlsOut) == 0 {
+func (t *Conn) flushOut() {
+	l := t.lp
+	if len(l.out) == 0 {
 		return
 	}
-	t.cs.WriteRaw(l.tlsOut)
-	if cap(l.tlsOut) > 4<<20 {
-		l.tlsOut = nil
+	t.wc.WriteRaw(l.out)
+	if cap(l.out) > 4<<20 {
+		l.out = nil
 	} else {
-		l.tlsOut = l.tlsOut[:0]
+		l.out = l.out[:0]
 	}
 }
 
-// closeNotify sends close_notify once, after the last response.
-func (t *tlsConn) closeNotify() {
-	if t.phase != tlsOpen || t.fatal || t.cs.Dead {
+// CloseNotify sends close_notify once, after the last response.
+func (t *Conn) CloseNotify() {
+	if t.phase != tlsOpen || t.fatal || t.wc.Dead {
 		return
 	}
 	if t.dupc != nil {
@@ -618,52 +631,38 @@ func (t *tlsConn) closeNotify() {
 
 // CloseWrite ends the output: close_notify, then a TCP half-close once it
 // left gnet's buffer.
-func (t *tlsConn) CloseWrite() {
-	t.closeNotify()
-	if t.cs.Dead {
+func (t *Conn) CloseWrite() {
+	t.CloseNotify()
+	if t.wc.Dead {
 		return
 	}
-	if t.cs.C.OutboundBuffered() == 0 {
-		_ = unix.Shutdown(t.cs.C.Fd(), unix.SHUT_WR)
+	if t.wc.C.OutboundBuffered() == 0 {
+		_ = unix.Shutdown(t.wc.C.Fd(), unix.SHUT_WR)
 	}
 }
 
-// afterServe runs after the request path on an open connection: when the
-// client sent close_notify (or the session failed), the connection
-// closes once the responses to what came before are out.
-func (t *tlsConn) afterServe(a gnet.Action) gnet.Action {
-	cs := t.cs
-	if a != gnet.None || cs.Dead || !t.eof {
-		return a
-	}
-	if t.fatal {
-		if cs.OutboundBuffered() == 0 {
-			return gnet.Close
-		}
-		cs.closing, cs.closeAfter, cs.linger = true, true, false
-		return gnet.None
-	}
-	if cs.closing {
-		return a
-	}
-	cs.closeAfter = true
-	if cs.xfer != nil || cs.paused || len(t.plain) > 0 || cs.pending != nil {
-		return a // the pending work finishes first, then closes
-	}
-	return cs.finish(time.Now().UnixNano())
-}
+// Failed reports whether the handshake failed; the connection closes
+// once the alert left (CheckHandshake).
+func (t *Conn) Failed() bool { return t.phase == tlsFailed }
 
-// afterH2 runs after the HTTP/2 engine on an open connection: when the
-// client sent close_notify (or the session failed), the connection closes
-// once its output drained.
-func (t *tlsConn) afterH2(a gnet.Action) gnet.Action {
-	cs := t.cs
-	if a != gnet.None || cs.Dead || !t.eof {
-		return a
-	}
-	if cs.h2.pendingOutput() == 0 {
-		return gnet.Close
-	}
-	cs.closing, cs.closeAfter = true, true
-	return gnet.None
+// Ended reports whether no more application data will come (eof: the
+// client sent close_notify, or a record was bad) and whether the session
+// failed with an alert (fatal).
+func (t *Conn) Ended() (eof, fatal bool) { return t.eof, t.fatal }
+
+// Unconsumed is how many decrypted bytes wait to be consumed: part of a
+// request that has not fully arrived.
+func (t *Conn) Unconsumed() int { return len(t.plain) }
+
+// ConnectionState returns the state of the TLS session (ALPN, version,
+// cipher suite), once the handshake is done.
+func (t *Conn) ConnectionState() tls.ConnectionState { return t.tc.ConnectionState() }
+
+// InputTaken reports whether the connection took in bytes of its
+// handshake: it buffered them or started the handshake. Tests use it to
+// wait for connections to reach the gate; it runs on the loop.
+func (t *Conn) InputTaken() bool {
+	t.sh.mu.Lock()
+	defer t.sh.mu.Unlock()
+	return t.phase != tlsWaiting || len(t.sh.in) > 0
 }

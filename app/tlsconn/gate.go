@@ -1,4 +1,4 @@
-package app
+package tlsconn
 
 import (
 	"hash/maphash"
@@ -42,7 +42,7 @@ type handshakeGate struct {
 	waiting atomic.Int64 // connections in the queue
 
 	mu         sync.Mutex // guards head, tail and the queue fields of the waiting tlsConns
-	head, tail *tlsConn
+	head, tail *Conn
 
 	seed   maphash.Seed
 	shards [gateShards]shareShard
@@ -118,7 +118,7 @@ func (g *handshakeGate) take(max int64) bool {
 // admit asks for a slot for t, whose ClientHello is complete. It runs on
 // t's loop. On admitGranted or admitQueued t holds a claim of its
 // address, which release or leave gives back.
-func (g *handshakeGate) admit(t *tlsConn, max, share int64) int {
+func (g *handshakeGate) admit(t *Conn, max, share int64) int {
 	if !g.claim(t.key, share) {
 		return admitRefused
 	}
@@ -154,7 +154,7 @@ func (g *handshakeGate) pump(max int64) {
 		g.unlinkNolock(w)
 		w.slot.Store(true)
 		g.mu.Unlock()
-		_ = w.cs.C.Wake(nil) // a no-op once the connection closed (leave then frees the slot)
+		w.wc.Wake() // a no-op once the connection closed (leave then frees the slot)
 	}
 }
 
@@ -172,7 +172,7 @@ func (g *handshakeGate) release(key netip.Addr, max int64) {
 // leave runs on the loop when a connection that was admitted closes
 // before its handshake started: out of the queue, or the slot granted to
 // it passed on.
-func (g *handshakeGate) leave(t *tlsConn, max int64) {
+func (g *handshakeGate) leave(t *Conn, max int64) {
 	g.mu.Lock()
 	queued := t.queued
 	if queued {
@@ -189,7 +189,7 @@ func (g *handshakeGate) leave(t *tlsConn, max int64) {
 }
 
 // pushNolock appends t to the queue. The caller holds g.mu.
-func (g *handshakeGate) pushNolock(t *tlsConn) {
+func (g *handshakeGate) pushNolock(t *Conn) {
 	t.queued = true
 	t.qprev, t.qnext = g.tail, nil
 	if g.tail != nil {
@@ -202,7 +202,7 @@ func (g *handshakeGate) pushNolock(t *tlsConn) {
 }
 
 // unlinkNolock removes t from the queue. The caller holds g.mu.
-func (g *handshakeGate) unlinkNolock(t *tlsConn) {
+func (g *handshakeGate) unlinkNolock(t *Conn) {
 	if t.qprev != nil {
 		t.qprev.qnext = t.qnext
 	} else {
@@ -215,4 +215,25 @@ func (g *handshakeGate) unlinkNolock(t *tlsConn) {
 	}
 	t.qprev, t.qnext, t.queued = nil, nil, false
 	g.waiting.Add(-1)
+}
+
+// HandshakeCounts are a listener's handshake admission figures.
+type HandshakeCounts struct {
+	Active  int64 // slots taken: handshakes running or granted
+	Waiting int64 // connections queued for a slot
+	Claims  int   // client addresses holding or waiting for slots
+}
+
+// Handshakes returns the listener's admission figures. Safe for
+// concurrent use.
+func (l *Listener) Handshakes() HandshakeCounts {
+	g := l.gate
+	c := HandshakeCounts{Active: g.active.Load(), Waiting: g.waiting.Load()}
+	for i := range g.shards {
+		s := &g.shards[i]
+		s.mu.Lock()
+		c.Claims += len(s.n)
+		s.mu.Unlock()
+	}
+	return c
 }

@@ -1,6 +1,11 @@
-package app
+package tlsconn
 
-import "testing"
+import (
+	"crypto/tls"
+	"net"
+	"testing"
+	"time"
+)
 
 // fragmented re-frames the handshake bytes of a one-record ClientHello
 // into records of at most n payload bytes.
@@ -49,4 +54,22 @@ func TestHelloScanSplits(t *testing.T) {
 	if r := h.scan(bad); r != helloBad {
 		t.Fatalf("application data between fragments: %d", r)
 	}
+}
+
+// captureClientHello returns the first flight of a crypto/tls client.
+func captureClientHello(t *testing.T) []byte {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() {
+		c := tls.Client(a, &tls.Config{ServerName: "localhost"})
+		_ = c.Handshake()
+	}()
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
 }

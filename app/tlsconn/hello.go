@@ -1,4 +1,4 @@
-package app
+package tlsconn
 
 // The ClientHello gate. A TLS connection takes a handshake slot (and a
 // goroutine) only once its whole first flight is buffered, so a client

@@ -1,12 +1,13 @@
-package app
+package tlsconn
 
 import (
+	"io"
 	"net"
 	"sync/atomic"
 	"time"
 )
 
-// tlsDupConn is a TLS client connection handed to goroutines off the
+// dupConn is a TLS client connection handed to goroutines off the
 // loop (the proxy's body copies and tunnels): it reads and writes through
 // the connection's tls.Conn, whose shim uses a duplicate of the socket for
 // the directions in use. Writes move to the duplicate when the hand-off
@@ -19,24 +20,24 @@ import (
 //
 // Read and Write may be called from two goroutines at once (crypto/tls
 // keeps separate locks for each direction); Close from any goroutine.
-type tlsDupConn struct {
-	t      *tlsConn
+type dupConn struct {
+	t      *Conn
 	nc     net.Conn
 	closed atomic.Bool
 }
 
-var _ net.Conn = (*tlsDupConn)(nil)
+var _ net.Conn = (*dupConn)(nil)
 
 // Dup hands the connection's output to nc, a duplicate of its socket, and
 // returns the net.Conn to use from other goroutines. It runs on the loop.
-func (t *tlsConn) Dup(nc net.Conn) (net.Conn, error) {
+func (t *Conn) Dup(nc net.Conn) (net.Conn, error) {
 	if t.phase != tlsOpen || t.fatal {
 		_ = nc.Close()
 		return nil, errShimClosed
 	}
 	t.reclaim()
 	t.flushOut()
-	d := &tlsDupConn{t: t, nc: nc}
+	d := &dupConn{t: t, nc: nc}
 	t.dupc = d
 	t.sh.fd = nc
 	t.sh.wmode = shimFD
@@ -45,7 +46,7 @@ func (t *tlsConn) Dup(nc net.Conn) (net.Conn, error) {
 
 // reclaim gives the connection back to the loop once the goroutines that
 // used a duplicate are done with it (they close it last).
-func (t *tlsConn) reclaim() {
+func (t *Conn) reclaim() {
 	d := t.dupc
 	if d == nil || !d.closed.Load() {
 		return
@@ -55,24 +56,42 @@ func (t *tlsConn) reclaim() {
 	t.sh.fd = nil
 }
 
-func (d *tlsDupConn) Read(p []byte) (int, error) {
+func (d *dupConn) Read(p []byte) (int, error) {
 	if d.t.sh.rmode != shimFD {
 		d.t.sh.rmode = shimFD
 	}
 	return d.t.tc.Read(p)
 }
 
-func (d *tlsDupConn) Write(p []byte) (int, error) { return d.t.tc.Write(p) }
+func (d *dupConn) Write(p []byte) (int, error) { return d.t.tc.Write(p) }
 
-func (d *tlsDupConn) Close() error {
+func (d *dupConn) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
 	return d.nc.Close()
 }
 
-func (d *tlsDupConn) LocalAddr() net.Addr                { return d.nc.LocalAddr() }
-func (d *tlsDupConn) RemoteAddr() net.Addr               { return d.nc.RemoteAddr() }
-func (d *tlsDupConn) SetDeadline(t time.Time) error      { return d.nc.SetDeadline(t) }
-func (d *tlsDupConn) SetReadDeadline(t time.Time) error  { return d.nc.SetReadDeadline(t) }
-func (d *tlsDupConn) SetWriteDeadline(t time.Time) error { return d.nc.SetWriteDeadline(t) }
+func (d *dupConn) LocalAddr() net.Addr                { return d.nc.LocalAddr() }
+func (d *dupConn) RemoteAddr() net.Addr               { return d.nc.RemoteAddr() }
+func (d *dupConn) SetDeadline(t time.Time) error      { return d.nc.SetDeadline(t) }
+func (d *dupConn) SetReadDeadline(t time.Time) error  { return d.nc.SetReadDeadline(t) }
+func (d *dupConn) SetWriteDeadline(t time.Time) error { return d.nc.SetWriteDeadline(t) }
+
+// SendOffLoop points the connection's output at w, a duplicate of its
+// socket, for a goroutine that sends a large body: it encrypts through
+// the returned writer (the session's tls.Conn), while the loop does
+// nothing on the connection. That goroutine calls EndOffLoop when it is
+// done, before the loop learns that the transfer ended. Memory stays
+// bounded per transfer: crypto/tls's record buffer.
+func (t *Conn) SendOffLoop(w net.Conn) io.Writer {
+	t.sh.fd = w
+	t.sh.wmode = shimFD
+	return t.tc
+}
+
+// EndOffLoop gives the output back to the loop after SendOffLoop.
+func (t *Conn) EndOffLoop() {
+	t.sh.wmode = shimLoop
+	t.sh.fd = nil
+}
