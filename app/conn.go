@@ -6,6 +6,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/h2conn"
 	"gale/app/tlsconn"
 	"gale/app/wire"
 	"gale/codec"
@@ -20,14 +21,6 @@ const (
 	// inlineBody is the largest body copied into the loop's output buffer;
 	// larger in-memory bodies are referenced in place by a writev.
 	inlineBody = 4 << 10
-	// maxPendingInput bounds the bytes a client may send while its
-	// connection parses nothing (output paused or a transfer in progress);
-	// past it the connection is closed, since gnet cannot stop reading.
-	maxPendingInput = 1 << 20
-	// lingerTime is how long a closing connection keeps reading (and
-	// discarding) after its final response, so that unread request bytes
-	// do not turn the close into a reset that destroys the response.
-	lingerTime = 2 * time.Second
 )
 
 // conn is one client connection's state. It is owned by its loop.
@@ -69,7 +62,7 @@ type conn struct {
 	st staticConn // static routes: the file cache's completion of a load (static_glue.go)
 
 	tls     *tlsconn.Conn    // the TLS layer under the transport (package tlsconn); nil for plain connections
-	h2      *h2conn          // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
+	h2      *h2conn.Conn     // the HTTP/2 engine (package h2conn); nil while the connection speaks HTTP/1.1
 	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
@@ -99,7 +92,7 @@ func (cs *conn) release() {
 	cs.pendingClosed()
 	cs.sink.release()
 	if cs.h2 != nil {
-		cs.h2.release()
+		cs.h2.Release()
 	}
 	if cs.tls != nil {
 		cs.tls.Release()
@@ -131,17 +124,14 @@ func (cs *conn) onTraffic() gnet.Action {
 		}
 	}
 	if cs.h2 != nil {
-		if cs.tls != nil {
-			return cs.h2.afterTLS(cs.h2.onTraffic())
-		}
-		return cs.h2.onTraffic()
+		return cs.h2.Traffic()
 	}
 	if cs.pending != nil {
 		return cs.resumePending()
 	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
-			if cs.InboundBuffered() > maxPendingInput {
+			if cs.InboundBuffered() > wire.MaxPendingInput {
 				return gnet.Close
 			}
 			return gnet.None
@@ -157,7 +147,7 @@ func (cs *conn) onTraffic() gnet.Action {
 		return gnet.None
 	}
 	if cs.paused {
-		if cs.InboundBuffered() > maxPendingInput {
+		if cs.InboundBuffered() > wire.MaxPendingInput {
 			return gnet.Close
 		}
 		return gnet.None
@@ -320,7 +310,7 @@ func (cs *conn) finish(now int64) gnet.Action {
 
 func (cs *conn) startLinger(now int64) {
 	cs.CloseWrite()
-	cs.lingerUntil = now + int64(lingerTime)
+	cs.lingerUntil = now + int64(wire.LingerTime)
 	cs.Consume(-1)
 }
 
@@ -348,7 +338,7 @@ func (cs *conn) answer(set *wire.Settings, now int64) {
 		ctx.Error(405)
 		ctx.Resp.Close = true
 	case cs.toHTTPS != nil:
-		cs.toHTTPS.serve(ctx)
+		cs.toHTTPS.Serve(ctx)
 	default:
 		set.Router.Serve(ctx)
 	}
@@ -509,7 +499,7 @@ func (cs *conn) check(now int64, set *wire.Settings) bool {
 		return cs.tls.CheckHandshake(now)
 	}
 	if cs.h2 != nil {
-		return cs.h2.check(now, set)
+		return cs.h2.Check(now, set)
 	}
 	if cs.xfer != nil && cs.xfer.started {
 		return false // the transfer goroutine enforces the write timeout
@@ -580,15 +570,6 @@ func (cs *conn) check(now int64, set *wire.Settings) bool {
 		}
 	}
 	return false
-}
-
-func growLen(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), 2*cap(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
 }
 
 // afterTLSServe runs after the request path on an open TLS connection:

@@ -6,27 +6,14 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/h2conn"
 	"gale/app/wire"
-	"gale/h2"
+	"gale/handlers"
 )
 
 // http2On reports whether new connections may speak HTTP/2 (the TLS
 // listeners' ALPN asks it for every handshake). Safe for concurrent use.
 func (s *Server) http2On() bool { return s.sh.Set.Load().HTTP2On }
-
-// h2Cipher reports whether a TLS 1.2 cipher suite is allowed under
-// HTTP/2: RFC 9113 section 9.2.2 forbids every suite but ephemeral key
-// exchange with an AEAD cipher. TLS 1.3 suites are all allowed.
-func h2Cipher(version, suite uint16) bool {
-	if version >= 0x0304 {
-		return true
-	}
-	switch suite {
-	case 0xc02b, 0xc02c, 0xc02f, 0xc030, 0xcca8, 0xcca9: // ECDHE_{ECDSA,RSA}_WITH_AES_{128,256}_GCM, CHACHA20_POLY1305
-		return true
-	}
-	return false
-}
 
 // chooseProto decides, on a connection's first bytes after any TLS
 // handshake, whether it speaks HTTP/2, within what its listener speaks
@@ -50,7 +37,7 @@ func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 		switch {
 		case st.NegotiatedProtocol == "h2":
 			cs.proto = true
-			cs.startH2TLS(set, &st)
+			cs.startH2(set, &st)
 			return gnet.None, false
 		case cs.protos.H1():
 			cs.proto = true
@@ -66,20 +53,16 @@ func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 // listener has h1, else a close. st is the TLS state, nil on a plain
 // connection.
 func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState) (gnet.Action, bool) {
-	state := notPreface
+	state := h2conn.NotPreface
 	if h2 {
-		state = sniffPreface(cs.Inbound())
+		state = h2conn.SniffPreface(cs.Inbound())
 	}
 	switch {
-	case state == isPreface:
+	case state == h2conn.IsPreface:
 		cs.proto = true
 		cs.headStart = 0
-		if st != nil {
-			cs.startH2TLS(set, st)
-		} else {
-			cs.startH2(set)
-		}
-	case state == maybePreface:
+		cs.startH2(set, st)
+	case state == h2conn.MaybePreface:
 		if cs.headStart == 0 {
 			cs.headStart = time.Now().UnixNano() // read_header bounds the wait
 		}
@@ -94,13 +77,12 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 	return gnet.None, false
 }
 
-// startH2TLS makes cs, a TLS connection in state st, an HTTP/2 one, and
-// refuses it with INADEQUATE_SECURITY when TLS 1.2 negotiated a suite
-// RFC 9113 section 9.2.2 forbids.
-func (cs *conn) startH2TLS(set *wire.Settings, st *tls.ConnectionState) {
-	cs.startH2(set)
-	if !h2Cipher(st.Version, st.CipherSuite) {
-		cs.h2.core.GoAway(h2.InadequateSecurity)
-		cs.h2.goingAway = true
+// startH2 makes cs an HTTP/2 connection; st is its TLS session's state,
+// nil for h2c.
+func (cs *conn) startH2(set *wire.Settings, st *tls.ConnectionState) {
+	var redirect handlers.Handler
+	if cs.toHTTPS != nil {
+		redirect = cs.toHTTPS
 	}
+	cs.h2 = h2conn.New(&cs.Conn, set, redirect, st)
 }

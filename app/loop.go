@@ -103,8 +103,7 @@ func (l *loop) drain() {
 			continue // closed by a failed write earlier in this walk
 		}
 		if cs.h2 != nil {
-			cs.h2.goAway()
-			if !cs.Dead && cs.closing && cs.h2.pendingOutput() == 0 {
+			if cs.h2.Drain() {
 				l.victims = append(l.victims, cs)
 			}
 			continue

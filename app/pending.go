@@ -56,13 +56,13 @@ func (cs *conn) resumePending() gnet.Action {
 
 // pendingInputBound is how many received bytes may wait while an exchange
 // is pending, whatever its continuation: twice a body of
-// limits.body_bytes with maxPendingInput of framing and pipelined
+// limits.body_bytes with wire.MaxPendingInput of framing and pipelined
 // requests after it. It is the backstop for a continuation that takes
 // nothing of the input (a static route waiting for a load); the proxy,
 // which reads the body it forwards, holds the input to its own tighter
 // bounds first (and answers 413 where one is due).
 func pendingInputBound(set *wire.Settings) int {
-	return 2 * (int(set.Limits.BodyBytes) + maxPendingInput)
+	return 2 * (int(set.Limits.BodyBytes) + wire.MaxPendingInput)
 }
 
 // answerLater writes the response a continuation answered, as serve

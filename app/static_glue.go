@@ -31,16 +31,10 @@ var _ handlers.CacheAccess = (*conn)(nil)
 
 // staticConn is a connection's state for static routes.
 type staticConn struct {
-	done    cache.Done                  // the Done callback, made once
-	result  atomic.Pointer[cacheResult] // a finished load, stored by done
-	waitKey []byte                      // the key of the load done was last handed for
-	asked   int64                       // when done was handed for a load (unix ns); 0 once the response was written
-}
-
-// cacheResult is the outcome of a load a connection waited for.
-type cacheResult struct {
-	e   *cache.Entry
-	err error
+	done    cache.Done                       // the Done callback, made once
+	result  atomic.Pointer[wire.CacheResult] // a finished load, stored by done
+	waitKey []byte                           // the key of the load done was last handed for
+	asked   int64                            // when done was handed for a load (unix ns); 0 once the response was written
 }
 
 // newFileCache makes the server's file cache, which counts the files it
@@ -73,7 +67,7 @@ func (cs *conn) CacheDone(key []byte) cache.Done {
 		gc := cs.C
 		st.done = func(e *cache.Entry, err error) {
 			// On a cache worker: store, then wake the loop.
-			st.result.Store(&cacheResult{e: e, err: err})
+			st.result.Store(&wire.CacheResult{Entry: e, Err: err})
 			_ = gc.Wake(nil) // a no-op once the connection closed
 		}
 	}
@@ -90,7 +84,7 @@ func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 		return nil, nil, false
 	}
 	cs.st.result.Store(nil)
-	return r.e, r.err, true
+	return r.Entry, r.Err, true
 }
 
 // forgetLoad runs once a response was written: a load result it did not
@@ -127,7 +121,7 @@ func (cs *conn) appendFileBody(resp *handlers.Response, size int64) error {
 func (cs *conn) readFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
 	if resp.Parts == nil {
-		l.Out = growLen(l.Out, int(size))
+		l.Out = wire.GrowLen(l.Out, int(size))
 		_, err := resp.File.ReadAt(l.Out[len(l.Out)-int(size):], resp.FileOffset)
 		return err
 	}
@@ -137,7 +131,7 @@ func (cs *conn) readFileBody(resp *handlers.Response, size int64) error {
 			if resp.File == nil {
 				return errNoFile
 			}
-			l.Out = growLen(l.Out, int(p.Len))
+			l.Out = wire.GrowLen(l.Out, int(p.Len))
 			if _, err := resp.File.ReadAt(l.Out[len(l.Out)-int(p.Len):], p.Off); err != nil {
 				return err
 			}

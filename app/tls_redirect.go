@@ -15,12 +15,12 @@ var (
 	slash          = []byte("/")
 )
 
-// serve answers a request on a redirect_to_https listener with a redirect
+// Serve answers a request on a redirect_to_https listener with a redirect
 // to the same host, path and query over https: 301 for GET and HEAD, 308
 // (which keeps the method and body) for the others. A request without a
 // usable Host is answered 400. Location is built in ctx.Scratch: no
 // allocation once it has room.
-func (h *httpsRedirect) serve(ctx *handlers.Ctx) {
+func (h *httpsRedirect) Serve(ctx *handlers.Ctx) {
 	req := ctx.Req
 	host := hostOnly(req.Host)
 	if len(host) == 0 {

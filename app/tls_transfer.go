@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"gale/app/tlsconn"
+	"gale/app/wire"
 )
 
 // transferBuf is the buffer a TLS transfer reads file regions through.
@@ -61,7 +62,7 @@ func (x *transfer) sendFileTLS(write func([]byte) error, off, n int64) error {
 		m, err := x.file.ReadAt(buf[:min(n, int64(len(buf)))], off)
 		if m == 0 {
 			if err == nil || err == io.EOF {
-				return errShortFile
+				return wire.ErrShortFile
 			}
 			return err
 		}

@@ -2,13 +2,13 @@ package app
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"gale/app/wire"
 	"gale/cache"
 	"gale/handlers"
 )
@@ -164,8 +164,6 @@ func (cs *conn) startTransfer() {
 	}()
 }
 
-var errShortFile = errors.New("app: file shorter than its announced length")
-
 func (x *transfer) run(fd int) error {
 	f := os.NewFile(uintptr(fd), "transfer")
 	nc, err := net.FileConn(f) // duplicates fd again
@@ -232,7 +230,7 @@ func (x *transfer) sendFile(w *net.TCPConn, off, n int64) error {
 			return err
 		}
 		if sent == 0 {
-			return errShortFile
+			return wire.ErrShortFile
 		}
 		left -= sent
 	}

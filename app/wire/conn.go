@@ -2,14 +2,28 @@ package wire
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
 	"gale/accesslog"
+)
+
+const (
+	// MaxPendingInput bounds the bytes a client may send while its
+	// connection parses nothing (output paused or a transfer in
+	// progress); past it the connection is closed, since gnet cannot stop
+	// reading.
+	MaxPendingInput = 1 << 20
+	// LingerTime is how long a closing connection keeps reading (and
+	// discarding) after its final response, so that unread request bytes
+	// do not turn the close into a reset that destroys the response.
+	LingerTime = 2 * time.Second
 )
 
 // Conn is the transport of one client connection: everything an engine
@@ -52,9 +66,24 @@ type Layer interface {
 	Sendv(bs [][]byte)
 	// CloseWrite ends the output after the final response.
 	CloseWrite()
+	// CloseNotify tells the client that no more data follows (TLS
+	// close_notify), once, after the last response.
+	CloseNotify()
+	// Ended reports whether no more data will come from the client
+	// (eof) and whether the session failed (fatal).
+	Ended() (eof, fatal bool)
+	// Unconsumed is how many bytes the layer decoded that wait to be
+	// consumed.
+	Unconsumed() int
 	// Dup takes nc, a duplicate of the socket, and returns the
 	// net.Conn that goroutines off the loop use instead.
 	Dup(nc net.Conn) (net.Conn, error)
+	// SendOffLoop points the output at w, a duplicate of the socket,
+	// for a goroutine that sends a large body through the returned
+	// writer while the loop writes nothing; that goroutine calls
+	// EndOffLoop when done, before the loop learns of it.
+	SendOffLoop(w net.Conn) io.Writer
+	EndOffLoop()
 }
 
 // Init makes c the transport of gnet connection gc on loop l, at time
@@ -74,6 +103,10 @@ func (c *Conn) SetLayer(ly Layer) { c.layer = ly }
 
 // Layered reports whether a Layer sits under the engines.
 func (c *Conn) Layered() bool { return c.layer != nil }
+
+// Layer returns the layer under the engines, or nil on a plain
+// connection.
+func (c *Conn) Layer() Layer { return c.layer }
 
 // Settings returns the settings of new requests.
 func (c *Conn) Settings() *Settings { return c.Loop.Shared.Set.Load() }
@@ -176,6 +209,10 @@ func (c *Conn) ShutdownWrite() { _ = unix.Shutdown(c.C.Fd(), unix.SHUT_WR) }
 // concurrent use; a no-op once the connection closed.
 func (c *Conn) Wake() { _ = c.C.Wake(nil) }
 
+// ErrShortFile is the error of a body sender whose file ended before the
+// length its response announced.
+var ErrShortFile = errors.New("app: file shorter than its announced length")
+
 var errNoDup = errors.New("app: the connection has no descriptor to duplicate")
 
 // Dup returns a net.Conn over a duplicate of the connection's socket, for
@@ -214,4 +251,15 @@ func (c *Conn) Record(rec *accesslog.Record, status int, bodyBytes, now int64) {
 			l.FlushAccessLog()
 		}
 	}
+}
+
+// GrowLen extends b by n bytes, reallocating when its capacity is short,
+// and returns it; the new bytes are not cleared.
+func GrowLen(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
 }

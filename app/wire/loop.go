@@ -54,3 +54,10 @@ func (l *Loop) FlushAccessLog() {
 	}
 	l.Alog = l.Shared.Access.Submit(l.Alog)
 }
+
+// CacheResult is a finished load of the file cache, stored by the load's
+// Done callback for the exchange that waits for it.
+type CacheResult struct {
+	Entry *cache.Entry
+	Err   error
+}

@@ -1,9 +1,10 @@
-package app
+package h2conn
 
 import (
 	"os"
 	"strconv"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/fds"
 	"gale/h2/hpack"
@@ -18,13 +19,13 @@ import (
 // large download never holds up the small responses beside it.
 
 // appendHead appends the HPACK block of resp's head to dst.
-func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless bool, size int64) []byte {
+func (ex *exchange) appendHead(dst []byte, resp *handlers.Response, bodyless bool, size int64) []byte {
 	h := ex.h
 	if resp.HPACK != nil {
 		dst = append(dst, resp.HPACK...)
 		return h.appendDate(dst)
 	}
-	set := h.cs.loop.srv.sh.Set.Load()
+	set := h.wc.Loop.Shared.Set.Load()
 	dst = hpack.AppendStatus(dst, resp.Status)
 	if len(set.ServerHeader) > 0 {
 		dst = hpack.AppendField(dst, fieldServer, set.ServerHeader)
@@ -38,7 +39,7 @@ func (ex *h2exchange) appendHead(dst []byte, resp *handlers.Response, bodyless b
 }
 
 // appendDate appends the date field of the current second.
-func (h *h2conn) appendDate(dst []byte) []byte {
+func (h *Conn) appendDate(dst []byte) []byte {
 	h.date = codec.AppendDate(h.date[:0]) // "Date: <IMF-fixdate>\r\n"
 	return hpack.AppendField(dst, fieldDate, h.date[len("Date: "):len(h.date)-2])
 }
@@ -50,7 +51,7 @@ var (
 )
 
 // enqueue adds ex to the exchanges with body left to send.
-func (h *h2conn) enqueue(ex *h2exchange) {
+func (h *Conn) enqueue(ex *exchange) {
 	if !ex.queued {
 		ex.queued = true
 		if len(h.active) == 0 {
@@ -61,7 +62,7 @@ func (h *h2conn) enqueue(ex *h2exchange) {
 }
 
 // dequeue removes ex from the exchanges with body left to send.
-func (h *h2conn) dequeue(ex *h2exchange) {
+func (h *Conn) dequeue(ex *exchange) {
 	if !ex.queued {
 		return
 	}
@@ -87,7 +88,7 @@ func (h *h2conn) dequeue(ex *h2exchange) {
 // socket stops taking bytes (the output then moves to the writer once
 // gnet's buffer drained); with the writer, it stops at the bound and the
 // writer wakes the loop when there is room.
-func (h *h2conn) produce() {
+func (h *Conn) produce() {
 	h.resumeWaiting()
 	if h.parked > 0 {
 		h.unparkWaiting()
@@ -95,7 +96,7 @@ func (h *h2conn) produce() {
 	if h.w == nil && h.wantWriter && !h.startWriter() {
 		return
 	}
-	for len(h.active) > 0 && !h.cs.Dead {
+	for len(h.active) > 0 && !h.wc.Dead {
 		room := h.room()
 		if room <= 0 {
 			if h.w != nil {
@@ -116,7 +117,7 @@ func (h *h2conn) produce() {
 		h.progress = h.now
 		if h.w == nil {
 			h.flush()
-			if !h.cs.Dead && h.cs.OutboundBuffered() > 0 && len(h.active) > 0 {
+			if !h.wc.Dead && h.wc.OutboundBuffered() > 0 && len(h.active) > 0 {
 				h.wantWriter = true
 				return
 			}
@@ -128,7 +129,7 @@ func (h *h2conn) produce() {
 // whole room), starting where the previous round ran out of room, and
 // finishes the exchanges whose body is sent. It reports whether any byte
 // was produced.
-func (h *h2conn) round(room int) bool {
+func (h *Conn) round(room int) bool {
 	quantum := int(h.core.PeerMaxFrame())
 	if len(h.active) == 1 {
 		quantum = room
@@ -152,7 +153,7 @@ func (h *h2conn) round(room int) bool {
 
 // finishSent finishes and removes the active exchanges whose whole body
 // was queued.
-func (h *h2conn) finishSent() {
+func (h *Conn) finishSent() {
 	for i := 0; i < len(h.active); {
 		ex := h.active[i]
 		if len(ex.parts) > 0 {
@@ -166,12 +167,12 @@ func (h *h2conn) finishSent() {
 }
 
 // step sends up to limit body bytes of ex and returns how many it sent.
-func (ex *h2exchange) step(limit int) int {
+func (ex *exchange) step(limit int) int {
 	h := ex.h
 	win := h.core.SendWindow(ex.s)
 	limit = min(limit, win)
 	sent := 0
-	for limit > 0 && len(ex.parts) > 0 && !h.cs.Dead {
+	for limit > 0 && len(ex.parts) > 0 && !h.wc.Dead {
 		p := &ex.parts[0]
 		size := p.Size()
 		rem := size - ex.off
@@ -204,7 +205,7 @@ func (ex *h2exchange) step(limit int) int {
 // stepFile sends up to k bytes (one frame at most) of the file region p
 // from ex.off: read by the writer when there is one, else read here (only
 // bodies small enough for the loop's buffers are read on the loop).
-func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
+func (ex *exchange) stepFile(p *handlers.BodyPart, k int) int {
 	h := ex.h
 	k = min(k, int(h.core.PeerMaxFrame()))
 	last := len(ex.parts) == 1 && int64(k) == p.Len-ex.off
@@ -215,20 +216,20 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 		h.moveOut()
 		ex.fileQueued = true
 		h.w.queueFile(ex.file, p.Off+ex.off, int64(k))
-		h.cs.loop.Stats.BytesOut.Add(uint64(k))
+		h.wc.Loop.Stats.BytesOut.Add(uint64(k))
 		return k
 	}
 	h.moveOut()
-	l := h.cs.loop
-	l.FileBuf = growLen(l.FileBuf[:0], k)
+	l := h.wc.Loop
+	l.FileBuf = wire.GrowLen(l.FileBuf[:0], k)
 	if _, err := ex.file.ReadAt(l.FileBuf, p.Off+ex.off); err != nil {
 		// The frame header is out: the connection cannot go on.
-		h.cs.closing = true
-		_ = h.cs.C.Close()
+		h.closing = true
+		_ = h.wc.C.Close()
 		return 0
 	}
-	if !h.cs.Dead {
-		h.cs.Send(l.FileBuf)
+	if !h.wc.Dead {
+		h.wc.Send(l.FileBuf)
 		l.Stats.BytesOut.Add(uint64(k))
 	}
 	return k
@@ -238,7 +239,7 @@ func (ex *h2exchange) stepFile(p *handlers.BodyPart, k int) int {
 // still to read, has the writer close it after them. The file's place in
 // the descriptor budget, taken when the exchange took the file (answer),
 // is given back once it is closed.
-func (ex *h2exchange) dropFile() {
+func (ex *exchange) dropFile() {
 	f := ex.file
 	if f == nil {
 		return
@@ -247,7 +248,7 @@ func (ex *h2exchange) dropFile() {
 	if ex.fileQueued && ex.h.w != nil {
 		ex.h.w.queueClose(f)
 	} else {
-		closeHeld(f, ex.h.cs.loop.srv.sh.Budget)
+		closeHeld(f, ex.h.wc.Loop.Shared.Budget)
 	}
 	ex.fileQueued = false
 }

@@ -1,4 +1,4 @@
-package app
+package h2conn
 
 import (
 	"net"
@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gale/app/wire"
 	"gale/fds"
 )
 
-// h2writer owns the output direction of an HTTP/2 connection once large
+// writer owns the output direction of an HTTP/2 connection once large
 // bodies flow: a goroutine writing, with blocking writes on a duplicate of
 // the socket (through the TLS writer on TLS connections), what the loop
 // queues: frame bytes (copied), and file regions that the goroutine reads
@@ -22,7 +23,7 @@ import (
 // the loop closes the connection.
 //
 // Every method but run is called on the loop.
-type h2writer struct {
+type writer struct {
 	nc      net.Conn
 	wakeFn  func()        // wakes the connection's loop; safe from any goroutine
 	max     int64         // server.max_buffered_output
@@ -57,25 +58,25 @@ const writeChunk = 64 << 10
 // startWriter moves the connection's output to a writer once gnet's
 // buffer is empty (the writer must not overtake bytes gnet still holds).
 // It reports whether output may be produced now.
-func (h *h2conn) startWriter() bool {
-	cs := h.cs
+func (h *Conn) startWriter() bool {
+	cs := h.wc
 	h.flush()
 	if cs.Dead || cs.OutboundBuffered() > 0 {
 		return false // the sweep wakes the loop once it drained
 	}
-	b := cs.loop.srv.sh.Budget
+	b := cs.Loop.Shared.Budget
 	if !b.Acquire(1) {
 		return false // no descriptor for the duplicate: the sweep tries again
 	}
-	nc, err := cs.ProxyDup()
+	nc, err := cs.Dup()
 	if err != nil {
 		b.Release(1)
 		h.wantWriter = false // stay inline; the sweep resumes production
 		return true
 	}
-	set := cs.loop.srv.sh.Set.Load()
+	set := cs.Loop.Shared.Set.Load()
 	gc := cs.C
-	w := &h2writer{
+	w := &writer{
 		nc:      nc,
 		wakeFn:  func() { _ = gc.Wake(nil) },
 		max:     int64(set.MaxOut),
@@ -91,13 +92,13 @@ func (h *h2conn) startWriter() bool {
 }
 
 // queuedBytes is how many bytes wait to be written.
-func (w *h2writer) queuedBytes() int { return int(w.queued.Load()) }
+func (w *writer) queuedBytes() int { return int(w.queued.Load()) }
 
 // failed reports whether the writer stopped for good.
-func (w *h2writer) failed() bool { return w.dead.Load() }
+func (w *writer) failed() bool { return w.dead.Load() }
 
 // askRoom says the loop has more to produce once the queue shrank.
-func (w *h2writer) askRoom() {
+func (w *writer) askRoom() {
 	w.wantRoom.Store(true)
 	if w.queued.Load() <= w.max/2 {
 		w.wakeFn() // it shrank meanwhile
@@ -105,7 +106,7 @@ func (w *h2writer) askRoom() {
 }
 
 // queueBytes queues a copy of b (written after the next kick).
-func (w *h2writer) queueBytes(b []byte) {
+func (w *writer) queueBytes(b []byte) {
 	w.mu.Lock()
 	if n := len(w.items); n > 0 && w.items[n-1].f == nil && len(w.items[n-1].b)+len(b) <= writeChunk {
 		w.items[n-1].b = append(w.items[n-1].b, b...)
@@ -122,7 +123,7 @@ func (w *h2writer) queueBytes(b []byte) {
 
 // queueFile queues n bytes of f from off (a DATA frame's payload whose
 // header was queued just before), written after the next kick.
-func (w *h2writer) queueFile(f *os.File, off, n int64) {
+func (w *writer) queueFile(f *os.File, off, n int64) {
 	w.mu.Lock()
 	w.items = append(w.items, writeItem{f: f, off: off, n: n})
 	w.queued.Add(n)
@@ -132,10 +133,10 @@ func (w *h2writer) queueFile(f *os.File, off, n int64) {
 // kick lets the goroutine write what was queued since the last kick: the
 // loop queues a turn's frames first and wakes the writer once, so that it
 // writes them in few large writes rather than one per frame.
-func (w *h2writer) kick() { w.cond.Signal() }
+func (w *writer) kick() { w.cond.Signal() }
 
 // queueClose has the writer close f once everything queued before is out.
-func (w *h2writer) queueClose(f *os.File) {
+func (w *writer) queueClose(f *os.File) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
@@ -149,7 +150,7 @@ func (w *h2writer) queueClose(f *os.File) {
 
 // abort stops the writer: what is queued is dropped, files are closed.
 // The connection closed or is closing now.
-func (w *h2writer) abort() {
+func (w *writer) abort() {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
@@ -159,7 +160,7 @@ func (w *h2writer) abort() {
 }
 
 // run writes batches until abort or a failed write.
-func (w *h2writer) run() {
+func (w *writer) run() {
 	buf := make([]byte, 0, writeChunk)
 	var err error
 	for {
@@ -189,7 +190,7 @@ func (w *h2writer) run() {
 
 // closeFiles closes the files that items were to close (those writeBatch
 // did not reach): the writer stopped, and nothing else will.
-func (w *h2writer) closeFiles(items []writeItem) {
+func (w *writer) closeFiles(items []writeItem) {
 	for i := range items {
 		if items[i].closeFile {
 			closeHeld(items[i].f, w.files)
@@ -199,7 +200,7 @@ func (w *h2writer) closeFiles(items []writeItem) {
 }
 
 // next waits for queued items and takes them all.
-func (w *h2writer) next() ([]writeItem, bool) {
+func (w *writer) next() ([]writeItem, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.items) == 0 && !w.stopped {
@@ -215,7 +216,7 @@ func (w *h2writer) next() ([]writeItem, bool) {
 }
 
 // recycle keeps the batch's storage and byte buffers for reuse.
-func (w *h2writer) recycle(batch []writeItem) {
+func (w *writer) recycle(batch []writeItem) {
 	w.mu.Lock()
 	for i := range batch {
 		if b := batch[i].b; b != nil && cap(b) <= writeChunk && len(w.free) < 4 {
@@ -231,7 +232,7 @@ func (w *h2writer) recycle(batch []writeItem) {
 
 // writeBatch writes the items in order, gathering bytes and file regions
 // into buf for fewer, larger writes.
-func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
+func (w *writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 	buf = buf[:0]
 	for i := range batch {
 		it := &batch[i]
@@ -256,7 +257,7 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 				k := min(n, int64(cap(buf)-len(buf)))
 				m, err := it.f.ReadAt(buf[len(buf):len(buf)+int(k)], it.off+it.n-n)
 				if err != nil || int64(m) != k {
-					return buf, errShortFile
+					return buf, wire.ErrShortFile
 				}
 				buf = buf[:len(buf)+int(k)]
 				n -= k
@@ -286,7 +287,7 @@ func (w *h2writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 
 // write writes b whole, within the write timeout, and wakes the loop when
 // it waits for room and the queue has shrunk to half the bound.
-func (w *h2writer) write(b []byte) error {
+func (w *writer) write(b []byte) error {
 	_ = w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
 	n, err := w.nc.Write(b)
 	w.sent(n)
@@ -295,7 +296,7 @@ func (w *h2writer) write(b []byte) error {
 
 // sent counts n bytes written, and wakes the loop when it waits for room
 // and the queue has shrunk to half the bound.
-func (w *h2writer) sent(n int) {
+func (w *writer) sent(n int) {
 	if w.queued.Add(-int64(n)) <= w.max/2 && w.wantRoom.CompareAndSwap(true, false) {
 		w.wakeFn()
 	}

@@ -1,4 +1,4 @@
-package app
+package h2conn
 
 import (
 	"os"
@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/cache"
 	"gale/codec"
 	"gale/h2"
 	"gale/handlers"
 )
 
-// h2exchange is one HTTP/2 stream's request and response: its own Ctx,
+// exchange is one HTTP/2 stream's request and response: its own Ctx,
 // scratch memory and, while it is answered later (a continuation, or
 // parked), its own copy of the request. One is made per stream slot of a connection and reused by
 // the streams that take that slot, so steady-state requests allocate
 // nothing. Owned by the connection's loop.
-type h2exchange struct {
-	h   *h2conn
+type exchange struct {
+	h   *Conn
 	s   *h2.Stream // nil when the slot is free
 	ctx handlers.Ctx
 
@@ -60,27 +61,27 @@ type h2exchange struct {
 // (and done) to that load and takes new ones (release), so that a result
 // arriving late reaches no later stream on the slot.
 type loadWait struct {
-	result atomic.Pointer[cacheResult]
+	result atomic.Pointer[wire.CacheResult]
 }
 
 // loaded returns the stored result of a finished load, or nil.
-func (ex *h2exchange) loaded() *cacheResult {
+func (ex *exchange) loaded() *wire.CacheResult {
 	if ex.wait == nil {
 		return nil
 	}
 	return ex.wait.result.Load()
 }
 
-var _ h2.Handler = (*h2conn)(nil)
+var _ h2.Handler = (*Conn)(nil)
 
 // exchange returns the exchange of slot, made on first use.
-func (h *h2conn) exchange(slot int) *h2exchange {
+func (h *Conn) exchange(slot int) *exchange {
 	for len(h.ex) <= slot {
 		h.ex = append(h.ex, nil)
 	}
 	ex := h.ex[slot]
 	if ex == nil {
-		ex = &h2exchange{h: h}
+		ex = &exchange{h: h}
 		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
 		h.ex[slot] = ex
@@ -92,7 +93,7 @@ func (h *h2conn) exchange(slot int) *h2exchange {
 // request with a body is answered once the body has ended (the loop's own
 // handlers read no bodies; the bytes are discarded as they arrive), so
 // that the stream's frames are judged in the state the request left it in.
-func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
+func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	h.streamActive()
 	ex := h.exchange(s.Slot)
 	ex.start(s)
@@ -100,14 +101,14 @@ func (h *h2conn) Request(s *h2.Stream, req *codec.Request) {
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
-		ex.bodySince = h.cs.LastActive
+		ex.bodySince = h.wc.LastActive
 		return
 	}
 	ex.run()
 }
 
 // run serves the request and answers it, unless it is answered later.
-func (ex *h2exchange) run() {
+func (ex *exchange) run() {
 	if ex.s.TooLarge {
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(431)
@@ -123,7 +124,7 @@ func (ex *h2exchange) run() {
 // Data implements h2.Handler: request body bytes, discarded with their
 // credit returned at once. A body over limits.body_bytes is answered 413
 // without waiting for the rest.
-func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
+func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 	h.core.Consumed(s, len(data))
 	if s.Slot >= len(h.ex) {
 		return
@@ -134,7 +135,7 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	}
 	if len(data) > 0 || end {
 		h.streamActive()
-		ex.bodySince = h.cs.LastActive
+		ex.bodySince = h.wc.LastActive
 	}
 	ex.bodyBytes += int64(len(data))
 	if end {
@@ -143,7 +144,7 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 	if !ex.deferred {
 		return
 	}
-	if ex.bodyBytes > h.cs.loop.srv.sh.Set.Load().Limits.BodyBytes {
+	if ex.bodyBytes > h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
 		ex.deferred = false
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(413)
@@ -160,13 +161,13 @@ func (h *h2conn) Data(s *h2.Stream, data []byte, end bool) {
 // whose body made no progress for timeouts.read_body: the timeout is each
 // stream's, so that a body trickling on one stream holds no other. It
 // reports whether it answered any.
-func (h *h2conn) expireBodies(now, limit int64) bool {
+func (h *Conn) expireBodies(now, limit int64) bool {
 	answered := false
 	for _, ex := range h.ex {
 		if ex == nil || ex.s == nil || !ex.deferred || now-ex.bodySince <= limit {
 			continue
 		}
-		h.cs.loop.Stats.TimedOut.Add(1)
+		h.wc.Loop.Stats.TimedOut.Add(1)
 		ex.deferred = false
 		ex.ctx.Resp.Reset()
 		ex.ctx.Error(408)
@@ -177,7 +178,7 @@ func (h *h2conn) expireBodies(now, limit int64) bool {
 }
 
 // Reset implements h2.Handler: the stream ended abnormally.
-func (h *h2conn) Reset(s *h2.Stream, _ h2.ErrCode) {
+func (h *Conn) Reset(s *h2.Stream, _ h2.ErrCode) {
 	if s.Slot >= len(h.ex) {
 		return
 	}
@@ -190,11 +191,11 @@ func (h *h2conn) Reset(s *h2.Stream, _ h2.ErrCode) {
 
 // Writable implements h2.Handler. Production runs after every Feed, so
 // nothing needs doing here.
-func (h *h2conn) Writable(*h2.Stream) {}
+func (h *Conn) Writable(*h2.Stream) {}
 
 // start prepares ex for stream s.
-func (ex *h2exchange) start(s *h2.Stream) {
-	cs := ex.h.cs
+func (ex *exchange) start(s *h2.Stream) {
+	cs := ex.h.wc
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
 	ex.answered, ex.headOnly, ex.deferred = false, false, false
@@ -208,14 +209,14 @@ func (ex *h2exchange) start(s *h2.Stream) {
 	c.Scratch = c.Scratch[:0]
 	c.Route, c.Path, c.Rest = nil, nil, nil
 	c.Remote = cs.Remote
-	c.TLS = cs.tls != nil
+	c.TLS = cs.Layered()
 }
 
 // serve routes the request and runs its handler, as conn.answer does for
 // HTTP/1.1. A handler that answers later leaves ex.pending set.
-func (ex *h2exchange) serve() {
-	cs := ex.h.cs
-	set := cs.loop.srv.sh.Set.Load()
+func (ex *exchange) serve() {
+	cs := ex.h.wc
+	set := cs.Loop.Shared.Set.Load()
 	c := &ex.ctx
 	req := c.Req
 	switch {
@@ -225,8 +226,8 @@ func (ex *h2exchange) serve() {
 	case req.Form == codec.AuthorityForm:
 		c.Resp.Reset()
 		c.Error(405) // CONNECT: gale is not a forward proxy
-	case cs.toHTTPS != nil:
-		cs.toHTTPS.serve(c)
+	case ex.h.redirect != nil:
+		ex.h.redirect.Serve(c)
 	default:
 		set.Router.Serve(c)
 	}
@@ -236,20 +237,20 @@ func (ex *h2exchange) serve() {
 }
 
 // pend makes p the exchange's continuation, keeping the request.
-func (ex *h2exchange) pend(p handlers.Pending) {
+func (ex *exchange) pend(p handlers.Pending) {
 	ex.setPending(p)
 	ex.keepRequest()
 }
 
 // keepRequest copies the request out of the core's memory, which the next
 // header block overwrites, so that it can be served later.
-func (ex *h2exchange) keepRequest() {
+func (ex *exchange) keepRequest() {
 	ex.ownBuf = ex.ctx.KeepRequest(&ex.own, ex.ownBuf)
 }
 
 // resume hands a wake of the connection to the exchange's continuation,
 // and answers what it answered.
-func (ex *h2exchange) resume() {
+func (ex *exchange) resume() {
 	p := ex.pending
 	if ex.s == nil || p == nil {
 		return
@@ -296,12 +297,12 @@ func entryBody(resp *handlers.Response) int64 {
 // a bound one connection could hold max_concurrent_streams distinct files
 // beyond the cache's budget. One exchange may always hold its body,
 // however large.
-func (h *h2conn) memCap() int64 { return 4 * int64(h.cs.loop.srv.sh.Set.Load().MaxOut) }
+func (h *Conn) memCap() int64 { return 4 * int64(h.wc.Loop.Shared.Set.Load().MaxOut) }
 
 // park puts off answering ex until the connection's queued bodies leave
 // room (unpark): its response, a cache entry's, is dropped and its
 // request kept, to be served again (from the cache, or loaded again).
-func (ex *h2exchange) park() {
+func (ex *exchange) park() {
 	if ex.ctx.Req != &ex.own {
 		ex.keepRequest()
 	}
@@ -313,7 +314,7 @@ func (ex *h2exchange) park() {
 
 // unparkWaiting serves again the parked exchanges while the connection's
 // queued bodies leave room.
-func (h *h2conn) unparkWaiting() {
+func (h *Conn) unparkWaiting() {
 	for _, ex := range h.ex {
 		if h.parked == 0 || len(h.active) > 0 && h.memHeld >= h.memCap() {
 			return
@@ -327,7 +328,7 @@ func (h *h2conn) unparkWaiting() {
 }
 
 // unpark serves a parked exchange again.
-func (ex *h2exchange) unpark() {
+func (ex *exchange) unpark() {
 	ex.parked = false
 	ex.h.parked--
 	ex.ctx.Resp.Reset()
@@ -341,7 +342,7 @@ func (ex *h2exchange) unpark() {
 
 // answer sends the response head, and the body as far as the windows and
 // the output bound allow; the rest is produced later (produce).
-func (ex *h2exchange) answer() {
+func (ex *exchange) answer() {
 	h := ex.h
 	c := &ex.ctx
 	resp := &c.Resp
@@ -360,7 +361,7 @@ func (ex *h2exchange) answer() {
 			return
 		}
 	}
-	if !end && resp.File != nil && !h.cs.loop.srv.sh.Budget.Acquire(1) {
+	if !end && resp.File != nil && !h.wc.Loop.Shared.Budget.Acquire(1) {
 		// The file would outlive this event uncounted: 503, as
 		// HTTP/1.1 answers a transfer it has no descriptors for.
 		c.Error(503)
@@ -370,7 +371,7 @@ func (ex *h2exchange) answer() {
 	h.hdr = ex.appendHead(h.hdr[:0], resp, bodyless, size)
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	ex.answered = true
-	logged := h.cs.loop.srv.sh.Access != nil
+	logged := h.wc.Loop.Shared.Access != nil
 	if logged {
 		ex.rec.FromRequest(c.Req)
 	}
@@ -388,7 +389,7 @@ func (ex *h2exchange) answer() {
 	ex.off, ex.sent = sent, sent
 	ex.mem = mem
 	h.memHeld += mem
-	if ex.bodyFromFile() && size > int64(h.cs.loop.srv.sh.Set.Load().MaxOut) {
+	if ex.bodyFromFile() && size > int64(h.wc.Loop.Shared.Set.Load().MaxOut) {
 		h.wantWriter = true // large file regions are read off the loop
 	}
 	if logged {
@@ -402,7 +403,7 @@ func (ex *h2exchange) answer() {
 // the exchange then ends within the event that brought its request. It
 // returns how many body bytes it sent (0 when it left the body to
 // produce).
-func (ex *h2exchange) sendAtOnce(resp *handlers.Response, size int64) int64 {
+func (ex *exchange) sendAtOnce(resp *handlers.Response, size int64) int64 {
 	h := ex.h
 	if resp.File != nil || resp.Parts != nil || h.wantWriter || len(h.active) > 0 ||
 		size > int64(h.core.SendWindow(ex.s)) || size > int64(h.room()) {
@@ -414,7 +415,7 @@ func (ex *h2exchange) sendAtOnce(resp *handlers.Response, size int64) int64 {
 }
 
 // setBody takes the response's body as parts to send.
-func (ex *h2exchange) setBody(resp *handlers.Response) {
+func (ex *exchange) setBody(resp *handlers.Response) {
 	switch {
 	case resp.Parts != nil:
 		ex.parts = resp.Parts
@@ -430,7 +431,7 @@ func (ex *h2exchange) setBody(resp *handlers.Response) {
 }
 
 // bodyFromFile reports whether any part of the body is a file region.
-func (ex *h2exchange) bodyFromFile() bool {
+func (ex *exchange) bodyFromFile() bool {
 	for _, p := range ex.parts {
 		if p.Data == nil && p.Size() > 0 {
 			return true
@@ -439,7 +440,7 @@ func (ex *h2exchange) bodyFromFile() bool {
 	return false
 }
 
-func (ex *h2exchange) closeFile(resp *handlers.Response) {
+func (ex *exchange) closeFile(resp *handlers.Response) {
 	if resp.File != nil {
 		_ = resp.File.Close()
 		resp.File = nil
@@ -449,24 +450,24 @@ func (ex *h2exchange) closeFile(resp *handlers.Response) {
 // finish ends the exchange once its last frame was queued: it is counted
 // and logged, and its slot freed. A request whose body is still arriving
 // is told to stop with RST_STREAM(NO_ERROR) (RFC 9113 section 8.1).
-func (ex *h2exchange) finish() {
+func (ex *exchange) finish() {
 	h := ex.h
-	cs := h.cs
+	cs := h.wc
 	now := h.now
 	if !ex.reqDone {
 		h.core.Reset(ex.s, h2.NoError)
 	}
 	cs.LastActive = now
-	cs.loop.Stats.H2Requests.Add(1)
+	cs.Loop.Stats.H2Requests.Add(1)
 	cs.Record(&ex.rec, ex.status, ex.sent, now)
 	ex.release()
 }
 
 // abandon drops the exchange when its stream was reset or the connection
 // closed: the response, if any began, is logged as it stands.
-func (ex *h2exchange) abandon() {
+func (ex *exchange) abandon() {
 	if ex.answered {
-		ex.h.cs.Record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
+		ex.h.wc.Record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)
@@ -477,7 +478,7 @@ func (ex *h2exchange) abandon() {
 // release frees the slot for the next stream. A load the exchange still
 // waits for keeps its callback and result storage: the next stream on the
 // slot gets new ones (CacheDone).
-func (ex *h2exchange) release() {
+func (ex *exchange) release() {
 	if p := ex.pending; p != nil {
 		ex.done, ex.wait = nil, nil
 		p.Closed()
@@ -508,7 +509,7 @@ const (
 
 // trim drops the buffers a large request grew past slotKeep, and what
 // aliases them; the next large request on the slot makes them again.
-func (ex *h2exchange) trim() {
+func (ex *exchange) trim() {
 	c := &ex.ctx
 	c.Path, c.Rest = nil, nil // they may alias the request's copy or the scratch
 	if cap(ex.ownBuf) > slotKeep || cap(ex.own.Headers) > slotKeepFields {
@@ -524,23 +525,23 @@ func (ex *h2exchange) trim() {
 
 // The file cache, per exchange (handlers.CacheAccess).
 
-var _ handlers.CacheAccess = (*h2exchange)(nil)
+var _ handlers.CacheAccess = (*exchange)(nil)
 
 // CacheView implements handlers.CacheAccess: the loop's view over c.
-func (ex *h2exchange) CacheView(c *cache.Cache) *cache.View {
-	return ex.h.cs.CacheView(c)
+func (ex *exchange) CacheView(c *cache.Cache) *cache.View {
+	return ex.h.wc.Loop.CacheView(c)
 }
 
 // CacheDone implements handlers.CacheAccess: the callback stores the
 // result and wakes the connection, whose next event resumes the exchange.
-func (ex *h2exchange) CacheDone(key []byte) cache.Done {
+func (ex *exchange) CacheDone(key []byte) cache.Done {
 	ex.waitKey = append(ex.waitKey[:0], key...)
 	if ex.done == nil {
-		gc := ex.h.cs.C
+		gc := ex.h.wc.C
 		w := &loadWait{}
 		ex.wait = w
 		ex.done = func(e *cache.Entry, err error) {
-			w.result.Store(&cacheResult{e: e, err: err})
+			w.result.Store(&wire.CacheResult{Entry: e, Err: err})
 			_ = gc.Wake(nil)
 		}
 	}
@@ -548,21 +549,21 @@ func (ex *h2exchange) CacheDone(key []byte) cache.Done {
 }
 
 // CacheReady implements handlers.CacheAccess.
-func (ex *h2exchange) CacheReady() bool { return ex.loaded() != nil }
+func (ex *exchange) CacheReady() bool { return ex.loaded() != nil }
 
 // CacheLoaded implements handlers.CacheAccess.
-func (ex *h2exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
+func (ex *exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	r := ex.loaded()
 	if r == nil || string(ex.waitKey) != string(key) {
 		return nil, nil, false
 	}
 	ex.wait.result.Store(nil)
-	return r.e, r.err, true
+	return r.Entry, r.Err, true
 }
 
 // setPending sets or clears the exchange's continuation, keeping the
 // connection's count of pending exchanges.
-func (ex *h2exchange) setPending(p handlers.Pending) {
+func (ex *exchange) setPending(p handlers.Pending) {
 	switch {
 	case ex.pending == nil && p != nil:
 		ex.h.nwait++
@@ -573,7 +574,7 @@ func (ex *h2exchange) setPending(p handlers.Pending) {
 }
 
 // resumeWaiting hands a wake of the connection to every pending exchange.
-func (h *h2conn) resumeWaiting() {
+func (h *Conn) resumeWaiting() {
 	if h.nwait == 0 {
 		return
 	}

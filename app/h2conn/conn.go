@@ -1,12 +1,14 @@
-package app
+package h2conn
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/app/wire"
 	"gale/h2"
+	"gale/handlers"
 )
 
 // The HTTP/2 connection engine. A connection becomes HTTP/2 when TLS
@@ -15,15 +17,16 @@ import (
 // checked before the HTTP/1.1 parser ever sees them. From then on its
 // bytes go to the protocol core (package h2: frames, HPACK, stream states
 // and flow control over byte slices), and each stream is an exchange
-// (h2_exchange.go) answered by the same router and handlers as an
-// HTTP/1.1 request. The transport seam of conn (inbound, consume, send)
-// is shared with HTTP/1.1, so TLS sits underneath unchanged.
+// (exchange.go) answered by the same router and handlers as an HTTP/1.1
+// request. The engine reads and writes through the connection's
+// transport (wire.Conn), shared with HTTP/1.1, so TLS sits underneath
+// unchanged.
 //
 // Output leaves in one of two ways. Inline, the core's frames are handed
 // to gnet after every event, as HTTP/1.1 responses are. When a body is too
 // large for the loop's buffers, or the socket stops taking bytes while
 // bodies wait, the connection moves its output to a writer goroutine on a
-// duplicate of the socket (h2_writer.go) for the rest of its life: the
+// duplicate of the socket (writer.go) for the rest of its life: the
 // loop keeps producing frames, but only while the writer holds less than
 // server.max_buffered_output, and the writer wakes the loop when it has
 // room again. gnet has no writable callback, so this is what keeps a fast
@@ -34,76 +37,118 @@ import (
 // wakes itself to go on).
 const maxProducePerEvent = 4 << 20
 
-// h2conn is one HTTP/2 connection's engine state. Owned by its loop.
-type h2conn struct {
-	cs   *conn
-	core h2.Conn
-	cfg  h2.Config
+// Conn is one HTTP/2 connection's engine state. Owned by its loop.
+type Conn struct {
+	wc       *wire.Conn       // the transport
+	redirect handlers.Handler // answers every request on redirect_to_https listeners; nil elsewhere
+	core     h2.Conn
+	cfg      h2.Config
 
-	ex     []*h2exchange // by h2.Stream.Slot; made once per slot, reused
-	nwait  int           // exchanges waiting for the file cache
-	active []*h2exchange // exchanges with body bytes left to send, in round-robin order
-	turn   int           // where the next production round starts in active
+	ex     []*exchange // by h2.Stream.Slot; made once per slot, reused
+	nwait  int         // exchanges waiting for the file cache
+	active []*exchange // exchanges with body bytes left to send, in round-robin order
+	turn   int         // where the next production round starts in active
 
 	hdr      []byte // HPACK block being built
 	lower    []byte // a field name being lower-cased
 	date     []byte // the Date line of the current second
 	produced int    // body bytes produced inline during the current event
 
-	wantWriter bool      // output must move to the writer once gnet's buffer drained
-	w          *h2writer // the off-loop writer, once started
-	now        int64     // when the current event began (unix ns): the time of everything it does
-	progress   int64     // when body bytes were last produced, or an exchange began waiting to send (unix ns)
-	goingAway  bool      // GOAWAY sent: no new streams, close once none remain
-	woke       bool      // a Wake to continue production is pending
-	held       bool      // input is left unfed until the output drained (feed)
-	bodyCheck  int64     // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
-	memHeld    int64     // in-memory body bytes the active exchanges hold (memCap)
-	parked     int       // exchanges waiting for memHeld to shrink (h2exchange.park)
+	wantWriter  bool    // output must move to the writer once gnet's buffer drained
+	w           *writer // the off-loop writer, once started
+	now         int64   // when the current event began (unix ns): the time of everything it does
+	progress    int64   // when body bytes were last produced, or an exchange began waiting to send (unix ns)
+	goingAway   bool    // GOAWAY sent: no new streams, close once none remain
+	woke        bool    // a Wake to continue production is pending
+	held        bool    // input is left unfed until the output drained (feed)
+	bodyCheck   int64   // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
+	memHeld     int64   // in-memory body bytes the active exchanges hold (memCap)
+	parked      int     // exchanges waiting for memHeld to shrink (exchange.park)
+	closing     bool    // the connection closes once its output drained
+	lingerUntil int64   // when a lingering close gives up waiting for the client; 0 = not lingering
 }
 
-// startH2 makes cs an HTTP/2 connection. It runs on the loop, before any
-// byte of the connection was handed to the HTTP/1.1 parser.
-func (cs *conn) startH2(set *wire.Settings) {
-	h := &h2conn{cs: cs, cfg: set.HTTP2}
+var _ wire.Engine = (*Conn)(nil)
+
+// New makes the connection of transport wc an HTTP/2 connection under
+// set, with redirect answering its requests when it is not nil. st is the
+// TLS session's state when ALPN chose h2, nil for h2c: a TLS 1.2 session
+// with a cipher suite RFC 9113 forbids gets GOAWAY(INADEQUATE_SECURITY)
+// at once. It runs on the loop, before any byte of the connection was
+// handed to the HTTP/1.1 parser.
+func New(wc *wire.Conn, set *wire.Settings, redirect handlers.Handler, st *tls.ConnectionState) *Conn {
+	h := &Conn{wc: wc, redirect: redirect, cfg: set.HTTP2}
 	h.core.Init(&h.cfg, h)
-	cs.h2 = h
-	cs.loop.Stats.H2Conns.Add(1)
+	wc.Loop.Stats.H2Conns.Add(1)
+	if st != nil && !cipherAllowed(st.Version, st.CipherSuite) {
+		h.core.GoAway(h2.InadequateSecurity)
+		h.goingAway = true
+	}
+	return h
 }
 
-// prefaceState says what the first bytes of a plain connection are.
+// Preface says what the first bytes of a plain connection are.
+type Preface int
+
 const (
-	notPreface = iota
-	maybePreface
-	isPreface
+	NotPreface   Preface = iota // not the HTTP/2 client preface
+	MaybePreface                // a prefix of it: more bytes decide
+	IsPreface                   // the whole client preface
 )
 
-// sniffPreface reports whether b (the first bytes a plain connection sent)
-// is the HTTP/2 client preface, could still become it, or is not it.
-func sniffPreface(b []byte) int {
+// SniffPreface reports whether b (the first bytes a plain connection
+// sent) is the HTTP/2 client preface, could still become it, or is not
+// it.
+func SniffPreface(b []byte) Preface {
 	p := h2.ClientPreface
 	n := min(len(b), len(p))
 	if string(b[:n]) != p[:n] {
-		return notPreface
+		return NotPreface
 	}
 	if n < len(p) {
-		return maybePreface
+		return MaybePreface
 	}
-	return isPreface
+	return IsPreface
 }
 
-// onTraffic feeds what arrived to the core and writes what it answered.
-func (h *h2conn) onTraffic() gnet.Action {
-	cs := h.cs
+// cipherAllowed reports whether a TLS 1.2 cipher suite is allowed under
+// HTTP/2: RFC 9113 section 9.2.2 forbids every suite but ephemeral key
+// exchange with an AEAD cipher. TLS 1.3 suites are all allowed.
+func cipherAllowed(version, suite uint16) bool {
+	if version >= 0x0304 {
+		return true
+	}
+	switch suite {
+	case 0xc02b, 0xc02c, 0xc02f, 0xc030, 0xcca8, 0xcca9: // ECDHE_{ECDSA,RSA}_WITH_AES_{128,256}_GCM, CHACHA20_POLY1305
+		return true
+	}
+	return false
+}
+
+// Traffic implements wire.Engine: it feeds what arrived to the core and
+// writes what it answered. On a layered (TLS) connection whose client
+// sent close_notify, or whose session failed, the connection closes once
+// its output drained.
+func (h *Conn) Traffic() gnet.Action {
+	a := h.traffic()
+	if h.wc.Layered() {
+		return h.afterLayer(a)
+	}
+	return a
+}
+
+// traffic feeds what arrived to the core and writes what it answered.
+func (h *Conn) traffic() gnet.Action {
+	cs := h.wc
 	h.woke = false
 	h.produced = 0
 	h.now = time.Now().UnixNano()
 	if h.w != nil && h.w.failed() {
 		return gnet.Close
 	}
-	if cs.closing {
+	if h.closing {
 		cs.Consume(-1) // nothing more is read once closing
-		if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
+		if h.pendingOutput() == 0 && h.lingerUntil == 0 {
 			h.startLinger(h.now)
 		}
 		return gnet.None
@@ -113,7 +158,7 @@ func (h *h2conn) onTraffic() gnet.Action {
 		n, err := h.feed(buf)
 		if n > 0 {
 			cs.Consume(n)
-			cs.loop.Stats.BytesIn.Add(uint64(n))
+			cs.Loop.Stats.BytesIn.Add(uint64(n))
 		}
 		if cs.Dead {
 			return gnet.None
@@ -145,7 +190,7 @@ const feedChunk = 4 << 10
 // how many bytes the core used. Input left over is held (h.held) until
 // the output drained below server.max_buffered_output: the writer wakes
 // the loop then, or the sweep does (check).
-func (h *h2conn) feed(buf []byte) (int, error) {
+func (h *Conn) feed(buf []byte) (int, error) {
 	used := 0
 	for used < len(buf) {
 		if h.room() <= 0 {
@@ -180,17 +225,17 @@ func (h *h2conn) feed(buf []byte) (int, error) {
 // granted (nothing is granted while input is held), and as much again
 // of other frames; past it the connection is closed, since gnet cannot
 // stop reading.
-func (h *h2conn) maxHeldInput() int {
+func (h *Conn) maxHeldInput() int {
 	w := int(h.cfg.InitialConnWindow)
 	if w == 0 {
 		w = h2.DefaultInitialConnWindow
 	}
-	return w + maxPendingInput
+	return w + wire.MaxPendingInput
 }
 
 // maybeClose closes the connection when the core says it is done (a
 // connection error, or a graceful GOAWAY with no stream left).
-func (h *h2conn) maybeClose() gnet.Action {
+func (h *Conn) maybeClose() gnet.Action {
 	if h.core.Closed() || (h.goingAway && h.core.Streams() == 0 && len(h.active) == 0) {
 		return h.closeAfterOutput()
 	}
@@ -200,57 +245,57 @@ func (h *h2conn) maybeClose() gnet.Action {
 // closeAfterOutput begins closing: once the output drained, the write
 // side is shut (after close_notify on TLS) and the connection lingers,
 // reading and dropping what the client still sends, until the client
-// closes or lingerTime passed; closing with unread bytes would make the
-// kernel reset the connection and destroy the final frames (GOAWAY).
-func (h *h2conn) closeAfterOutput() gnet.Action {
-	cs := h.cs
-	cs.closing, cs.closeAfter, cs.linger = true, true, true
-	if h.pendingOutput() == 0 && cs.lingerUntil == 0 {
+// closes or wire.LingerTime passed; closing with unread bytes would make
+// the kernel reset the connection and destroy the final frames (GOAWAY).
+func (h *Conn) closeAfterOutput() gnet.Action {
+	h.closing = true
+	if h.pendingOutput() == 0 && h.lingerUntil == 0 {
 		h.startLinger(time.Now().UnixNano())
 	}
 	return gnet.None
 }
 
 // startLinger shuts the write side and starts the linger deadline.
-func (h *h2conn) startLinger(now int64) {
-	cs := h.cs
+func (h *Conn) startLinger(now int64) {
+	cs := h.wc
 	if h.w != nil {
 		// The writer holds the TLS state's write side: shut the
 		// socket itself (no close_notify).
 		cs.ShutdownWrite()
-		cs.lingerUntil = now + int64(lingerTime)
+		h.lingerUntil = now + int64(wire.LingerTime)
 		cs.Consume(-1)
 		return
 	}
-	cs.startLinger(now)
+	cs.CloseWrite()
+	h.lingerUntil = now + int64(wire.LingerTime)
+	cs.Consume(-1)
 }
 
 // closingCheck runs from the sweep while the connection closes: it
 // starts the linger once the output drained and reports when to close.
-func (h *h2conn) closingCheck(now int64) bool {
-	cs := h.cs
+func (h *Conn) closingCheck(now int64) bool {
 	if h.pendingOutput() > 0 {
 		return false
 	}
-	if cs.lingerUntil == 0 {
+	if h.lingerUntil == 0 {
 		h.startLinger(now)
 		return false
 	}
-	return now > cs.lingerUntil
+	return now > h.lingerUntil
 }
 
 // pendingOutput is how many bytes wait to leave: in gnet's buffer, or in
 // the writer's queue.
-func (h *h2conn) pendingOutput() int {
+func (h *Conn) pendingOutput() int {
 	if h.w != nil {
 		return h.w.queuedBytes()
 	}
-	return h.cs.OutboundBuffered()
+	return h.wc.OutboundBuffered()
 }
 
 // flush hands the core's output to gnet or the writer, and lets the
 // writer go on with everything queued.
-func (h *h2conn) flush() {
+func (h *Conn) flush() {
 	h.moveOut()
 	if h.w != nil {
 		h.w.kick()
@@ -259,13 +304,13 @@ func (h *h2conn) flush() {
 
 // moveOut hands the core's output to gnet or queues it for the writer
 // (which writes it at the next kick).
-func (h *h2conn) moveOut() {
+func (h *Conn) moveOut() {
 	out := h.core.Out()
 	if len(out) == 0 {
 		return
 	}
-	cs := h.cs
-	cs.loop.Stats.BytesOut.Add(uint64(len(out)))
+	cs := h.wc
+	cs.Loop.Stats.BytesOut.Add(uint64(len(out)))
 	if h.w != nil {
 		h.w.queueBytes(out)
 	} else if !cs.Dead {
@@ -276,30 +321,30 @@ func (h *h2conn) moveOut() {
 
 // room is how many more bytes the connection may queue now: the output
 // bound minus what already waits.
-func (h *h2conn) room() int {
-	set := h.cs.loop.srv.sh.Set.Load()
+func (h *Conn) room() int {
+	set := h.wc.Loop.Shared.Set.Load()
 	return set.MaxOut - h.pendingOutput() - len(h.core.Out())
 }
 
 // wake asks the loop to run onTraffic again soon.
-func (h *h2conn) wake() {
-	if !h.woke && !h.cs.Dead {
+func (h *Conn) wake() {
+	if !h.woke && !h.wc.Dead {
 		h.woke = true
-		_ = h.cs.C.Wake(nil)
+		_ = h.wc.C.Wake(nil)
 	}
 }
 
 // goAway begins a graceful stop of the connection: GOAWAY with the last
 // stream processed; streams in flight finish; the connection closes when
 // none remain. It runs on the loop (drain).
-func (h *h2conn) goAway() {
+func (h *Conn) goAway() {
 	if h.goingAway {
 		return
 	}
 	h.goingAway = true
 	h.core.GoAway(h2.NoError)
 	h.flush()
-	if h.cs.Dead {
+	if h.wc.Dead {
 		return
 	}
 	if h.core.Streams() == 0 && len(h.active) == 0 {
@@ -307,20 +352,20 @@ func (h *h2conn) goAway() {
 	}
 }
 
-// check runs from the sweep and reports whether the connection must be
-// closed now: timeouts, a drained final GOAWAY, and resuming output that
+// Check implements wire.Engine: it runs from the sweep and reports
+// whether the connection must be closed now: timeouts, a drained final GOAWAY, and resuming output that
 // waited for gnet's buffer to drain.
-func (h *h2conn) check(now int64, set *wire.Settings) bool {
+func (h *Conn) Check(now int64, set *wire.Settings) bool {
 	h.now = now
-	cs := h.cs
+	cs := h.wc
 	if h.w == nil && cs.WriteStalled(now, set.Write) {
-		cs.loop.Stats.TimedOut.Add(1)
+		cs.Loop.Stats.TimedOut.Add(1)
 		return true
 	}
 	if h.w != nil && h.w.failed() {
 		return true
 	}
-	if cs.closing {
+	if h.closing {
 		return h.closingCheck(now)
 	}
 	if h.held {
@@ -335,7 +380,7 @@ func (h *h2conn) check(now int64, set *wire.Settings) bool {
 		if now-h.progress > set.Write {
 			// Bodies wait and none moved for timeouts.write: the
 			// client keeps its windows shut or reads nothing.
-			cs.loop.Stats.TimedOut.Add(1)
+			cs.Loop.Stats.TimedOut.Add(1)
 			return true
 		}
 		if h.w == nil && cs.OutboundBuffered() == 0 {
@@ -357,13 +402,13 @@ func (h *h2conn) check(now int64, set *wire.Settings) bool {
 			}
 		}
 		if now-cs.LastActive > set.ReadBody {
-			cs.loop.Stats.TimedOut.Add(1)
+			cs.Loop.Stats.TimedOut.Add(1)
 			return true
 		}
 		return false
 	}
 	if now-cs.LastActive > set.Idle {
-		cs.loop.Stats.TimedOut.Add(1)
+		cs.Loop.Stats.TimedOut.Add(1)
 		h.goAway()
 		return false
 	}
@@ -373,10 +418,11 @@ func (h *h2conn) check(now int64, set *wire.Settings) bool {
 // streamActive records progress of a stream: a request arrived, body
 // bytes arrived, or a response ended. The read_body and idle timeouts
 // count from it (check).
-func (h *h2conn) streamActive() { h.cs.LastActive = h.now }
+func (h *Conn) streamActive() { h.wc.LastActive = h.now }
 
-// release drops what the connection holds once gnet closed it.
-func (h *h2conn) release() {
+// Release implements wire.Engine: it drops what the connection holds once
+// gnet closed it.
+func (h *Conn) Release() {
 	for _, ex := range h.ex {
 		if ex != nil && ex.s != nil {
 			ex.abandon()
@@ -388,17 +434,40 @@ func (h *h2conn) release() {
 	}
 }
 
-// afterTLS runs after the engine on an open TLS connection: when the
+// afterLayer runs after the engine on an open TLS connection: when the
 // client sent close_notify (or the session failed), the connection closes
 // once its output drained.
-func (h *h2conn) afterTLS(a gnet.Action) gnet.Action {
-	cs := h.cs
-	if eof, _ := cs.tls.Ended(); a != gnet.None || cs.Dead || !eof {
+func (h *Conn) afterLayer(a gnet.Action) gnet.Action {
+	cs := h.wc
+	if eof, _ := cs.Layer().Ended(); a != gnet.None || cs.Dead || !eof {
 		return a
 	}
 	if h.pendingOutput() == 0 {
 		return gnet.Close
 	}
-	cs.closing, cs.closeAfter = true, true
+	h.closing = true
 	return gnet.None
+}
+
+// Drain implements wire.Engine for a graceful stop: GOAWAY goes out, and
+// the connection closes once its streams are done. It reports whether the
+// connection can close now.
+func (h *Conn) Drain() bool {
+	h.goAway()
+	return !h.wc.Dead && h.closing && h.pendingOutput() == 0
+}
+
+// Closing reports whether the connection closes once its output drained.
+func (h *Conn) Closing() bool { return h.closing }
+
+// Pending is how many of the connection's exchanges wait to be answered
+// later (a load of the file cache).
+func (h *Conn) Pending() int {
+	n := 0
+	for _, ex := range h.ex {
+		if ex != nil && ex.pending != nil {
+			n++
+		}
+	}
+	return n
 }
