@@ -6,6 +6,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/h1"
 	"gale/app/tlsconn"
 	"gale/app/wire"
 )
@@ -16,22 +17,20 @@ import (
 // on that loop.
 type loop struct {
 	wire.Loop
-	srv       *Server
-	conns     []*conn      // open connections, for the sweep; conn.idx is the position
-	tls       tlsconn.Loop // the TLS buffers of the loop's connections
-	sweepFn   gnet.Runnable
-	victims   []*conn        // scratch for the sweep
-	visit     []*conn        // the connections a sweep or drain walks (snapshot)
-	refused   []byte         // the 503 of a connection refused in OnOpen (budget.go)
-	sinkBuf   []byte         // response bytes an HTTP/1.1 sink gathered, until its Flush (h1_sink.go)
-	sinkOwner *h1Sink        // the sink whose bytes sinkBuf holds
-	sinkSegs  []wire.Segment // body pieces an HTTP/1.1 sink references in place, between sinkBuf's bytes
-	sinkIov   [][]byte       // scratch for the sink's writev
+	srv     *Server
+	conns   []*conn      // open connections, for the sweep; conn.idx is the position
+	tls     tlsconn.Loop // the TLS buffers of the loop's connections
+	sweepFn gnet.Runnable
+	victims []*conn // scratch for the sweep
+	visit   []*conn // the connections a sweep or drain walks (snapshot)
+	refused []byte  // the 503 of a connection refused in OnOpen (budget.go)
+	h1      h1.Loop // the HTTP/1.1 engine's state of the loop
 }
 
 func newLoop(s *Server, el gnet.EventLoop) *loop {
 	l := &loop{srv: s}
 	l.Init(&s.sh, el)
+	l.h1.Loop = &l.Loop
 	l.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		l.sweep()
 		return nil
@@ -102,16 +101,8 @@ func (l *loop) drain() {
 		if cs.Dead {
 			continue // closed by a failed write earlier in this walk
 		}
-		if cs.h2 != nil {
-			if cs.h2.Drain() {
-				l.victims = append(l.victims, cs)
-			}
-			continue
-		}
-		if cs.idleNow() || (cs.closing && cs.OutboundBuffered() == 0) {
+		if cs.engine().Drain() {
 			l.victims = append(l.victims, cs)
-		} else {
-			cs.closeAfter = true
 		}
 	}
 	for i, cs := range l.victims {

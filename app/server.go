@@ -81,7 +81,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if warn != "" {
 		log.Warn(warn)
 	}
-	files := newFileCache(cfg, budget)
+	files := wire.NewFileCache(cfg, budget)
 	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files))
 	if err != nil {
 		files.Close()

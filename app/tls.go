@@ -11,6 +11,7 @@ import (
 
 	"gale/app/tlsconn"
 	"gale/config"
+	"gale/handlers"
 )
 
 // certPoll is how often the certificate files of the TLS listeners are
@@ -125,21 +126,24 @@ func (s *Server) attachTransport(c gnet.Conn) {
 	}
 	if s.sameProtos != 0 {
 		cs.protos = s.sameProtos
+		cs.h1.SetListener(false, nil, cs.protos.H1())
 		return
 	}
-	li := s.listenerOf(c)
-	if li == nil {
-		return
+	if li := s.listenerOf(c); li != nil {
+		cs.protos = li.protos
+		switch {
+		case li.tls != nil:
+			cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, li.tls)
+			cs.SetLayer(cs.tls)
+		case li.toHTTPS != nil:
+			cs.toHTTPS = li.toHTTPS
+		}
 	}
-	cs.protos = li.protos
-	switch {
-	case li.tls != nil:
-		cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, li.tls)
-		cs.SetLayer(cs.tls)
-		cs.ctx.TLS = true
-	case li.toHTTPS != nil:
-		cs.toHTTPS = li.toHTTPS
+	var redirect handlers.Handler
+	if cs.toHTTPS != nil {
+		redirect = cs.toHTTPS
 	}
+	cs.h1.SetListener(cs.tls != nil, redirect, cs.protos.H1())
 }
 
 // watchCertificates polls the TLS listeners' certificate files every

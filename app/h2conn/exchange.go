@@ -212,7 +212,7 @@ func (ex *exchange) start(s *h2.Stream) {
 	c.TLS = cs.Layered()
 }
 
-// serve routes the request and runs its handler, as conn.answer does for
+// serve routes the request and runs its handler, as h1.Conn.answer does for
 // HTTP/1.1. A handler that answers later leaves ex.pending set.
 func (ex *exchange) serve() {
 	cs := ex.h.wc

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 
+	"gale/cache"
 	"gale/codec"
 	"gale/config"
 	"gale/fds"
@@ -73,4 +74,12 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 	}
 	s.HTTP2, s.HTTP2On = compileHTTP2(cfg)
 	return s, nil
+}
+
+// NewFileCache makes the server's file cache, which counts the files it
+// keeps open for queued loads in b.
+func NewFileCache(cfg *config.Config, b *fds.Budget) *cache.Cache {
+	o := cache.FromConfig(cfg.Cache)
+	o.Budget = b
+	return cache.New(o)
 }

@@ -1,6 +1,6 @@
 //go:build !race
 
-package app
+package h1
 
 import (
 	"os"
@@ -54,19 +54,18 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := newFileCache(cfg, nil)
+	files := wire.NewFileCache(cfg, nil)
 	defer files.Close()
 	set, err := wire.Compile(cfg, handlers.WithCache(files))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer set.Router.Close()
-	s := bareServer()
-	s.files = files
-	s.sh.Set.Store(set)
-	l := newLoop(s, nil)
+	s := newShared()
+	s.Set.Store(set)
+	l := newTestLoop(s)
 	fc := &fakeConn{}
-	cs := newConn(l, fc)
+	cs := newTestConn(l, fc)
 
 	const ims = "If-Modified-Since: Mon, 06 May 2024 07:08:09 GMT\r\n"
 	cases := map[string]string{
@@ -101,7 +100,7 @@ routes:
 	}
 	// The responses are what they should be.
 	rc := &recordConn{fakeConn: &fakeConn{}}
-	rcs := newConn(l, rc)
+	rcs := newTestConn(l, rc)
 	for req, want := range map[string]string{
 		cases["gzip"]:      "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\nCache-Control: public, max-age=60\r\nX-Frame-Options: DENY\r\n\r\npretend gzip",
 		cases["304"]:       "HTTP/1.1 304 Not Modified\r\n",

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"time"
@@ -17,17 +17,17 @@ import (
 // are consumed: the proxy reads the body that follows them), and hands
 // every event to the continuation. The exchange ends when Resume answers
 // (the response is then written as any other), or when the proxy reports
-// its end (ProxyFinish, upstream.go).
+// its end (ProxyFinish, proxy.go).
 
 // pend makes p the connection's pending exchange, keeping the request.
-func (cs *conn) pend(p handlers.Pending) {
+func (cs *Conn) pend(p handlers.Pending) {
 	cs.pending = p
 	cs.keptBuf = cs.ctx.KeepRequest(&cs.kept, cs.keptBuf)
 }
 
 // resumePending hands the connection's event to the pending exchange,
 // and moves the connection on as the continuation reports.
-func (cs *conn) resumePending() gnet.Action {
+func (cs *Conn) resumePending() gnet.Action {
 	cs.inResume = true
 	prog := cs.pending.Resume(&cs.ctx)
 	cs.inResume = false
@@ -48,7 +48,7 @@ func (cs *conn) resumePending() gnet.Action {
 		}
 		return gnet.None
 	}
-	if cs.pending != nil && cs.InboundBuffered() > pendingInputBound(cs.loop.srv.sh.Set.Load()) {
+	if cs.pending != nil && cs.InboundBuffered() > pendingInputBound(cs.loop.Shared.Set.Load()) {
 		return gnet.Close // gnet cannot stop reading: past the bound, the client is cut off
 	}
 	return gnet.None
@@ -68,9 +68,9 @@ func pendingInputBound(set *wire.Settings) int {
 // answerLater writes the response a continuation answered, as serve
 // writes one that Serve returned, then goes on with what the client sent
 // after the request.
-func (cs *conn) answerLater() gnet.Action {
+func (cs *Conn) answerLater() gnet.Action {
 	l := cs.loop
-	set := l.srv.sh.Set.Load()
+	set := l.Shared.Set.Load()
 	now := time.Now().UnixNano()
 	if p := cs.ctx.Resp.Pending; p != nil {
 		cs.pend(p) // it waits again (for an error page, an index file)
@@ -93,7 +93,7 @@ func (cs *conn) answerLater() gnet.Action {
 // endPending ends the pending exchange from outside Resume (the proxy's
 // end, on an upstream event): act is what the connection does next. While
 // Resume runs, the connection acts once it returned.
-func (cs *conn) endPending(act gnet.Action) {
+func (cs *Conn) endPending(act gnet.Action) {
 	switch {
 	case cs.inResume && act == gnet.Close:
 		cs.endClose = true
@@ -106,7 +106,7 @@ func (cs *conn) endPending(act gnet.Action) {
 
 // pendingClosed tells a pending exchange that the connection closed (from
 // release).
-func (cs *conn) pendingClosed() {
+func (cs *Conn) pendingClosed() {
 	p := cs.pending
 	if p == nil {
 		return

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"errors"
@@ -7,8 +7,6 @@ import (
 
 	"gale/app/wire"
 	"gale/cache"
-	"gale/config"
-	"gale/fds"
 	"gale/handlers"
 )
 
@@ -27,7 +25,7 @@ import (
 // again, and the handler finds the entry in the cache or takes the stored
 // result (an entry the cache did not keep).
 
-var _ handlers.CacheAccess = (*conn)(nil)
+var _ handlers.CacheAccess = (*Conn)(nil)
 
 // staticConn is a connection's state for static routes.
 type staticConn struct {
@@ -37,29 +35,13 @@ type staticConn struct {
 	asked   int64                            // when done was handed for a load (unix ns); 0 once the response was written
 }
 
-// newFileCache makes the server's file cache, which counts the files it
-// keeps open for queued loads in b.
-func newFileCache(cfg *config.Config, b *fds.Budget) *cache.Cache {
-	o := cache.FromConfig(cfg.Cache)
-	o.Budget = b
-	return cache.New(o)
-}
-
-// cacheNotes reports cache settings a reload cannot change.
-func cacheNotes(old, cfg *config.Config) []string {
-	if old.Cache != cfg.Cache {
-		return []string{"cache settings changed: restart gale to apply them"}
-	}
-	return nil
-}
-
 // CacheView implements handlers.CacheAccess: the loop's view over c.
-func (cs *conn) CacheView(c *cache.Cache) *cache.View {
+func (cs *Conn) CacheView(c *cache.Cache) *cache.View {
 	return cs.Loop.CacheView(c)
 }
 
 // CacheDone implements handlers.CacheAccess.
-func (cs *conn) CacheDone(key []byte) cache.Done {
+func (cs *Conn) CacheDone(key []byte) cache.Done {
 	st := &cs.st
 	st.waitKey = append(st.waitKey[:0], key...)
 	st.asked = time.Now().UnixNano()
@@ -75,10 +57,10 @@ func (cs *conn) CacheDone(key []byte) cache.Done {
 }
 
 // CacheReady implements handlers.CacheAccess.
-func (cs *conn) CacheReady() bool { return cs.st.result.Load() != nil }
+func (cs *Conn) CacheReady() bool { return cs.st.result.Load() != nil }
 
 // CacheLoaded implements handlers.CacheAccess.
-func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
+func (cs *Conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 	r := cs.st.result.Load()
 	if r == nil || string(cs.st.waitKey) != string(key) {
 		return nil, nil, false
@@ -89,7 +71,7 @@ func (cs *conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
 
 // forgetLoad runs once a response was written: a load result it did not
 // take belonged to that exchange only, and no load is awaited any more.
-func (cs *conn) forgetLoad() {
+func (cs *Conn) forgetLoad() {
 	if cs.st.result.Load() != nil {
 		cs.st.result.Store(nil)
 	}
@@ -98,7 +80,7 @@ func (cs *conn) forgetLoad() {
 
 // loadOverdue reports, from the sweep, whether the connection's pending
 // exchange has waited for a file load longer than limit.
-func (cs *conn) loadOverdue(now, limit int64) bool {
+func (cs *Conn) loadOverdue(now, limit int64) bool {
 	return cs.st.asked != 0 && cs.st.result.Load() == nil && now-cs.st.asked > limit
 }
 
@@ -107,7 +89,7 @@ func (cs *conn) loadOverdue(now, limit int64) bool {
 // body that fits in server.max_buffered_output, read on the loop (from
 // the page cache: files this small are normally served from the file
 // cache, which reads them off the loop).
-func (cs *conn) appendFileBody(resp *handlers.Response, size int64) error {
+func (cs *Conn) appendFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
 	bmark := len(l.Bodies)
 	err := cs.readFileBody(resp, size)
@@ -118,7 +100,7 @@ func (cs *conn) appendFileBody(resp *handlers.Response, size int64) error {
 	return err
 }
 
-func (cs *conn) readFileBody(resp *handlers.Response, size int64) error {
+func (cs *Conn) readFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
 	if resp.Parts == nil {
 		l.Out = wire.GrowLen(l.Out, int(size))

@@ -1,6 +1,6 @@
 //go:build !race
 
-package app
+package h1
 
 import (
 	"path/filepath"
@@ -57,12 +57,12 @@ func TestServeAllocsAccessLog(t *testing.T) {
 		if json {
 			format = "json"
 		}
-		s := bareServer()
-		s.sh.Access = openTestLog(t, format)
-		s.sh.Set.Store(set)
-		l := newLoop(s, nil)
+		s := newShared()
+		s.Access = openTestLog(t, format)
+		s.Set.Store(set)
+		l := newTestLoop(s)
 		fc := &fakeConn{}
-		cs := newConn(l, fc)
+		cs := newTestConn(l, fc)
 		raw := []byte("GET /hello?q=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nReferer: http://example.com/\r\n\r\n")
 		serve := func() {
 			fc.in = raw
@@ -90,7 +90,7 @@ func TestProxyAllocsAccessLog(t *testing.T) {
     proxy: {to: ["127.0.0.1:9"]}
 `)
 	l := f.cs.loop
-	l.srv.sh.Access = openTestLog(t, "combined")
+	l.Shared.Access = openTestLog(t, "combined")
 	f.req = []byte("GET /api/users?id=7 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nReferer: http://example.com/\r\n\r\n")
 	f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	exchange := func() {

@@ -1,6 +1,6 @@
 //go:build !race
 
-package app
+package h1
 
 import (
 	"runtime"
@@ -40,11 +40,11 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := bareServer()
-	s.sh.Set.Store(set)
-	l := newLoop(s, nil)
+	s := newShared()
+	s.Set.Store(set)
+	l := newTestLoop(s)
 	fc := &fakeConn{}
-	cs := newConn(l, fc)
+	cs := newTestConn(l, fc)
 
 	cases := map[string]string{
 		"respond":   "GET /hello HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nAccept-Language: en\r\nCookie: a=b\r\nReferer: http://example.com/\r\nX-Request-Id: 1234\r\n\r\n",
@@ -86,10 +86,10 @@ func BenchmarkServeRespond(b *testing.B) {
 		b.Fatal(err)
 	}
 	set, _ := wire.Compile(cfg)
-	s := bareServer()
-	s.sh.Set.Store(set)
+	s := newShared()
+	s.Set.Store(set)
 	fc := &fakeConn{}
-	cs := newConn(newLoop(s, nil), fc)
+	cs := newTestConn(newTestLoop(s), fc)
 	raw := []byte("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 // upstream are fake connections (fakeConn, alloc_test.go), the upstream
 // connection is "dialed" by handing it the fake at once.
 type proxyFixture struct {
-	cs   *conn
+	cs   *Conn
 	cl   *fakeConn // the client
 	up   *fakeConn // the upstream
 	uc   *proxy.UpstreamConn
@@ -33,10 +33,10 @@ func newProxyFixture(tb testing.TB, routes string) *proxyFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+	s := newShared()
+	s.Set.Store(set)
 	f := &proxyFixture{cl: &fakeConn{}, up: &fakeConn{}}
-	f.cs = newConn(newLoop(s, nil), f.cl)
+	f.cs = newTestConn(newTestLoop(s), f.cl)
 	f.cs.ProxyLoop().SetDial(func(uc *proxy.UpstreamConn) {
 		f.uc = uc
 		uc.OnOpen(f.up) // connected at once
@@ -66,4 +66,4 @@ func (f *proxyFixture) exchange(tb testing.TB) {
 }
 
 // proxyPending reports whether a proxied response is pending on cs.
-func (cs *conn) proxyPending() bool { return cs.pending != nil }
+func (cs *Conn) proxyPending() bool { return cs.pending != nil }

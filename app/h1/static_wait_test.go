@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"net"
@@ -86,16 +86,15 @@ func TestStaticWaitForLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, draining := range []bool{false, true} {
-		files := newFileCache(cfg, nil)
+		files := wire.NewFileCache(cfg, nil)
 		set, err := wire.Compile(cfg, handlers.WithCache(files))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := bareServer()
-		s.files = files
-		s.sh.Set.Store(set)
+		s := newShared()
+		s.Set.Store(set)
 		mc := &loadWaitConn{}
-		cs := newConn(newLoop(s, nil), mc)
+		cs := newTestConn(newTestLoop(s), mc)
 		req := "GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /mid.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
 		mc.in = []byte(req)
 		if a := cs.serve(); a != gnet.None {
@@ -122,13 +121,13 @@ func TestStaticWaitForLoad(t *testing.T) {
 		// More traffic before the load finished changes nothing.
 		if cs.st.result.Load() == nil {
 			out := len(mc.out)
-			cs.onTraffic()
+			cs.Traffic()
 			if len(mc.out) != out {
 				t.Fatal("wrote while waiting")
 			}
 		}
 		if draining {
-			s.sh.Draining.Store(true)
+			s.Draining.Store(true)
 			cs.closeAfter = true // what loop.drain does to a busy connection
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -139,7 +138,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 			t.Fatal("the load did not wake the connection")
 		}
 		mc.out = nil
-		cs.onTraffic()
+		cs.Traffic()
 		got := string(mc.out)
 		if !strings.Contains(got, "Content-Length: 102400\r\n") || !strings.Contains(got, mid) || cs.pending != nil {
 			t.Fatalf("after the wake (draining %v): %.200q", draining, got)

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ const transferChunk = 512 << 10
 // starts and read-only afterwards; err is written by the goroutine before
 // done is set and read by the loop after it observed done.
 type transfer struct {
-	cs      *conn
+	cs      *Conn
 	head    []byte              // the rendered response head (a copy)
 	parts   []handlers.BodyPart // the body, in order
 	file    *os.File            // what file regions are read from; nil when there are none
@@ -71,7 +71,7 @@ func transferFDs(resp *handlers.Response) int64 {
 // (multipart boundaries, which may live in the request's scratch memory)
 // are copied; larger ones alias immutable memory (cached bodies) and are
 // referenced.
-func newTransfer(cs *conn, head []byte, resp *handlers.Response, write, fds int64) *transfer {
+func newTransfer(cs *Conn, head []byte, resp *handlers.Response, write, fds int64) *transfer {
 	x := &transfer{
 		cs:    cs,
 		head:  bytes.Clone(head),
@@ -129,7 +129,7 @@ func (x *transfer) release() {
 		x.entry.Release()
 		x.entry = nil
 	}
-	x.cs.loop.srv.sh.Budget.Release(x.fds)
+	x.cs.loop.Shared.Budget.Release(x.fds)
 	x.fds = 0
 }
 
@@ -139,14 +139,14 @@ func (x *transfer) abandon() { x.release() }
 // startTransfer starts cs's pending transfer once everything written
 // before it has left gnet's buffer (responses must not overtake each
 // other). Otherwise the sweep calls again.
-func (cs *conn) startTransfer() {
+func (cs *Conn) startTransfer() {
 	x := cs.xfer
 	if x.started || cs.OutboundBuffered() > 0 {
 		return
 	}
 	fd, err := cs.C.Dup()
 	if err != nil {
-		cs.loop.srv.log.Warn("dup for transfer", "err", err)
+		cs.loop.Shared.Log.Warn("dup for transfer", "err", err)
 		x.started = true
 		x.err = err
 		x.done.Store(true)
@@ -168,15 +168,15 @@ func (x *transfer) run(fd int) error {
 	f := os.NewFile(uintptr(fd), "transfer")
 	nc, err := net.FileConn(f) // duplicates fd again
 	_ = f.Close()
-	x.cs.loop.srv.sh.Budget.Release(1) // the second duplicate is all that is left
+	x.cs.loop.Shared.Budget.Release(1) // the second duplicate is all that is left
 	x.fds--
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	w := nc.(*net.TCPConn)
-	if t := x.cs.tls; t != nil {
-		return x.runTLS(w, t) // tls_transfer.go
+	if ly := x.cs.Layer(); ly != nil {
+		return x.runLayered(w, ly) // transfer_tls.go
 	}
 	if err := x.step(w, func() error { _, err := w.Write(x.head); return err }); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"math"
@@ -23,7 +23,7 @@ import (
 // in the loop's sink buffer, and larger body pieces are referenced where
 // they are (the upstream connection's inbound buffer) and written in
 // place by one writev, the way the loop's own output references large
-// cached bodies (conn.flush).
+// cached bodies (Conn.flush).
 
 // inlineRelay is the largest body piece copied into the sink buffer; a
 // larger one is referenced in place until Flush.
@@ -45,10 +45,10 @@ const (
 	sinkClose                // delimited by closing the connection (HTTP/1.0 clients, length unknown)
 )
 
-// h1Sink is one HTTP/1.1 connection's response sink. start prepares it
+// responseSink is one HTTP/1.1 connection's response sink. start prepares it
 // for each request; it is used on the connection's loop only.
-type h1Sink struct {
-	cs      *conn
+type responseSink struct {
+	cs      *Conn
 	version codec.Version // the request's
 	keep    bool          // the request lets the connection stay open
 	isHead  bool          // the request is HEAD: the body is dropped
@@ -58,11 +58,11 @@ type h1Sink struct {
 	body    int64         // body payload bytes written, for the access log
 }
 
-var _ handlers.ResponseSink = (*h1Sink)(nil)
+var _ handlers.ResponseSink = (*responseSink)(nil)
 
 // start prepares the sink for req, from answer: the request's bytes are
 // valid now but not when the response is written.
-func (s *h1Sink) start(req *codec.Request, set *wire.Settings) {
+func (s *responseSink) start(req *codec.Request, set *wire.Settings) {
 	s.version = req.Version
 	s.keep = req.KeepAlive
 	s.isHead = string(req.Method) == "HEAD"
@@ -74,7 +74,7 @@ func (s *h1Sink) start(req *codec.Request, set *wire.Settings) {
 // buffer returns the loop's sink buffer for s. The buffer holds one
 // sink's bytes at a time: bytes another connection's sink left unflushed
 // (which a correct producer never does) are handed to it first.
-func (s *h1Sink) buffer() []byte {
+func (s *responseSink) buffer() []byte {
 	l := s.cs.loop
 	if l.sinkOwner != s {
 		if o := l.sinkOwner; o != nil && (len(l.sinkBuf) > 0 || len(l.sinkSegs) > 0) {
@@ -87,7 +87,7 @@ func (s *h1Sink) buffer() []byte {
 
 // WriteInterim renders a 1xx response; HTTP/1.0 clients get none (RFC
 // 9110 section 15.2).
-func (s *h1Sink) WriteInterim(status int, fields []codec.Header) {
+func (s *responseSink) WriteInterim(status int, fields []codec.Header) {
 	if s.version == codec.HTTP10 {
 		return
 	}
@@ -104,10 +104,10 @@ func (s *h1Sink) WriteInterim(status int, fields []codec.Header) {
 // section 8.6); 204 has none. The connection closes after the response
 // when h.Close says so, the client did not ask to keep it, the body is
 // close-delimited, or the server is stopping.
-func (s *h1Sink) WriteHead(h handlers.Head) {
+func (s *responseSink) WriteHead(h handlers.Head) {
 	cs := s.cs
 	st := h.Status
-	closeConn := h.Close || !s.keep || cs.closeAfter || cs.loop.srv.sh.Draining.Load()
+	closeConn := h.Close || !s.keep || cs.closeAfter || cs.loop.Shared.Draining.Load()
 	switch {
 	case s.isHead || st < 200 || st == 204 || st == 304:
 		s.framing = sinkNoBody
@@ -139,7 +139,7 @@ func (s *h1Sink) WriteHead(h handlers.Head) {
 
 // Room is what the client can take before the connection's output passes
 // server.max_buffered_output.
-func (s *h1Sink) Room() int {
+func (s *responseSink) Room() int {
 	if s.maxOut <= 0 {
 		return math.MaxInt
 	}
@@ -157,7 +157,7 @@ func (s *h1Sink) Room() int {
 // follows). A piece larger than inlineRelay is referenced, not copied:
 // it must stay valid until Flush (the proxy's pieces alias the upstream's
 // inbound buffer, which it discards after flushing).
-func (s *h1Sink) WriteBody(p []byte) {
+func (s *responseSink) WriteBody(p []byte) {
 	if len(p) == 0 || s.framing == sinkNoBody {
 		return
 	}
@@ -187,7 +187,7 @@ func (s *h1Sink) WriteBody(p []byte) {
 // Flush hands what was gathered to the connection: one write, or one
 // writev around the pieces referenced in place. A failing write closes
 // the connection inside the call.
-func (s *h1Sink) Flush() {
+func (s *responseSink) Flush() {
 	l := s.cs.loop
 	if l.sinkOwner != s || len(l.sinkBuf) == 0 && len(l.sinkSegs) == 0 {
 		return
@@ -224,7 +224,7 @@ func (s *h1Sink) Flush() {
 }
 
 // Finish ends the body: the last chunk and trailers for a chunked body.
-func (s *h1Sink) Finish(trailers []codec.Header) {
+func (s *responseSink) Finish(trailers []codec.Header) {
 	if s.framing == sinkChunked {
 		s.cs.loop.sinkBuf = codec.AppendLastChunk(s.buffer(), trailers)
 	}
@@ -234,7 +234,7 @@ func (s *h1Sink) Finish(trailers []codec.Header) {
 
 // Abort makes the connection close once what was written drained, so a
 // cut body is never taken for a whole one.
-func (s *h1Sink) Abort() {
+func (s *responseSink) Abort() {
 	s.framing = sinkNoBody
 	s.cs.closeAfter = true
 	s.Flush()
@@ -243,7 +243,7 @@ func (s *h1Sink) Abort() {
 // switchProtocols renders the 101 that turns the connection into a
 // tunnel (RFC 9110 section 15.2.2): fields, then the Connection and
 // Upgrade fields the tunnel needs. HTTP/1.1 only.
-func (s *h1Sink) switchProtocols(fields []codec.Header, upgrade []byte) {
+func (s *responseSink) switchProtocols(fields []codec.Header, upgrade []byte) {
 	b := codec.AppendStatusLine(s.buffer(), 101)
 	b = codec.AppendFieldLines(b, fields)
 	b = append(b, "Connection: Upgrade\r\nUpgrade: "...)
@@ -276,7 +276,7 @@ func hasDate(fs []codec.Header) bool {
 }
 
 // release forgets bytes the sink gathered once the connection closed.
-func (s *h1Sink) release() {
+func (s *responseSink) release() {
 	if l := s.cs.loop; l.sinkOwner == s {
 		clear(l.sinkSegs)
 		l.sinkBuf, l.sinkSegs = l.sinkBuf[:0], l.sinkSegs[:0]

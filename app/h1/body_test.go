@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestH1BodySource(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newProxyFixture(t, "  - path: /api/\n    proxy: {to: [\"127.0.0.1:9\"]}\n")
-			set := f.cs.loop.srv.sh.Set.Load()
+			set := f.cs.loop.Shared.Set.Load()
 			wire := c.wire + next
 			for split := 0; split <= len(wire); split++ {
 				for _, step := range []int{1, 3, 64} {

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"fmt"

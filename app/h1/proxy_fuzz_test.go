@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"bufio"
@@ -65,8 +65,8 @@ func FuzzProxyRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+	s := newShared()
+	s.Set.Store(set)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4096 {
 			return
@@ -76,7 +76,7 @@ func FuzzProxyRequest(f *testing.F) {
 			return
 		}
 		cl, up := &recConn{fakeConn: fakeConn{in: append([]byte(nil), data...)}}, &recConn{}
-		cs := newConn(newLoop(s, nil), cl)
+		cs := newTestConn(newTestLoop(s), cl)
 		var uc *proxy.UpstreamConn
 		cs.ProxyLoop().SetDial(func(c *proxy.UpstreamConn) { uc = c })
 		cs.serve()

@@ -1,11 +1,10 @@
-package app
+package h1
 
 import (
 	"io"
 	"net"
 	"sync"
 
-	"gale/app/tlsconn"
 	"gale/app/wire"
 )
 
@@ -14,17 +13,17 @@ const transferBuf = 64 << 10
 
 var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); return &b }}
 
-// runTLS sends a transfer's head and pieces over a TLS connection: they are
+// runLayered sends a transfer's head and pieces over a TLS connection: they are
 // encrypted by this goroutine through the connection's tls.Conn, whose
 // shim writes the records to w, the duplicate of the socket (sendfile
 // cannot encrypt, so file regions are read into a pooled buffer). The
 // loop does nothing on the connection meanwhile. Memory stays bounded per
 // transfer: the buffer and crypto/tls's record buffer.
-func (x *transfer) runTLS(w *net.TCPConn, t *tlsconn.Conn) error {
-	tw := t.SendOffLoop(w)
+func (x *transfer) runLayered(w *net.TCPConn, ly wire.Layer) error {
+	tw := ly.SendOffLoop(w)
 	// The loop observes the transfer's end (done) before it uses the
 	// connection again.
-	defer t.EndOffLoop()
+	defer ly.EndOffLoop()
 	write := func(b []byte) error {
 		return x.step(w, func() error { _, err := tw.Write(b); return err })
 	}

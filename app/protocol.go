@@ -60,16 +60,14 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 	switch {
 	case state == h2conn.IsPreface:
 		cs.proto = true
-		cs.headStart = 0
+		cs.h1.EndHeadWait()
 		cs.startH2(set, st)
 	case state == h2conn.MaybePreface:
-		if cs.headStart == 0 {
-			cs.headStart = time.Now().UnixNano() // read_header bounds the wait
-		}
+		cs.h1.WaitHead(time.Now().UnixNano()) // read_header bounds the wait
 		return gnet.None, true
 	case cs.protos.H1():
 		cs.proto = true
-		cs.headStart = 0
+		cs.h1.EndHeadWait()
 	default:
 		cs.loop.Stats.NoPreface.Add(1)
 		return gnet.Close, true

@@ -1,4 +1,4 @@
-package app
+package h1
 
 import (
 	"gale/app/wire"
@@ -6,7 +6,7 @@ import (
 	"gale/handlers"
 )
 
-// h1Body is the HTTP/1.1 connection's handlers.BodySource: the request
+// requestBody is the HTTP/1.1 connection's handlers.BodySource: the request
 // body de-framed from the connection's inbound bytes by codec.BodyReader
 // (Content-Length, or chunked coding with its extensions and trailer
 // fields dropped). Framing bytes are consumed as they are framed; payload
@@ -14,25 +14,25 @@ import (
 // consumes them, so a handler that forwards them copies nothing. start
 // prepares it for each request; it is used on the connection's loop
 // only.
-type h1Body struct {
-	cs    *conn
+type requestBody struct {
+	cs    *Conn
 	br    codec.BodyReader
 	ready int   // payload bytes at the front of the inbound buffer, framed but not consumed
 	ended bool  // the body ends with those bytes
 	raw   int64 // body bytes consumed from the inbound buffer, framing included
 }
 
-var _ handlers.BodySource = (*h1Body)(nil)
+var _ handlers.BodySource = (*requestBody)(nil)
 
 // start prepares the source for req's body, bounded by limits.body_bytes.
-func (b *h1Body) start(req *codec.Request, set *wire.Settings) {
+func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
 	b.br.Init(req, set.Limits.BodyBytes)
 	b.ready, b.raw = 0, 0
 	b.ended = !req.HasBody()
 }
 
 // Next frames what arrived up to the next payload bytes.
-func (b *h1Body) Next() ([]byte, bool, error) {
+func (b *requestBody) Next() ([]byte, bool, error) {
 	for b.ready == 0 && !b.ended {
 		in := b.cs.Inbound()
 		if len(in) == 0 {
@@ -59,7 +59,7 @@ func (b *h1Body) Next() ([]byte, bool, error) {
 }
 
 // Consume drops n payload bytes that Next returned.
-func (b *h1Body) Consume(n int) {
+func (b *requestBody) Consume(n int) {
 	n = min(n, b.ready)
 	if n <= 0 {
 		return
@@ -70,4 +70,4 @@ func (b *h1Body) Consume(n int) {
 }
 
 // Raw is how many bytes of the body, framing included, were consumed.
-func (b *h1Body) Raw() int64 { return b.raw }
+func (b *requestBody) Raw() int64 { return b.raw }

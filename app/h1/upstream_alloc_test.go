@@ -1,6 +1,6 @@
 //go:build !race
 
-package app
+package h1
 
 import (
 	"runtime"
