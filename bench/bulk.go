@@ -41,16 +41,26 @@ type bulkSample struct {
 	CPUms float64 // gale's CPU time during the download
 }
 
+// bulkServer is one gale under measurement.
+type bulkServer struct {
+	Name          string
+	bin           string
+	p             *proc
+	plain, secure int
+}
+
 func runBulk(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench bulk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mib := fs.Int("mib", 256, "size of the file in MiB")
-	rounds := fs.Int("rounds", 5, "rounds (each downloads once per mode)")
+	rounds := fs.Int("rounds", 5, "rounds (each downloads once per mode and server)")
 	serverCPU := fs.String("server-cpu", "0", "CPU list gale is pinned to")
 	clientCPU := fs.String("client-cpu", "1", "CPU list curl is pinned to")
 	galeBin := fs.String("gale-bin", "", "gale binary (default: build ./cmd/gale)")
+	baseBin := fs.String("base-bin", "", "a second gale binary measured in the same rounds, interleaved (e.g. main's)")
 	modes := fs.String("modes", "h1,h2c,tls-h1,tls-h2", "modes to run")
-	outDir := fs.String("out", "", "directory for the file, config and log (default: a temporary one)")
+	maxOut := fs.String("max-buffered-output", "", "gale's server.max_buffered_output (default: gale's)")
+	outDir := fs.String("out", "", "directory for the file, config and logs (default: a temporary one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -72,23 +82,27 @@ func runBulk(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	res, err := bulkRun(dir, *galeBin, *mib, *rounds, *serverCPU, *clientCPU, ms, stderr)
+	server := "event_loops: 1"
+	if *maxOut != "" {
+		server += ", max_buffered_output: " + *maxOut
+	}
+	servers := []*bulkServer{{Name: "gale", bin: *galeBin}}
+	if *baseBin != "" {
+		servers = append(servers, &bulkServer{Name: "base", bin: *baseBin})
+	}
+	res, err := bulkRun(dir, server, *mib, *rounds, *serverCPU, *clientCPU, servers, ms, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench bulk:", err)
 		return 1
 	}
-	fmt.Fprint(stdout, bulkReport(*mib, *rounds, ms, res))
+	fmt.Fprint(stdout, bulkReport(*mib, *rounds, servers, ms, res))
 	return 0
 }
 
-// bulkRun prepares the file and gale, and downloads.
-func bulkRun(dir, bin string, mib, rounds int, scpu, ccpu string, ms []bulkMode, log io.Writer) (map[string][]bulkSample, error) {
-	if bin == "" {
-		var err error
-		if bin, err = buildGale(findModuleRoot(), dir); err != nil {
-			return nil, err
-		}
-	}
+// bulkRun prepares the file and each gale (with server, the YAML flow
+// mapping's content of its server section), and downloads: every round
+// once per server and mode, in a rotating order.
+func bulkRun(dir, server string, mib, rounds int, scpu, ccpu string, servers []*bulkServer, ms []bulkMode, log io.Writer) (map[string][]bulkSample, error) {
 	root := filepath.Join(dir, "site")
 	if err := writeRandomFile(filepath.Join(root, "bulk.bin"), int64(mib)<<20); err != nil {
 		return nil, err
@@ -97,53 +111,78 @@ func bulkRun(dir, bin string, mib, rounds int, scpu, ccpu string, ms []bulkMode,
 	if err != nil {
 		return nil, err
 	}
-	plain, err := freePort()
-	if err != nil {
-		return nil, err
+	for _, sv := range servers {
+		if err := sv.start(dir, server, root, scpu, cert); err != nil {
+			return nil, err
+		}
+		defer sv.p.stop(5 * time.Second)
 	}
-	secure, err := freePort()
-	if err != nil {
-		return nil, err
+	type job struct {
+		sv *bulkServer
+		m  bulkMode
 	}
-	cfg := fmt.Sprintf("listen:\n  - \"127.0.0.1:%d\"\n  - address: \"127.0.0.1:%d\"\n    tls: {certificates: [{cert: %q, key: %q}]}\nserver: {event_loops: 1}\nroutes:\n  - path: /\n    static: {root: %q}\n",
-		plain, secure, cert.CertFile, cert.KeyFile, root)
-	cfgPath := filepath.Join(dir, "gale.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	p, err := startProc([]string{bin, "serve", "-c", cfgPath}, nil, scpu, filepath.Join(dir, "gale.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer p.stop(5 * time.Second)
-	if err := waitReady(fmt.Sprintf("127.0.0.1:%d", plain), p, 10*time.Second); err != nil {
-		return nil, err
+	var jobs []job
+	for _, m := range ms {
+		for _, sv := range servers {
+			jobs = append(jobs, job{sv, m})
+		}
 	}
 	clk := float64(clockTicks())
 	want := int64(mib) << 20
 	res := map[string][]bulkSample{}
 	for r := 0; r < rounds+1; r++ { // round 0 warms the page cache and is dropped
-		for _, m := range rotate(ms, r) {
-			port := plain
-			scheme := "http"
-			if m.TLS {
-				port, scheme = secure, "https"
-			}
-			s, err := bulkDownload(p.pid(), ccpu, scheme, port, m, want, clk)
+		for _, j := range rotate(jobs, r) {
+			s, err := j.sv.download(ccpu, j.m, want, clk)
 			if err != nil {
-				return nil, fmt.Errorf("%s round %d: %v", m.ID, r, err)
+				return nil, fmt.Errorf("%s %s round %d: %v", j.sv.Name, j.m.ID, r, err)
 			}
-			fmt.Fprintf(log, "round %d %-7s %7.0f MB/s %6.0f ms CPU\n", r, m.ID, s.MBps, s.CPUms)
+			fmt.Fprintf(log, "round %d %-5s %-7s %7.0f MB/s %6.0f ms CPU\n", r, j.sv.Name, j.m.ID, s.MBps, s.CPUms)
 			if r > 0 {
-				res[m.ID] = append(res[m.ID], s)
+				res[j.sv.Name+" "+j.m.ID] = append(res[j.sv.Name+" "+j.m.ID], s)
 			}
 		}
 	}
 	return res, nil
 }
 
-// bulkDownload downloads the file once with curl and measures it.
-func bulkDownload(pid int, ccpu, scheme string, port int, m bulkMode, want int64, clk float64) (bulkSample, error) {
+// start builds gale when no binary was given, writes its config under
+// dir and starts it pinned to scpu.
+func (sv *bulkServer) start(dir, server, root, scpu string, cert *benchCert) error {
+	dir = filepath.Join(dir, sv.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if sv.bin == "" {
+		if sv.bin, err = buildGale(findModuleRoot(), dir); err != nil {
+			return err
+		}
+	}
+	if sv.plain, err = freePort(); err != nil {
+		return err
+	}
+	if sv.secure, err = freePort(); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf("listen:\n  - \"127.0.0.1:%d\"\n  - address: \"127.0.0.1:%d\"\n    tls: {certificates: [{cert: %q, key: %q}]}\nserver: {%s}\nroutes:\n  - path: /\n    static: {root: %q}\n",
+		sv.plain, sv.secure, cert.CertFile, cert.KeyFile, server, root)
+	cfgPath := filepath.Join(dir, "gale.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	if sv.p, err = startProc([]string{sv.bin, "serve", "-c", cfgPath}, nil, scpu, filepath.Join(dir, "gale.log")); err != nil {
+		return err
+	}
+	return waitReady(fmt.Sprintf("127.0.0.1:%d", sv.plain), sv.p, 10*time.Second)
+}
+
+// download downloads the file once with curl and measures it.
+func (sv *bulkServer) download(ccpu string, m bulkMode, want int64, clk float64) (bulkSample, error) {
+	port, scheme := sv.plain, "http"
+	if m.TLS {
+		port, scheme = sv.secure, "https"
+	}
+	pid := sv.p.pid()
 	argv := append([]string{"-c", ccpu, "curl", "-sS", "-o", "/dev/null", "-w", "%{size_download} %{time_total} %{http_version}"}, m.Args...)
 	argv = append(argv, fmt.Sprintf("%s://127.0.0.1:%d/bulk.bin", scheme, port))
 	before, err := readProcStat(pid)
@@ -198,25 +237,31 @@ func writeRandomFile(path string, n int64) error {
 }
 
 // bulkReport renders the medians, ranges and ratios as Markdown.
-func bulkReport(mib, rounds int, ms []bulkMode, res map[string][]bulkSample) string {
+func bulkReport(mib, rounds int, servers []*bulkServer, ms []bulkMode, res map[string][]bulkSample) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d MiB file, %d rounds, medians (min–max)\n\n", mib, rounds)
-	b.WriteString("| mode | MB/s | gale CPU ms per download |\n|---|---|---|\n")
+	b.WriteString("| server | mode | MB/s | gale CPU ms per download |\n|---|---|---|---|\n")
 	med := map[string]float64{}
-	for _, m := range ms {
-		var mb, cpu []float64
-		for _, s := range res[m.ID] {
-			mb = append(mb, s.MBps)
-			cpu = append(cpu, s.CPUms)
+	for _, sv := range servers {
+		for _, m := range ms {
+			k := sv.Name + " " + m.ID
+			var mb, cpu []float64
+			for _, s := range res[k] {
+				mb = append(mb, s.MBps)
+				cpu = append(cpu, s.CPUms)
+			}
+			sm, sc := summarize(mb), summarize(cpu)
+			med[k] = sm.Median
+			fmt.Fprintf(&b, "| %s | %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) |\n", sv.Name, m.ID, sm.Median, sm.Min, sm.Max, sc.Median, sc.Min, sc.Max)
 		}
-		sm, sc := summarize(mb), summarize(cpu)
-		med[m.ID] = sm.Median
-		fmt.Fprintf(&b, "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) |\n", m.ID, sm.Median, sm.Min, sm.Max, sc.Median, sc.Min, sc.Max)
 	}
 	b.WriteString("\n")
-	for _, r := range [][2]string{{"h2c", "h1"}, {"tls-h2", "tls-h1"}} {
-		if med[r[0]] > 0 && med[r[1]] > 0 {
-			fmt.Fprintf(&b, "%s/%s: %.2f\n", r[0], r[1], med[r[0]]/med[r[1]])
+	for _, sv := range servers {
+		for _, r := range [][2]string{{"h2c", "h1"}, {"tls-h2", "tls-h1"}} {
+			x, y := med[sv.Name+" "+r[0]], med[sv.Name+" "+r[1]]
+			if x > 0 && y > 0 {
+				fmt.Fprintf(&b, "- %s %s/%s: %.2f\n", sv.Name, r[0], r[1], x/y)
+			}
 		}
 	}
 	return b.String()
