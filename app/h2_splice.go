@@ -27,15 +27,37 @@ import (
 // runtime's poller under the socket's write deadline, so timeouts.write
 // and abort bound it as they bound a write.
 
-// pipeWant is the pipe size the writer asks for (F_SETPIPE_SZ): a spliced
-// 16 KiB region takes 4 or 5 of its page slots and each frame header one,
-// so the default 16 slots would hold only about 3 frames.
-const pipeWant = 1 << 20
+// pipeMax is the largest pipe the writer asks for (F_SETPIPE_SZ).
+const pipeMax = 1 << 20
 
 // pipeMin is the smallest pipe worth splicing through: below it (a user
 // over fs.pipe-user-pages-soft gets pipes of a page or two) the writer
 // copies instead.
 const pipeMin = 64 << 10
+
+// pipeFor is the pipe size for a writer that holds at most held bytes: a
+// spliced 16 KiB region takes 4 or 5 page slots and its frame header one,
+// so held bytes of frames need about 1.5 times that of pipe (the default 16
+// slots would hold only about 3 frames). Each slot counts against the
+// user's fs.pipe-user-pages-soft, so the pipe is no larger than that. A
+// pipe that fills is drained early, which costs a system call, never
+// order or bytes.
+func pipeFor(held int64) int {
+	return int(min(max(held+held/2, pipeMin), int64(pipeLimit())))
+}
+
+// pipeLimit is fs.pipe-max-size, at most pipeMax (read once).
+var pipeLimit = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
+	if err != nil {
+		return pipeMax
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return pipeMax
+	}
+	return min(n, pipeMax)
+})
 
 // h2pipe is a writer's pipe and what it holds. Used by the writer
 // goroutine only.
@@ -53,27 +75,13 @@ type h2pipe struct {
 
 var errPipeStuck = errors.New("app: the writer's pipe makes no progress")
 
-// pipeSize is the pipe size to ask for: pipeWant, or less when
-// fs.pipe-max-size is lower (read once).
-var pipeSize = sync.OnceValue(func() int {
-	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
-	if err != nil {
-		return pipeWant
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n <= 0 {
-		return pipeWant
-	}
-	return min(n, pipeWant)
-})
-
-// openPipe makes the writer's pipe for a cleartext socket nc, its two
-// descriptors counted in b. It returns nil, having given back what it
+// openPipe makes the writer's pipe of size bytes (pipeFor) for a
+// cleartext socket nc, its two descriptors counted in b. It returns nil, having given back what it
 // took, when the budget refuses them, the pipe cannot be had or stays
 // too small, or nc is no TCP socket: the writer then copies.
 func openPipe(nc interface {
 	SyscallConn() (syscall.RawConn, error)
-}, b *fds.Budget) *h2pipe {
+}, b *fds.Budget, size int) *h2pipe {
 	sock, err := nc.SyscallConn()
 	if err != nil || !b.Acquire(2) {
 		return nil
@@ -84,7 +92,6 @@ func openPipe(nc interface {
 		return nil
 	}
 	p := &h2pipe{r: fd[0], w: fd[1], sock: sock}
-	size := pipeSize()
 	for size >= pipeMin {
 		if _, err := unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, size); err == nil {
 			break

@@ -261,7 +261,7 @@ func TestH2SpliceBatchAllocs(t *testing.T) {
 	}
 	defer f.Close()
 	w := &h2writer{nc: nc, wakeFn: func() {}, max: 1 << 30, timeout: 5 * time.Second}
-	if w.pipe = openPipe(nc.(*net.TCPConn), nil); w.pipe == nil {
+	if w.pipe = openPipe(nc.(*net.TCPConn), nil, pipeFor(256<<10)); w.pipe == nil {
 		t.Fatal("no pipe")
 	}
 	defer w.pipe.close(nil)

@@ -143,7 +143,8 @@ func (w *h2writer) queueFile(f *os.File, off, n int64) {
 // writes them in few large writes rather than one per frame.
 func (w *h2writer) kick() { w.cond.Signal() }
 
-// queueClose has the writer close f once everything queued before is out.
+// queueClose has the writer close f once it is done with everything
+// queued before (written, or in its pipe, which holds the pages).
 func (w *h2writer) queueClose(f *os.File) {
 	w.mu.Lock()
 	if w.exited {
@@ -171,7 +172,7 @@ func (w *h2writer) abort() {
 func (w *h2writer) run() {
 	var buf []byte
 	if tc, ok := w.nc.(*net.TCPConn); ok && w.plain {
-		w.pipe = openPipe(tc, w.files)
+		w.pipe = openPipe(tc, w.files, pipeFor(w.max))
 	}
 	if w.pipe == nil {
 		buf = make([]byte, 0, writeChunk)
