@@ -76,9 +76,9 @@ type h2pipe struct {
 var errPipeStuck = errors.New("app: the writer's pipe makes no progress")
 
 // openPipe makes the writer's pipe of size bytes (pipeFor) for a
-// cleartext socket nc, its two descriptors counted in b. It returns nil, having given back what it
-// took, when the budget refuses them, the pipe cannot be had or stays
-// too small, or nc is no TCP socket: the writer then copies.
+// cleartext socket nc, its two descriptors counted in b. It returns nil,
+// having given back what it took, when the budget refuses them or the
+// pipe cannot be had or stays too small: the writer then copies.
 func openPipe(nc interface {
 	SyscallConn() (syscall.RawConn, error)
 }, b *fds.Budget, size int) *h2pipe {
