@@ -4,6 +4,7 @@
 //	gale serve -c gale.yaml     run (bare "gale" is "gale serve")
 //	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
 //	gale version                print the version
+//	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse]
 //	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
 package main
@@ -33,6 +34,7 @@ const usage = `usage:
   gale [serve] [-c FILE]                     run the server (default config: ./gale.yaml)
   gale validate -c FILE                      check a config file
   gale version                               print the version
+  gale schema                                print the config file's JSON Schema (draft-07)
   gale file-server [--root DIR] [--listen ADDR] [--browse]
                                              serve a directory without a config file
                                              (--browse lists directories without an index file)
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
+	case "schema":
+		return cmdSchema(args, stdout, stderr)
 	case "file-server":
 		return cmdFileServer(args, stdout, stderr)
 	case "reverse-proxy":
@@ -108,6 +112,21 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+// cmdSchema prints the JSON Schema of the config file, for editors
+// (yaml-language-server reads it from a "# yaml-language-server: $schema="
+// modeline).
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprint(stderr, "usage: gale schema\n")
+		return 2
+	}
+	if _, err := stdout.Write(config.JSONSchema()); err != nil {
+		fmt.Fprintf(stderr, "gale: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
