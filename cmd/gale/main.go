@@ -25,6 +25,7 @@ import (
 
 	"gale/app"
 	"gale/config"
+	"gale/sdnotify"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -207,7 +208,8 @@ func fileExists(p string) bool {
 }
 
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
-// server was started from one).
+// server was started from one). It tells the service manager about each
+// step (see notify).
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
 	srv, err := app.New(cfg, log)
@@ -233,6 +235,7 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	for _, line := range cfg.Summary() {
 		fmt.Fprintf(stdout, "gale: %s\n", line)
 	}
+	notify(log, sdnotify.Ready)
 	for {
 		select {
 		case err := <-runErr:
@@ -243,9 +246,12 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			return 0
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
+				notify(log, sdnotify.Reloading)
 				reload(srv, file, log)
+				notify(log, sdnotify.Ready)
 				continue
 			}
+			notify(log, sdnotify.Stopping)
 			log.Info("stopping", "signal", sig.String(), "deadline", cfg.Server.Timeouts.Shutdown.String())
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.Timeouts.Shutdown)
 			err := srv.Stop(ctx)
@@ -260,6 +266,16 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			log.Info("stopped")
 			return 0
 		}
+	}
+}
+
+// notify reports a state change to the service manager (systemd's
+// Type=notify and Type=notify-reload), when $NOTIFY_SOCKET names one: ready
+// once listening, reloading then ready again around a SIGHUP reload
+// (whether or not the new file was taken), stopping when a stop begins.
+func notify(log *slog.Logger, send func() error) {
+	if err := send(); err != nil {
+		log.Warn("notify the service manager", "err", err.Error())
 	}
 }
 
