@@ -91,8 +91,9 @@ func jsonable(v any) any {
 	return v
 }
 
-// TestSchemaValidatesExamples validates every shipped example and every
-// valid golden config against the schema, and checks that each example
+// TestSchemaValidatesExamples validates every shipped example config (the
+// Kubernetes ConfigMap's included) and every valid golden config against
+// the schema, and checks that each example
 // names the schema in its modeline.
 func TestSchemaValidatesExamples(t *testing.T) {
 	sch := compileSchema(t)
@@ -115,6 +116,21 @@ func TestSchemaValidatesExamples(t *testing.T) {
 			t.Errorf("%s: the schema rejects it: %v", file, err)
 		}
 	}
+	// The config the Kubernetes example mounts from its ConfigMap.
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	cmData, err := os.ReadFile(filepath.Join("..", "examples", "kubernetes", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(cmData, &cm); err != nil || cm.Data["gale.yaml"] == "" {
+		t.Fatalf("examples/kubernetes/configmap.yaml: no gale.yaml (%v)", err)
+	}
+	if err := sch.Validate(yamlToJSON(t, []byte(cm.Data["gale.yaml"]))); err != nil {
+		t.Errorf("the Kubernetes ConfigMap's gale.yaml: the schema rejects it: %v", err)
+	}
+
 	goldens, _ := filepath.Glob(filepath.Join("testdata", "*.golden"))
 	n := 0
 	for _, file := range goldens {
