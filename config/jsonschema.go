@@ -22,8 +22,12 @@ const durationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))
 // that must exist, max_file_bytes at most max_bytes) are the decoder's
 // alone; `gale validate` is the final word. The output is indented and
 // deterministic, and ends with a newline.
-func JSONSchema() []byte {
-	s := schemaOf(topKeys)
+func JSONSchema() []byte { return jsonSchema(notSupportedYet) }
+
+// jsonSchema renders the schema leaving out the keys of gate (key path
+// patterns, as notSupportedYet holds them), which the decoder refuses.
+func jsonSchema(gate map[string]string) []byte {
+	s := schemaOf(topKeys, "", gate)
 	s["$schema"] = "http://json-schema.org/draft-07/schema#"
 	s["title"] = "gale config"
 	var b bytes.Buffer
@@ -36,8 +40,8 @@ func JSONSchema() []byte {
 	return b.Bytes()
 }
 
-// schemaOf renders one key's value as a schema object.
-func schemaOf(k *keySpec) map[string]any {
+// schemaOf renders one key's value, at key path path, as a schema object.
+func schemaOf(k *keySpec, path string, gate map[string]string) map[string]any {
 	s := map[string]any{}
 	switch k.typ {
 	case typeString:
@@ -75,10 +79,10 @@ func schemaOf(k *keySpec) map[string]any {
 		}
 		s["enum"] = opts
 	case typeSection:
-		sectionSchema(k, s)
+		sectionSchema(k, path, gate, s)
 	case typeList:
 		s["type"] = "array"
-		s["items"] = schemaOf(k.item)
+		s["items"] = schemaOf(k.item, path+"[]", gate)
 		if k.minItems > 0 {
 			s["minItems"] = k.minItems
 		}
@@ -87,12 +91,12 @@ func schemaOf(k *keySpec) map[string]any {
 		}
 	case typeMap:
 		s["type"] = []string{"object", "null"}
-		s["patternProperties"] = map[string]any{k.pattern: schemaOf(k.item)}
+		s["patternProperties"] = map[string]any{k.pattern: schemaOf(k.item, path+"[]", gate)}
 		s["additionalProperties"] = false
 	case typeAnyOf:
 		alts := make([]any, len(k.alts))
 		for i, a := range k.alts {
-			alts[i] = schemaOf(a)
+			alts[i] = schemaOf(a, path, gate)
 		}
 		s["anyOf"] = alts
 	}
@@ -105,13 +109,17 @@ func schemaOf(k *keySpec) map[string]any {
 	return s
 }
 
-// sectionSchema renders a mapping of known keys. A section without
+// sectionSchema renders a mapping of known keys at path. A section without
 // required keys may be left empty (null), as the decoder allows.
-func sectionSchema(k *keySpec, s map[string]any) {
+func sectionSchema(k *keySpec, path string, gate map[string]string, s map[string]any) {
 	props := map[string]any{}
 	var required []string
 	for _, c := range k.keys {
-		props[c.name] = schemaOf(c)
+		kp := join(path, c.name)
+		if _, gated := gate[pattern(kp)]; gated {
+			continue
+		}
+		props[c.name] = schemaOf(c, kp, gate)
 		if c.required {
 			required = append(required, c.name)
 		}

@@ -29,6 +29,23 @@ func TestSchemaCommitted(t *testing.T) {
 	}
 }
 
+// TestSchemaLeavesOutGatedKeys checks that a key whose feature has not
+// landed, which the decoder refuses, is not offered by the schema.
+func TestSchemaLeavesOutGatedKeys(t *testing.T) {
+	var s struct {
+		Properties map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(jsonSchema(map[string]string{"server.http2": "HTTP/2"}), &s); err != nil {
+		t.Fatal(err)
+	}
+	server := s.Properties["server"].Properties
+	if _, ok := server["http2"]; ok || server["timeouts"] == nil {
+		t.Fatalf("gated server.http2 offered, or server's other keys missing: %v", server)
+	}
+}
+
 // compileSchema compiles JSONSchema with a real validator.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
