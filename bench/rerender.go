@@ -11,7 +11,8 @@ import (
 // runReport renders the Markdown and the chart again from a results.json,
 // so that a committed run picks up what the report has learned to show
 // since (it measures nothing). Usage: report FILE.json; it writes FILE.md
-// and FILE.svg next to it.
+// and FILE.svg next to it (with FILE-latency.svg and FILE-scaling.svg
+// for a sweep that has those views).
 func runReport(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || !strings.HasSuffix(args[0], ".json") {
 		fmt.Fprintln(stderr, "usage: go run ./bench report RESULTS.json   (writes RESULTS.md and RESULTS.svg next to it)")
@@ -33,10 +34,13 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	if err := os.WriteFile(base+".svg", []byte(renderSVG(&res)), 0o644); err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
+	for suffix, svg := range chartFiles(&res) {
+		if err := os.WriteFile(base+suffix+".svg", []byte(svg), 0o644); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote %s%s.svg\n", base, suffix)
 	}
-	fmt.Fprintf(stdout, "wrote %s.md and %s.svg\n", base, base)
+	fmt.Fprintf(stdout, "wrote %s.md\n", base)
 	return 0
 }

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
 		os.Exit(upstreamMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == openLoopCmd {
+		os.Exit(openLoopMain(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 
