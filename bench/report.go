@@ -27,6 +27,7 @@ type seriesStats struct {
 	Others   summary // foreign load on the server CPUs, percent
 	Busy     summary // the server's own CPU time over the run, percent of its CPUs
 	Switches summary // the server's threads switched onto a CPU, per request
+	Client   summary // the client CPUs' busy share (load generator, others, interrupts), percent
 	byRound  map[int]measurement
 }
 
@@ -39,7 +40,7 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 // offered rate (0: closed loop; -1: any).
 func aggregateAt(ms []measurement, workload, label string, rate float64) seriesStats {
 	s := seriesStats{Label: label, IdleMin: -1, byRound: map[int]measurement{}}
-	var rps, cpu, p50, p99, p999, rss, reuse, others, busy, switches []float64
+	var rps, cpu, p50, p99, p999, rss, reuse, others, busy, switches, client []float64
 	for _, m := range ms {
 		if m.Workload != workload || m.Label != label || (rate >= 0 && m.Rate != rate) {
 			continue
@@ -61,6 +62,7 @@ func aggregateAt(ms []measurement, workload, label string, rate float64) seriesS
 		p999 = append(p999, pct(m.Wrk, "99.9"))
 		rss = append(rss, float64(m.PeakRSSKiB)/1024)
 		others = append(others, 100*m.ServerCPUs.Others)
+		client = append(client, 100*m.ClientCPUs.Busy)
 		if m.ServerBusy > 0 {
 			busy = append(busy, 100*m.ServerBusy)
 		} // runs recorded before server_busy existed show a dash
@@ -83,6 +85,7 @@ func aggregateAt(ms []measurement, workload, label string, rate float64) seriesS
 	}
 	s.RPS, s.CPU, s.P50, s.P99, s.RSS, s.UpReuse = summarize(rps), summarize(cpu), summarize(p50), summarize(p99), summarize(rss), summarize(reuse)
 	s.Others, s.Busy, s.Switches, s.P999 = summarize(others), summarize(busy), summarize(switches), summarize(p999)
+	s.Client = summarize(client)
 	return s
 }
 

@@ -101,8 +101,9 @@ func renderOpenLoopSweep(b *strings.Builder, res *results, labs []string, wid st
 	fmt.Fprintf(b, "Open loop: each variant is offered each rate in turn (%s req/s); latency runs from each request's intended send time. %s; `%s` is the baseline again in every round, and its ratio to the baseline at the same rate is the noise floor each verdict is held to (every round beyond it, on the same side). "+
 		"CPU µs/req is gale's CPU time over the requests at that fixed rate: the same offered work for every variant, so it compares their efficiency without the closed-loop bias.\n\n",
 		fmtRates(res.Options.Rates), capitalise(baselineWords(res)), aaLabel)
-	b.WriteString("| variant | offered | achieved | p50 | p99 | p99.9 | CPU µs/req | server busy | errors | n | ÷ baseline p99 | p99 verdict | ÷ baseline CPU/req | CPU/req verdict |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
+	b.WriteString("| variant | offered | achieved | p50 | p99 ms | p99.9 | CPU µs/req | server busy | client CPUs busy | errors | n | ÷ baseline p99 | p99 verdict | ÷ baseline CPU/req | CPU/req verdict |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
+	saturated := 0.0
 	for _, rate := range res.Options.Rates {
 		for _, l := range labs {
 			s := aggregateAt(ms, wid, l, rate)
@@ -110,16 +111,23 @@ func renderOpenLoopSweep(b *strings.Builder, res *results, labs []string, wid st
 				continue
 			}
 			if s.OK == 0 {
-				fmt.Fprintf(b, "| %s | %s | %s: %s | | | | | | | 0/%d | | | | |\n", l, fmtInt(rate), s.Status, mdEscape(shorten(s.Reason, 120)), s.Total)
+				fmt.Fprintf(b, "| %s | %s | %s: %s | | | | | | | | 0/%d | | | | |\n", l, fmtInt(rate), s.Status, mdEscape(shorten(s.Reason, 120)), s.Total)
 				continue
 			}
 			jp, jc := judgeVariant(ms, wid, l, rate, metricP99), judgeVariant(ms, wid, l, rate, metricCPU)
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %d/%d | %s | %s | %s | %s |\n", l, fmtInt(rate),
+			if s.Client.N > 0 && s.Client.Max >= clientSaturated && saturated == 0 {
+				saturated = rate
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %d/%d | %s | %s | %s | %s |\n", l, fmtInt(rate),
 				fmtRange(s.RPS, fmtInt), fmtMs(s.P50.Median), fmtRange(s.P99, fmtMsShort), fmtMs(s.P999.Median), fmtRange(s.CPU, cpuPrec),
-				fmtPct(s.Busy.Median), s.SockErrs, s.Non2xx, s.OK, s.Total, fmtJudged(jp), verdictCell(jp.Verdict), fmtJudged(jc), verdictCell(jc.Verdict))
+				fmtPct(s.Busy.Median), fmtPct(s.Client.Median), s.SockErrs, s.Non2xx, s.OK, s.Total, fmtJudged(jp), verdictCell(jp.Verdict), fmtJudged(jc), verdictCell(jc.Verdict))
 		}
 	}
-	b.WriteString("\nErrors are requests that failed on the connection or were never sent in time (the generator's queue outran every connection) / responses of 400 or more.\n\n")
+	b.WriteString("\nErrors are requests that failed on the connection or were never sent in time (the generator's queue outran every connection) / responses of 400 or more. " +
+		"Client CPUs busy is the load side's share of its CPUs (the generator, interrupts and anything else running there): near 100 % the generator itself falls behind, and its own queueing shows up as latency.\n\n")
+	if saturated > 0 {
+		fmt.Fprintf(b, "**From %s req/s on, the client CPUs were %.0f%% busy or more in some round: latency at those steps is partly the load generator's, not gale's.**\n\n", fmtInt(saturated), clientSaturated)
+	}
 	fmt.Fprintf(b, "Highest offered rate each variant held: median achieved rate within 3%% of the offer, median p99 at most %s, no failed or unsent request in any round.\n\n", fmtMs(res.Options.P99Target))
 	b.WriteString("| variant | sustained rate | p99 there |\n|---|---:|---:|\n")
 	for _, l := range labs {
@@ -144,6 +152,10 @@ func capitalise(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// clientSaturated is the client CPUs' busy percentage from which an
+// open-loop step is flagged as limited by the load side.
+const clientSaturated = 90.0
 
 // fmtMsShort formats µs as ms with three decimals.
 func fmtMsShort(us float64) string {
