@@ -186,7 +186,7 @@ func TestSweepOpenLoopReport(t *testing.T) {
 		"| read_buffer=16KiB | 20,000 |", "| within noise |",
 		// The baseline's p99 is 0.4 ms at the second step, within 1 ms; event_loops=2's 0.6 ms too.
 		"| baseline | 20,000 or more (every step held) | 0.40 ms |",
-		"`baseline` every step up to 20,000 req/s",
+		"the highest offered rate held with p99 at most 1.00 ms: `baseline` every step up to 20,000 req/s, `baseline (A/A)` every step up to 20,000 req/s",
 		"At 20,000 req/s the baseline has the lowest median p99",
 	} {
 		if !strings.Contains(md, want) {
@@ -195,9 +195,24 @@ func TestSweepOpenLoopReport(t *testing.T) {
 	}
 	res.Options.P99Target = 300
 	md = renderMarkdown(res)
-	for _, want := range []string{"| baseline | 10,000 | 0.20 ms |", "| event_loops=2 | below 10,000 | — |"} {
+	for _, want := range []string{"| baseline | 10,000 | 0.20 ms |", "| event_loops=2 | below 10,000 | — |",
+		"Beyond the noise floor: `event_loops=2` (its p99 at 10,000 req/s 1.52× the baseline's, worse)."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("with a 0.3 ms target, markdown lacks %q\n%s", want, md)
 		}
+	}
+}
+
+func TestSustainedNeedsAgreeingAA(t *testing.T) {
+	res := sweepRun(3, []float64{10000, 20000}, map[string][][2]float64{
+		baselineLabel:   {{0, 6}, {0, 6}, {0, 6}},
+		aaLabel:         {{0, 12}, {0, 12}, {0, 12}}, // the same configuration, twice the p99
+		"event_loops=2": {{0, 3}, {0, 3}, {0, 3}},
+	})
+	res.Options.P99Target = 300
+	md := renderMarkdown(res)
+	summary := md[strings.Index(md, "**Summary.**"):strings.Index(md, "Machine:")]
+	if !strings.Contains(summary, "held different rates: on this run a sustained rate is within noise and ranks nothing") || strings.Contains(summary, "Beyond the noise floor") {
+		t.Errorf("summary:\n%s", summary)
 	}
 }

@@ -225,18 +225,10 @@ func scalingRows(res *results) []variant {
 	return rows
 }
 
-// hasScaling reports whether the sweep varied a scaling key.
+// hasScaling reports whether the sweep has a scaling view: besides the
+// baseline, a variant that changes nothing but loops, CPUs or GOMAXPROCS.
 func hasScaling(res *results) bool {
-	for _, v := range res.Sweep.Variants {
-		for _, s := range v.Settings {
-			for _, k := range scalingKeys {
-				if s.Key == k {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return len(scalingRows(res)) >= 2
 }
 
 // scalingRate is the rate the scaling view reads: closed loop, or the
@@ -417,22 +409,24 @@ func sweepSummary(res *results) (warns, lines []string) {
 	top := res.Options.Rates[len(res.Options.Rates)-1]
 	bands := map[string]float64{metricP99.Name: judgeVariant(ms, wid, aaLabel, top, metricP99).Band, metricCPU.Name: judgeVariant(ms, wid, aaLabel, top, metricCPU).Band}
 	warns = noiseWarnings(res.Options.Rounds, bands)
-	var held []string
+	lines = append(lines, sustainedSummary(res, wid, labs, place)...)
+	var cpuFound []string
+	cpuBand := math.NaN()
 	for _, l := range labs {
-		if l == aaLabel {
+		if l == baselineLabel || l == aaLabel {
 			continue
 		}
-		rate, all := sustainedRate(res, wid, l)
-		switch {
-		case rate == 0:
-			held = append(held, fmt.Sprintf("`%s` none of the steps", l))
-		case all:
-			held = append(held, fmt.Sprintf("`%s` every step up to %s req/s", l, fmtInt(rate)))
-		default:
-			held = append(held, fmt.Sprintf("`%s` %s req/s", l, fmtInt(rate)))
+		j := judgeVariant(ms, wid, l, top, metricCPU)
+		cpuBand = j.Band
+		if j.Verdict == verdictBetter || j.Verdict == verdictWorse {
+			cpuFound = append(cpuFound, fmt.Sprintf("`%s` %.2f× (%s)", l, j.Ratios.Median, j.Verdict))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("%s, with p99 at most %s: %s.", place, fmtMs(res.Options.P99Target), strings.Join(held, ", ")))
+	if len(cpuFound) > 0 {
+		lines = append(lines, fmt.Sprintf("CPU per request at %s req/s, against the baseline's, beyond its noise floor (%s): %s.", fmtInt(top), bandPct(cpuBand), strings.Join(cpuFound, ", ")))
+	} else if !math.IsNaN(cpuBand) {
+		lines = append(lines, fmt.Sprintf("No variant's CPU per request at %s req/s differs from the baseline's beyond the noise floor (%s).", fmtInt(top), bandPct(cpuBand)))
+	}
 	bestLabel, bestP99 := "", math.Inf(1)
 	for _, l := range labs {
 		if l == aaLabel {
@@ -454,4 +448,70 @@ func sweepSummary(res *results) (warns, lines []string) {
 		}
 	}
 	return warns, lines
+}
+
+// sustainedWords describes a sustained rate.
+func sustainedWords(rate float64, all bool) string {
+	switch {
+	case rate == 0:
+		return "none of the steps"
+	case all:
+		return "every step up to " + fmtInt(rate) + " req/s"
+	}
+	return fmtInt(rate) + " req/s"
+}
+
+// nextStep returns the offered rate after rate (the lowest for 0).
+func nextStep(rates []float64, rate float64) float64 {
+	for _, r := range rates {
+		if r > rate {
+			return r
+		}
+	}
+	return 0
+}
+
+// sustainedSummary states each variant's sustained rate and which
+// differences from the baseline's are beyond noise: the baseline's A/A
+// copy must have held the same rate, and at the first step where one of
+// the two held and the other did not, the variant's p99 verdict must
+// agree (better for a higher sustained rate, worse for a lower one).
+func sustainedSummary(res *results, wid string, labs []string, place string) []string {
+	baseRate, baseAll := sustainedRate(res, wid, baselineLabel)
+	aaRate, aaAll := sustainedRate(res, wid, aaLabel)
+	var held []string
+	for _, l := range labs {
+		rate, all := sustainedRate(res, wid, l)
+		held = append(held, fmt.Sprintf("`%s` %s", l, sustainedWords(rate, all)))
+	}
+	lines := []string{fmt.Sprintf("%s, the highest offered rate held with p99 at most %s: %s.", place, fmtMs(res.Options.P99Target), strings.Join(held, ", "))}
+	if baseRate != aaRate || baseAll != aaAll {
+		return append(lines, "The baseline and its A/A copy, the same configuration, held different rates: on this run a sustained rate is within noise and ranks nothing.")
+	}
+	var found, quiet []string
+	for _, l := range labs {
+		if l == baselineLabel || l == aaLabel {
+			continue
+		}
+		rate, _ := sustainedRate(res, wid, l)
+		if rate == baseRate {
+			continue
+		}
+		step, want := nextStep(res.Options.Rates, baseRate), verdictBetter
+		if rate < baseRate {
+			step, want = nextStep(res.Options.Rates, rate), verdictWorse
+		}
+		if j := judgeVariant(res.Measurements, wid, l, step, metricP99); j.Verdict == want {
+			found = append(found, fmt.Sprintf("`%s` (its p99 at %s req/s %.2f× the baseline's, %s)", l, fmtInt(step), j.Ratios.Median, want))
+		} else {
+			quiet = append(quiet, "`"+l+"`")
+		}
+	}
+	if len(found) > 0 {
+		lines = append(lines, "Beyond the noise floor: "+strings.Join(found, "; ")+".")
+	}
+	if len(quiet) > 0 {
+		lines = append(lines, fmt.Sprintf("The other differences from the baseline's sustained rate (%s) are within noise.", strings.Join(quiet, ", ")))
+	}
+	return lines
 }
