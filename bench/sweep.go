@@ -244,6 +244,7 @@ Flags:
 		fmt.Fprintf(stderr, "bench sweep: %d variants exceed -max-variants %d; narrow them with -vary\n", len(variants), *maxVariants)
 		return 2
 	}
+	r.noteVariantCPUs(variants)
 	r.resolveServers([]string{"gale"})
 	if len(r.specs) == 0 {
 		fmt.Fprintln(stderr, "bench sweep: gale is not available")
@@ -353,4 +354,27 @@ func parseRates(s string) ([]float64, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// noteVariantCPUs adds a note for every server_cpus value of a variant
+// that shares a CPU with the load generator.
+func (r *runner) noteVariantCPUs(variants []variant) {
+	seen := map[string]bool{}
+	for _, v := range variants {
+		cpus := settingOf(v.Settings, "server_cpus")
+		if cpus == "" || seen[cpus] {
+			continue
+		}
+		seen[cpus] = true
+		list, err := parseCPUList(cpus)
+		if err != nil {
+			continue
+		}
+		for _, c := range list {
+			if slices.Contains(r.clientCPUs, c) {
+				r.skip(fmt.Sprintf("variant server_cpus=%s shares CPU %d with the load generator: its figures include that competition", cpus, c))
+				break
+			}
+		}
+	}
 }
