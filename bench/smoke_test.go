@@ -221,3 +221,31 @@ func TestSmokeSweepOpenLoop(t *testing.T) {
 		t.Errorf("the site's access log was not moved into the run directory: %v", err)
 	}
 }
+
+// TestSmokeGaleFixedRate runs the comparison at a fixed offered rate: the
+// open-loop generator replaces wrk, and CPU per request is measured at
+// that load.
+func TestSmokeGaleFixedRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	needWrk(t)
+	bin, err := buildGale(findModuleRoot(), t.TempDir())
+	if err != nil {
+		t.Skipf("gale cannot be built yet: %v", err)
+	}
+	md, res := runHarness(t, "-servers", "gale", "-workloads", "respond", "-rate", "1500", "-rounds", "1", "-seconds", "1", "-warmup", "0", "-gale-bin", bin)
+	if len(res.Measurements) != 1 || len(res.Options.Rates) != 1 {
+		t.Fatalf("%d measurements, rates %v", len(res.Measurements), res.Options.Rates)
+	}
+	m := res.Measurements[0]
+	if m.Status != "ok" || m.Rate != 1500 || m.OpenLoop == nil || m.OpenLoop.Due != 1500 || m.Wrk.Requests != m.OpenLoop.Completed || m.CPUUsPerReq <= 0 {
+		t.Fatalf("%s %s rate %v open loop %+v", m.Status, m.Reason, m.Rate, m.OpenLoop)
+	}
+	if len(m.WrkCommand) < 5 || m.WrkCommand[4] != openLoopCmd {
+		t.Errorf("load command %v", m.WrkCommand)
+	}
+	if !strings.Contains(md, "**Open loop**") {
+		t.Errorf("report does not say it was open loop:\n%s", md)
+	}
+}
