@@ -103,7 +103,7 @@ func renderOpenLoopSweep(b *strings.Builder, res *results, labs []string, wid st
 		fmtRates(res.Options.Rates), capitalise(baselineWords(res)), aaLabel)
 	b.WriteString("| variant | offered | achieved | p50 | p99 ms | p99.9 | CPU µs/req | server busy | client CPUs busy | errors | n | ÷ baseline p99 | p99 verdict | ÷ baseline CPU/req | CPU/req verdict |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
-	saturated := 0.0
+	saturated := clientSaturatedFrom(res, wid, labs)
 	for _, rate := range res.Options.Rates {
 		for _, l := range labs {
 			s := aggregateAt(ms, wid, l, rate)
@@ -115,9 +115,6 @@ func renderOpenLoopSweep(b *strings.Builder, res *results, labs []string, wid st
 				continue
 			}
 			jp, jc := judgeVariant(ms, wid, l, rate, metricP99), judgeVariant(ms, wid, l, rate, metricCPU)
-			if s.Client.N > 0 && s.Client.Max >= clientSaturated && saturated == 0 {
-				saturated = rate
-			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %d/%d | %s | %s | %s | %s |\n", l, fmtInt(rate),
 				fmtRange(s.RPS, fmtInt), fmtMs(s.P50.Median), fmtRange(s.P99, fmtMsShort), fmtMs(s.P999.Median), fmtRange(s.CPU, cpuPrec),
 				fmtPct(s.Busy.Median), fmtPct(s.Client.Median), s.SockErrs, s.Non2xx, s.OK, s.Total, fmtJudged(jp), verdictCell(jp.Verdict), fmtJudged(jc), verdictCell(jc.Verdict))
@@ -409,6 +406,9 @@ func sweepSummary(res *results) (warns, lines []string) {
 	top := res.Options.Rates[len(res.Options.Rates)-1]
 	bands := map[string]float64{metricP99.Name: judgeVariant(ms, wid, aaLabel, top, metricP99).Band, metricCPU.Name: judgeVariant(ms, wid, aaLabel, top, metricCPU).Band}
 	warns = noiseWarnings(res.Options.Rounds, bands)
+	if rate := clientSaturatedFrom(res, wid, labs); rate > 0 {
+		warns = append(warns, fmt.Sprintf("from %s req/s on, the client CPUs were %.0f%% busy or more in some round (the generator, interrupts and other processes together): latency there is partly the client side's, not gale's", fmtInt(rate), clientSaturated))
+	}
 	lines = append(lines, sustainedSummary(res, wid, labs, place)...)
 	var cpuFound []string
 	cpuBand := math.NaN()
@@ -514,4 +514,17 @@ func sustainedSummary(res *results, wid string, labs []string, place string) []s
 		lines = append(lines, fmt.Sprintf("The other differences from the baseline's sustained rate (%s) are within noise.", strings.Join(quiet, ", ")))
 	}
 	return lines
+}
+
+// clientSaturatedFrom returns the lowest offered rate at which the client
+// CPUs were clientSaturated percent busy or more in some round (0: none).
+func clientSaturatedFrom(res *results, wid string, labs []string) float64 {
+	for _, rate := range res.Options.Rates {
+		for _, l := range labs {
+			if s := aggregateAt(res.Measurements, wid, l, rate); s.Client.N > 0 && s.Client.Max >= clientSaturated {
+				return rate
+			}
+		}
+	}
+	return 0
 }
