@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,24 @@ func TestSweepWorkloadFlags(t *testing.T) {
 	}
 	if w, err := sweepWorkload("respond", &options{}, nil); err != nil || w.ID != "respond" {
 		t.Errorf("built-in: %+v %v", w, err)
+	}
+}
+
+func TestKnobsSplitHarnessSettings(t *testing.T) {
+	r := &runner{opts: options{Connections: 64, H2Streams: 10, ServerCPUs: "0", ClientCPUs: "1"}, clientCPUs: []int{1}, stderr: io.Discard}
+	server, k := r.knobs(job{settings: []setting{{"connections", "16"}, {"GOMAXPROCS", "2"}, {"event_loops", "2"},
+		{"server_cpus", "0-1"}, {"h2_streams", "4"}, {"http2.max_concurrent_streams", "8"}}})
+	if len(server) != 2 || server[0].Key != "event_loops" || server[1].Key != "http2.max_concurrent_streams" {
+		t.Errorf("server settings %v", server)
+	}
+	if k.conns != 16 || k.streams != 4 || k.serverCPUs != "0-1" || len(k.env) != 1 || k.env[0] != "GOMAXPROCS=2" {
+		t.Errorf("knobs %+v", k)
+	}
+	if _, k := r.knobs(job{}); k.conns != 64 || k.streams != 10 || k.serverCPUs != "0" || k.env != nil {
+		t.Errorf("defaults %+v", k)
+	}
+	r.noteVariantCPUs([]variant{{Label: "a", Settings: []setting{{"server_cpus", "0-1"}}}, {Label: "b", Settings: []setting{{"server_cpus", "0"}}}})
+	if len(r.notes) != 1 || !strings.Contains(r.notes[0], "server_cpus=0-1 shares CPU 1 with the load generator") {
+		t.Errorf("notes %q", r.notes)
 	}
 }
