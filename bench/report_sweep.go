@@ -272,8 +272,8 @@ func renderScaling(b *strings.Builder, res *results, labs []string, wid string) 
 	b.WriteString("\n")
 }
 
-// balanceShares returns, per round, the busiest threads' shares of the
-// server's CPU time, and their medians by rank.
+// balanceShares returns the median over rounds, rank by rank, of the
+// busiest threads' shares of the server's CPU time.
 func balanceShares(ms []measurement, wid, label string, rate float64, n int) []summary {
 	byRank := make([][]float64, n)
 	for _, m := range ms {
@@ -291,52 +291,88 @@ func balanceShares(ms []measurement, wid, label string, rate float64, n int) []s
 	return out
 }
 
-// renderBalance writes how the server's CPU time spread over its busiest
-// threads, for the variants with lock_os_thread true (each loop on a
-// thread of its own, so the top threads are the loops).
+// balanceConns returns the median over rounds, rank by rank, of the
+// connections each loop held halfway through the run (N == 0 when no
+// round could read them).
+func balanceConns(ms []measurement, wid, label string, rate float64, loops int, reusePort bool) []summary {
+	byRank := make([][]float64, loops)
+	for _, m := range ms {
+		if m.Workload != wid || m.Label != label || m.Rate != rate || m.Status != "ok" || len(m.EpollSets) == 0 {
+			continue
+		}
+		for i, c := range loopConnections(m.EpollSets, loops, reusePort) {
+			byRank[i] = append(byRank[i], float64(c))
+		}
+	}
+	out := make([]summary, loops)
+	for i := range byRank {
+		out[i] = summarize(byRank[i])
+	}
+	return out
+}
+
+// variantLoops returns a variant's event loops and whether it uses
+// SO_REUSEPORT (a balancing policy implies it does not).
+func variantLoops(res *results, ss []setting) (int, bool) {
+	loops, err := strconv.Atoi(settingOf(ss, "event_loops"))
+	if err != nil || loops <= 0 {
+		loops = res.Options.Workers
+	}
+	rp := settingOf(ss, "reuse_port") != "false" && settingOf(ss, "load_balancing") == ""
+	return loops, rp
+}
+
+// joinSummaries formats medians as "a / b / c".
+func joinSummaries(ss []summary, f func(float64) string) string {
+	var cells []string
+	for _, s := range ss {
+		cells = append(cells, f(s.Median))
+	}
+	return strings.Join(cells, " / ")
+}
+
+// renderBalance writes how evenly each multi-loop variant's work spread
+// over its loops: the connections each loop held (from the epoll
+// instances' watch lists) and, with lock_os_thread, each loop thread's
+// share of the CPU time.
 func renderBalance(b *strings.Builder, res *results, labs []string, wid string) {
 	rate := scalingRate(res)
 	var rows []string
 	for _, l := range labs {
 		ss := variantSettings(res, l)
-		if settingOf(ss, "lock_os_thread") != "true" {
-			continue
-		}
-		loops, err := strconv.Atoi(settingOf(ss, "event_loops"))
-		if err != nil {
-			loops = res.Options.Workers
-		}
+		loops, rp := variantLoops(res, ss)
 		if loops < 2 {
 			continue
 		}
-		shares := balanceShares(res.Measurements, wid, l, rate, loops+1)
-		var cells []string
-		for _, s := range shares {
-			cells = append(cells, fmtPct(100*s.Median))
-		}
-		rp := settingOf(ss, "reuse_port")
-		if rp == "" {
-			rp = "true"
-			if settingOf(ss, "load_balancing") != "" {
-				rp = "false"
+		who := "kernel (SO_REUSEPORT)"
+		if !rp {
+			who = settingOf(ss, "load_balancing")
+			if who == "" {
+				who = "round-robin"
 			}
 		}
-		lb := settingOf(ss, "load_balancing")
-		if rp == "true" {
-			lb = "kernel (SO_REUSEPORT)"
-		} else if lb == "" {
-			lb = "round-robin"
+		conns := "—"
+		if c := balanceConns(res.Measurements, wid, l, rate, loops, rp); c[0].N > 0 {
+			conns = joinSummaries(c, fmtInt)
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s |", l, loops, rp, lb, strings.Join(cells, " / ")))
+		shares := "— (needs lock_os_thread: true)"
+		if settingOf(ss, "lock_os_thread") == "true" {
+			shares = joinSummaries(balanceShares(res.Measurements, wid, l, rate, loops+1), func(v float64) string { return fmtPct(100 * v) })
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %t | %s | %s | %s |", l, loops, rp, who, conns, shares))
 	}
 	if len(rows) == 0 {
 		return
 	}
 	b.WriteString("### Per-loop balance\n\n")
-	b.WriteString("gale keeps per-loop counters (connections, requests) but does not publish them yet, so the bench reads the next best thing from outside: with `lock_os_thread: true` every event loop runs on an OS thread of its own, and each thread's on-CPU time (`/proc/PID/task/TID/schedstat`) is that loop's work. " +
-		"Shares are of gale's whole CPU time during the run, busiest thread first (median per rank over rounds); the thread after the loops is the runtime's busiest other thread. " +
-		"Two loops doing equal work show two equal shares; a kernel hash that put most connections on one loop shows one large share.\n\n")
-	b.WriteString("| variant | loops | reuse_port | who spreads connections | busiest threads' share of CPU |\n|---|---:|---|---|---|\n")
+	if rate > 0 {
+		fmt.Fprintf(b, "At %s req/s offered. ", fmtInt(rate))
+	}
+	b.WriteString("gale counts connections and requests per loop but does not publish them yet, so the bench reads them from outside. " +
+		"**Connections per loop**: every gnet event loop has an epoll instance of its own, and `/proc/PID/fdinfo` lists the sockets each one watches; halfway through each run the bench counts the established TCP connections of each (the accepting reactor, which holds only the listener when reuse_port is off, is left out), most first, median per rank over rounds. " +
+		"**CPU per loop**: with `lock_os_thread: true` every loop runs on an OS thread of its own, so each thread's on-CPU time (`/proc/PID/task/TID/schedstat`) is its loop's work; shares are of gale's whole CPU time, busiest first, and the share after the loops' is the busiest other thread of the Go runtime. " +
+		"Even loops show equal numbers; a kernel hash that put more connections on one loop shows one larger.\n\n")
+	b.WriteString("| variant | loops | reuse_port | who spreads connections | connections per loop | share of CPU per thread |\n|---|---:|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r + "\n")
 	}

@@ -482,6 +482,10 @@ type measurement struct {
 	// Threads is the on-CPU time of each of the server's busiest threads
 	// during the run: with lock_os_thread each event loop has one.
 	Threads []threadCPU `json:"threads,omitempty"`
+	// EpollSets are the TCP sockets each of the server's epoll instances
+	// (one per gnet event loop, and the accepting reactor's) watched
+	// halfway through the run, most connections first.
+	EpollSets []epollSet `json:"epoll_sets,omitempty"`
 }
 
 // job is one measurement to make.
@@ -626,18 +630,27 @@ func (r *runner) measure(j job) (m measurement) {
 	th0 := threadTimes(s0.PIDs)
 	stopSampler := make(chan struct{})
 	sampled := make(chan int64, 1)
+	epolled := make(chan []epollSet, 1)
 	go func() {
 		var peak int64
+		var sets []epollSet
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
+		// Halfway through the run every connection the load keeps is
+		// open: that is when each loop's share of them is read.
+		half := time.NewTimer(time.Duration(r.opts.Seconds) * time.Second / 2)
+		defer half.Stop()
 		for {
 			if rss := sumRSS(s0.PIDs); rss > peak {
 				peak = rss
 			}
 			select {
 			case <-t.C:
+			case <-half.C:
+				sets = readEpollSets(p.pid())
 			case <-stopSampler:
 				sampled <- peak
+				epolled <- sets
 				return
 			}
 		}
@@ -649,6 +662,7 @@ func (r *runner) measure(j job) (m measurement) {
 	m.OpenLoop = olres
 	close(stopSampler)
 	m.SampledRSSKiB = <-sampled
+	m.EpollSets = <-epolled
 	m.CPUMHzAfter = cpuMHz(serverCPUs)
 	m.LoadAvgAfter = loadAvg()
 	m.WrkCommand = full
