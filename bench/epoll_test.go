@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +66,22 @@ func TestReadEpollSets(t *testing.T) {
 	sets := readEpollSets(os.Getpid())
 	if len(sets) == 0 || sets[0].Listeners < 1 || sets[0].Established < 2 {
 		t.Fatalf("epoll sets %+v, want the poller with the listener and both ends of the connection", sets)
+	}
+}
+
+func TestBalanceTable(t *testing.T) {
+	res := sweepRun(3, nil, map[string][][2]float64{
+		baselineLabel:   {{100000, 6}, {100000, 6}, {100000, 6}},
+		aaLabel:         {{100000, 6}, {100000, 6}, {100000, 6}},
+		"event_loops=2": {{100000, 6}, {100000, 6}, {100000, 6}},
+	})
+	for i, m := range res.Measurements {
+		if m.Label == "event_loops=2" {
+			res.Measurements[i].EpollSets = []epollSet{{Listeners: 1, Established: 38 + m.Round}, {Listeners: 1, Established: 26 - m.Round}}
+		}
+	}
+	md := renderMarkdown(res)
+	if !strings.Contains(md, "| event_loops=2 | 2 | true | kernel (SO_REUSEPORT) | 40 / 24 | — (needs lock_os_thread: true) |") {
+		t.Errorf("balance table missing or wrong:\n%s", md)
 	}
 }

@@ -356,6 +356,9 @@ func renderBalance(b *strings.Builder, res *results, labs []string, wid string) 
 			conns = joinSummaries(c, fmtInt)
 		}
 		shares := "— (needs lock_os_thread: true)"
+		if conns == "—" && settingOf(ss, "lock_os_thread") != "true" {
+			continue // a run recorded before connections were counted
+		}
 		if settingOf(ss, "lock_os_thread") == "true" {
 			shares = joinSummaries(balanceShares(res.Measurements, wid, l, rate, loops+1), func(v float64) string { return fmtPct(100 * v) })
 		}
