@@ -169,17 +169,25 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.StringVar(&o.AccessLog, "access-log", "", "replay the 50 most requested GET paths of this access log (combined or common format) as a weighted mix")
 	fs.StringVar(&o.Host, "host", "", "Host header of every request (for a config that routes by host)")
-	fs.Func("vary", "a gale server: setting and its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
+	fs.Func("vary", "a gale server: setting (dotted keys such as http2.max_concurrent_streams too) or one of the harness's connections, h2_streams, server_cpus, GOMAXPROCS, with its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
 		varies = append(varies, s)
 		return nil
 	})
 	check := commonFlags(fs, &o)
+	if f := fs.Lookup("connections"); f != nil {
+		f.Usage = "client connections (wrk -c, or the open-loop generator's keep-alive connections)"
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: go run ./bench sweep [flags]
 
-The reactor-tuning lab: holds one workload fixed and measures gale with
-different server: settings, one at a time from a baseline (default) or as a
-grid (-grid). Same metrics, table and chart as the comparison.
+The reactor-tuning lab: holds one workload fixed (built in, or your own
+-config with -url/-access-log) and measures gale with different server:
+settings, one at a time from a baseline (default) or as a grid (-grid).
+The baseline runs twice per round (baseline and its A/A copy): their
+difference is the noise floor, and each variant is judged better, worse
+or within noise against it. -rates switches to an open-loop, fixed-rate
+load with latency from each request's intended send time. See
+bench/TUNING.md.
 
 Flags:
 `)
