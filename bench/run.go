@@ -499,7 +499,8 @@ type job struct {
 }
 
 // loadKnobs are a job's load and placement, after its variant's
-// harness-side settings (see harnessKeys) are applied to the options.
+// harness-side settings (connections, h2_streams, server_cpus,
+// GOMAXPROCS) are applied to the options.
 type loadKnobs struct {
 	conns, streams int
 	serverCPUs     string

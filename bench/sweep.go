@@ -21,15 +21,6 @@ const (
 	aaLabel       = "baseline (A/A)"
 )
 
-// harnessKeys are the -vary keys that change the load or the placement
-// rather than gale's server: block.
-var harnessKeys = map[string]string{
-	"connections": "client connections (wrk -c, the open-loop generator's connections)",
-	"h2_streams":  "HTTP/2 streams per connection (h2load -m)",
-	"server_cpus": "the CPU list gale is pinned to (taskset -c)",
-	"GOMAXPROCS":  "the Go runtime's GOMAXPROCS environment variable for gale",
-}
-
 // sweepInfo describes a sweep in results.json.
 type sweepInfo struct {
 	Workload string    `json:"workload"`
