@@ -366,6 +366,8 @@ func renderScalingSVG(res *results) string {
 	}
 	t := fmt.Sprintf("gale scaling: %s, %s, %d round(s)", wid, what, res.Options.Rounds)
 	fmt.Fprintf(&head, `<text x="%d" y="20" class="t">%s</text>`+"\n", margin, xmlEscape(fitText(t, fontTitle, float64(width-2*margin))))
+	sub := "medians over rounds; the report's verdicts say which differences lie beyond the A/A noise floor"
+	fmt.Fprintf(&head, `<text x="%d" y="36" class="v">%s</text>`+"\n", margin, xmlEscape(fitText(sub, fontValue, float64(width-2*margin))))
 	return svgDoc(width, height, head.String()+body.String())
 }
 
