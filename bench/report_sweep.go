@@ -427,7 +427,7 @@ func sweepSummary(res *results) (warns, lines []string) {
 				noise++
 			}
 		}
-		lines = append(lines, fmt.Sprintf("%s the noise floor of this run is %s in req/s and %s in CPU per request (the baseline against itself, %d rounds).",
+		lines = append(lines, fmt.Sprintf("%s the noise floor of this run is %s in req/s and %s in CPU per request (the baseline against itself, %d round(s)).",
 			place, bandPct(bands[metricRPS.Name]), bandPct(bands[metricCPU.Name]), res.Options.Rounds))
 		switch {
 		case len(warns) > 0 && res.Options.Rounds < minVerdictRound:
