@@ -4,6 +4,7 @@
 //	go run ./bench -h          # the comparison and its flags
 //	go run ./bench sweep -h    # the reactor-tuning lab
 //	go run ./bench report R.json  # render R.md and R.svg again from a run
+//	go run ./bench bulk           # a 256 MiB download with curl, HTTP/1.1 against HTTP/2
 //
 // Each server runs pinned to the server CPUs with the same number of
 // workers, wrk runs pinned to the client CPUs, rounds are interleaved with
@@ -19,6 +20,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == openLoopCmd {
+		os.Exit(openLoopMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
 		os.Exit(upstreamMain(os.Args[2:]))
 	}
@@ -29,6 +33,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "sweep" {
 		return runSweep(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "bulk" {
+		return runBulk(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "report" {
 		return runReport(args[1:], stdout, stderr)

@@ -17,10 +17,15 @@ import (
 // queues: frame bytes (copied), and file regions that the goroutine reads
 // itself, so that no large file is read on the loop and none is held in
 // memory. The loop queues only while less than server.max_buffered_output
-// waits (h2conn.room); when it stopped for lack of room it says so
+// waits (Conn.room); when it stopped for lack of room it says so
 // (askRoom), and the writer wakes the loop once half of that drained. A
 // write that makes no progress for timeouts.write fails the writer, and
-// the loop closes the connection.
+// the loop closes the connection. On cleartext connections the writer
+// sends through a pipe without copying (splice.go) when it can have
+// one.
+//
+// Files are closed by the goroutine while it runs (they may be in the
+// batch it writes), by the loop only once it exited.
 //
 // Every method but run is called on the loop.
 type writer struct {
@@ -35,12 +40,15 @@ type writer struct {
 	spare   []writeItem // the previous batch's storage, for reuse
 	free    [][]byte    // byte buffers the goroutine is done with
 	stopped bool        // abort was called: write nothing more
+	exited  bool        // the goroutine is done: the loop closes files itself
 
 	queued   atomic.Int64 // bytes queued and not yet written
 	wantRoom atomic.Bool  // the loop stopped producing for lack of room
 	dead     atomic.Bool  // a write failed, or abort: the connection must close
 	release  func()       // gives the duplicate's place in the descriptor budget back
 	files    *fds.Budget  // where the exchanges' files it closes are counted (closeHeld)
+	plain    bool         // a cleartext connection: splice when a pipe can be had
+	pipe     *h2pipe      // the zero-copy path's pipe, or nil (the goroutine's)
 }
 
 // writeItem is one piece of queued output: bytes, a region of a file, or
@@ -83,6 +91,7 @@ func (h *Conn) startWriter() bool {
 		timeout: time.Duration(set.Write),
 		release: func() { b.Release(1) },
 		files:   b,
+		plain:   !cs.Layered(),
 	}
 	w.cond.L = &w.mu
 	h.w = w
@@ -135,10 +144,11 @@ func (w *writer) queueFile(f *os.File, off, n int64) {
 // writes them in few large writes rather than one per frame.
 func (w *writer) kick() { w.cond.Signal() }
 
-// queueClose has the writer close f once everything queued before is out.
+// queueClose has the writer close f once it is done with everything
+// queued before (written, or in its pipe, which holds the pages).
 func (w *writer) queueClose(f *os.File) {
 	w.mu.Lock()
-	if w.stopped {
+	if w.exited {
 		w.mu.Unlock()
 		closeHeld(f, w.files)
 		return
@@ -161,14 +171,24 @@ func (w *writer) abort() {
 
 // run writes batches until abort or a failed write.
 func (w *writer) run() {
-	buf := make([]byte, 0, writeChunk)
+	var buf []byte
+	if tc, ok := w.nc.(*net.TCPConn); ok && w.plain {
+		w.pipe = openPipe(tc, w.files, pipeFor(w.max))
+	}
+	if w.pipe == nil {
+		buf = make([]byte, 0, writeChunk)
+	}
 	var err error
 	for {
 		batch, ok := w.next()
 		if !ok {
 			break
 		}
-		buf, err = w.writeBatch(buf, batch)
+		if w.pipe != nil {
+			err = w.spliceBatch(batch)
+		} else {
+			buf, err = w.writeBatch(buf, batch)
+		}
 		if err != nil {
 			w.closeFiles(batch) // the files the failed batch was to close after its bytes
 			w.recycle(batch)
@@ -179,10 +199,14 @@ func (w *writer) run() {
 	w.dead.Store(true)
 	w.mu.Lock()
 	w.stopped = true
+	w.exited = true
 	rest := w.items
 	w.items = nil
 	w.mu.Unlock()
 	w.closeFiles(rest)
+	if w.pipe != nil {
+		w.pipe.close(w.files)
+	}
 	_ = w.nc.Close()
 	w.release()
 	w.wakeFn()
@@ -289,6 +313,9 @@ func (w *writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 // it waits for room and the queue has shrunk to half the bound.
 func (w *writer) write(b []byte) error {
 	_ = w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+	if w.dead.Load() {
+		return errWriterStopped // abort set the deadline before ours
+	}
 	n, err := w.nc.Write(b)
 	w.sent(n)
 	return err

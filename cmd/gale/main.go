@@ -4,6 +4,7 @@
 //	gale serve -c gale.yaml     run (bare "gale" is "gale serve")
 //	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
 //	gale version                print the version
+//	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse]
 //	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
 package main
@@ -24,6 +25,7 @@ import (
 
 	"gale/app"
 	"gale/config"
+	"gale/sdnotify"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -33,6 +35,7 @@ const usage = `usage:
   gale [serve] [-c FILE]                     run the server (default config: ./gale.yaml)
   gale validate -c FILE                      check a config file
   gale version                               print the version
+  gale schema                                print the config file's JSON Schema (draft-07)
   gale file-server [--root DIR] [--listen ADDR] [--browse]
                                              serve a directory without a config file
                                              (--browse lists directories without an index file)
@@ -60,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
+	case "schema":
+		return cmdSchema(args, stdout, stderr)
 	case "file-server":
 		return cmdFileServer(args, stdout, stderr)
 	case "reverse-proxy":
@@ -108,6 +113,21 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+// cmdSchema prints the JSON Schema of the config file, for editors
+// (yaml-language-server reads it from a "# yaml-language-server: $schema="
+// modeline).
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprint(stderr, "usage: gale schema\n")
+		return 2
+	}
+	if _, err := stdout.Write(config.JSONSchema()); err != nil {
+		fmt.Fprintf(stderr, "gale: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
@@ -188,7 +208,8 @@ func fileExists(p string) bool {
 }
 
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
-// server was started from one).
+// server was started from one). It tells the service manager about each
+// step (see notify).
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
 	srv, err := app.New(cfg, log)
@@ -214,6 +235,7 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	for _, line := range cfg.Summary() {
 		fmt.Fprintf(stdout, "gale: %s\n", line)
 	}
+	notify(log, sdnotify.Ready)
 	for {
 		select {
 		case err := <-runErr:
@@ -224,9 +246,12 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			return 0
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
+				notify(log, sdnotify.Reloading)
 				reload(srv, file, log)
+				notify(log, sdnotify.Ready)
 				continue
 			}
+			notify(log, sdnotify.Stopping)
 			log.Info("stopping", "signal", sig.String(), "deadline", cfg.Server.Timeouts.Shutdown.String())
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.Timeouts.Shutdown)
 			err := srv.Stop(ctx)
@@ -241,6 +266,16 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			log.Info("stopped")
 			return 0
 		}
+	}
+}
+
+// notify reports a state change to the service manager (systemd's
+// Type=notify and Type=notify-reload), when $NOTIFY_SOCKET names one: ready
+// once listening, reloading then ready again around a SIGHUP reload
+// (whether or not the new file was taken), stopping when a stop begins.
+func notify(log *slog.Logger, send func() error) {
+	if err := send(); err != nil {
+		log.Warn("notify the service manager", "err", err.Error())
 	}
 }
 
