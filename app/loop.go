@@ -12,9 +12,9 @@ import (
 )
 
 // loop is the state of one event loop: the services its engines share
-// (wire.Loop), its connections, and the per-loop buffers of the TLS
-// transport and the HTTP/1.1 sink. All fields but Stats are touched only
-// on that loop.
+// (wire.Loop), its connections, and the loop's state of the TLS transport
+// and of the HTTP/1.1 engine. All fields but Stats are touched only on
+// that loop.
 type loop struct {
 	wire.Loop
 	srv     *Server

@@ -1,7 +1,12 @@
 // Package app runs gale: it owns the gnet engine and its event handler,
-// the per-connection state machine, timeouts, graceful stop and
-// configuration reload. It decides when a request is logged; package
-// accesslog formats and writes the lines.
+// the loops, the listeners, the choice of each connection's protocol,
+// the timeout sweep, graceful stop and configuration reload. The
+// protocols have rooms of their own below it: the HTTP/1.1 engine
+// (app/h1), the HTTP/2 engine (app/h2conn) and the TLS transport
+// (app/tlsconn), over what they share (app/wire: the connection's
+// transport, the per-loop services, the compiled settings, and the
+// wire.Engine interface through which app drives an engine). Package
+// accesslog formats and writes the request lines the engines record.
 //
 // Every connection belongs to one event loop for its whole life and all of
 // its state is touched only from that loop (gnet calls OnOpen, OnTraffic and
@@ -63,7 +68,7 @@ type Server struct {
 
 	open atomic.Int64 // client connections open in gnet across loops (for stop)
 
-	files *cache.Cache // the file cache of static routes (static_glue.go)
+	files *cache.Cache // the file cache of static routes (cache.go)
 
 	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (tls.go)
 	anyTLS     bool             // some listener is TLS or redirect_to_https

@@ -13,12 +13,13 @@ const transferBuf = 64 << 10
 
 var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); return &b }}
 
-// runLayered sends a transfer's head and pieces over a TLS connection: they are
-// encrypted by this goroutine through the connection's tls.Conn, whose
-// shim writes the records to w, the duplicate of the socket (sendfile
-// cannot encrypt, so file regions are read into a pooled buffer). The
-// loop does nothing on the connection meanwhile. Memory stays bounded per
-// transfer: the buffer and crypto/tls's record buffer.
+// runLayered sends a transfer's head and pieces over a TLS connection:
+// they are encrypted by this goroutine through the layer (the
+// connection's tls.Conn), which writes the records to w, the duplicate of
+// the socket (sendfile cannot encrypt, so file regions are read into a
+// pooled buffer). The loop does nothing on the connection meanwhile.
+// Memory stays bounded per transfer: the buffer and crypto/tls's record
+// buffer.
 func (x *transfer) runLayered(w *net.TCPConn, ly wire.Layer) error {
 	tw := ly.SendOffLoop(w)
 	// The loop observes the transfer's end (done) before it uses the

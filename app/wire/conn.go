@@ -108,9 +108,6 @@ func (c *Conn) Layered() bool { return c.layer != nil }
 // connection.
 func (c *Conn) Layer() Layer { return c.layer }
 
-// Settings returns the settings of new requests.
-func (c *Conn) Settings() *Settings { return c.Loop.Shared.Set.Load() }
-
 // Inbound returns the request bytes received and not yet consumed. The
 // slice aliases the connection's buffer and is valid until Consume or the
 // end of the current event handler call.

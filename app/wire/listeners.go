@@ -4,36 +4,7 @@ import (
 	"fmt"
 
 	"gale/config"
-	"gale/h2"
 )
-
-// compileHTTP2 turns server.http2 into the core's limits, and says whether
-// HTTP/2 is offered: it is enabled and no route forwards, since the
-// reverse proxy answers clients over HTTP/1.1 only (such configs keep
-// every listener on HTTP/1.1, and say so at start).
-func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
-	c := cfg.Server.HTTP2
-	hc := h2.Config{
-		MaxConcurrentStreams: c.MaxConcurrentStreams,
-		InitialStreamWindow:  c.InitialStreamWindow,
-		InitialConnWindow:    c.InitialConnWindow,
-		MaxFrameSize:         c.MaxFrameSize,
-		MaxHeaderListSize:    c.MaxHeaderListSize,
-		MaxRequests:          c.MaxRequests,
-		MaxBodyBytes:         cfg.Server.Limits.BodyBytes,
-	}
-	return hc, c.Enabled && !forwards(cfg)
-}
-
-// forwards reports whether any route of cfg proxies.
-func forwards(cfg *config.Config) bool {
-	for i := range cfg.Routes {
-		if cfg.Routes[i].Proxy != nil {
-			return true
-		}
-	}
-	return false
-}
 
 // Speaks returns an error when a listener speaking protos could answer
 // no connection under cfg: it has no h1, and HTTP/2 is not offered (h2On

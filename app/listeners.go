@@ -1,5 +1,10 @@
 package app
 
+// The listeners as the server sees them: what each one speaks, its TLS
+// state (package tlsconn) or https redirect, finding a new connection's
+// listener and giving the connection its transport, watching and
+// reloading certificates.
+
 import (
 	"fmt"
 	"net"
