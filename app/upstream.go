@@ -11,7 +11,7 @@ import (
 // proxy routes' health checks, sums their counters, and dispatches the
 // gnet events of upstream connections (their context is a
 // *proxy.UpstreamConn, set before OnOpen; accepted clients arrive without
-// one). The routes are built by wire.ProxyOption, and the HTTP/1.1 engine
+// one). The routes are built by wire.CompileBudget, and the HTTP/1.1 engine
 // implements proxy.Client (package h1).
 
 // startProxies starts the health checks of the proxy routes of set.

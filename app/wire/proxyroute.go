@@ -12,9 +12,9 @@ import (
 	"gale/proxy"
 )
 
-// ProxyOption gives handlers.Build the factory of proxy routes, which
+// proxyOption gives handlers.Build the factory of proxy routes, which
 // count their descriptors in b.
-func ProxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
+func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	loops := cfg.Server.EventLoops
 	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
 		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})

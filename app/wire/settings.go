@@ -45,7 +45,7 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 			return nil, err
 		}
 	}
-	rt, err := handlers.Build(cfg, append(opts, ProxyOption(cfg, b))...)
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
 	if err != nil {
 		return nil, err
 	}
