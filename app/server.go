@@ -70,9 +70,11 @@ type Server struct {
 
 	files *cache.Cache // the file cache of static routes (cache.go)
 
-	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (tls.go)
+	ops opsState // the metrics listener and reload counters (metrics.go)
+
+	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
 	anyTLS     bool             // some listener is TLS or redirect_to_https
-	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (tls.go)
+	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -104,6 +106,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		s.addrs = append(s.addrs, a)
 	}
 	if err := s.setupListeners(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.openMetrics(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
@@ -169,8 +174,10 @@ func (s *Server) Run() error {
 	}
 	stopWatch := make(chan struct{})
 	go s.watchCertificates(stopWatch, certPoll)
+	go s.runMetrics()
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
+	s.closeMetrics()
 	if s.sh.Access != nil {
 		s.sh.Access.Close()
 	}
@@ -193,6 +200,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // accepted afterwards. Settings that need new listeners or a new
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
+	defer func() { s.ops.reloaded(err) }()
 	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files))
 	if err != nil {
 		return nil, err
@@ -232,6 +240,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 		notes = append(notes, "log or access_log changed: restart gale to apply them")
 	}
 	notes = append(notes, cacheNotes(old, cfg)...)
+	notes = append(notes, metricsNotes(old, cfg)...)
 	s.startProxies(set)
 	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them

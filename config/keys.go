@@ -219,6 +219,11 @@ var accessLogKeys = sectionKey("access_log", "The request log.",
 	intKey("keep", 0, 1000, "5", "Rotated files kept; 0 = none."),
 )
 
+var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listener of their own (off the event loops).",
+	&keySpec{name: "listen", typ: typeString, def: `""`, doc: `"" = off; else "host:port" to serve metrics on (keep it private, e.g. 127.0.0.1:9180).`},
+	&keySpec{name: "path", typ: typeString, def: "/metrics", doc: "The path the metrics are served at; other paths answer 404."},
+)
+
 // headerNamePattern is what header rule names look like (RFC 9110 section
 // 5.6.2 tokens); the decoder checks them further.
 const headerNamePattern = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
@@ -327,5 +332,6 @@ var topKeys = sectionKey("", "gale's config file.",
 	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to the built-in table.`),
 	logKeys,
 	accessLogKeys,
+	metricsKeys,
 	listKey("routes", routeKeys, "Routes, each a host and path prefix; their order carries no meaning for matching.").must().atLeast(1),
 )

@@ -70,6 +70,7 @@ const (
 // routes.
 func defaults() *Config {
 	return &Config{
+		Metrics: Metrics{Path: "/metrics"},
 		Server: Server{
 			EventLoops:        runtime.NumCPU(),
 			ReusePort:         true,
@@ -149,6 +150,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if v := s.get("access_log"); v != nil {
 		d.accessLog(v, "access_log", &c.AccessLog)
+	}
+	if v := s.get("metrics"); v != nil {
+		d.metrics(v, "metrics", &c.Metrics)
+		d.checkMetricsAddress(c)
 	}
 	if v := s.get("routes"); v != nil {
 		c.Routes = d.routes(v, "routes")
@@ -372,6 +377,50 @@ func (d *decoder) log(n *yaml.Node, path string, l *Log) {
 	}
 	d.setEnum(s, "level", &l.Level, logKeys.options("level")...)
 	d.setEnum(s, "format", &l.Format, logKeys.options("format")...)
+}
+
+// metrics decodes the metrics listener. Its address must be one of its
+// own: sharing a listen address would make gnet and the metrics server
+// fight over the port (checkMetricsAddress runs once listen is known).
+func (d *decoder) metrics(n *yaml.Node, path string, m *Metrics) {
+	s := d.section(n, path, metricsKeys.names()...)
+	if s == nil {
+		return
+	}
+	if v := s.get("listen"); v != nil {
+		p := join(path, "listen")
+		if a, ok := d.str(v, p); ok && a != "" {
+			if msg := checkAddress(a); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
+			} else {
+				m.Listen, m.Pos = a, Pos{deref(v).Line, deref(v).Column}
+			}
+		}
+	}
+	if v := s.get("path"); v != nil {
+		p := join(path, "path")
+		if mp, ok := d.str(v, p); ok {
+			if !strings.HasPrefix(mp, "/") || strings.ContainsAny(mp, "?# \t") {
+				d.errorf(deref(v), p, "expected a path such as /metrics, got %s", quote(mp))
+			} else {
+				m.Path = mp
+			}
+		}
+	}
+}
+
+// checkMetricsAddress refuses a metrics listener on one of the server's
+// listen addresses (port 0, which the kernel chooses, never clashes).
+func (d *decoder) checkMetricsAddress(c *Config) {
+	if c.Metrics.Listen == "" || strings.HasSuffix(c.Metrics.Listen, ":0") {
+		return // off, or a port the kernel picks
+	}
+	for _, l := range c.Listen {
+		if l.Address == c.Metrics.Listen {
+			d.errorf(&yaml.Node{Line: c.Metrics.Pos.Line, Column: c.Metrics.Pos.Col}, "metrics.listen", "address %s is also listed under listen (line %d, column %d): give metrics an address of its own, e.g. 127.0.0.1:9180",
+				quote(l.Address), l.Pos.Line, l.Pos.Col)
+		}
+	}
 }
 
 func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {

@@ -18,7 +18,15 @@ type Config struct {
 	MimeTypes map[string]string // extension (with dot, lower case) -> media type, added to the built-in table
 	Log       Log               // process log
 	AccessLog AccessLog         // request log
+	Metrics   Metrics           // Prometheus metrics listener
 	Routes    []Route           // at least one, in file order; order carries no meaning for matching
+}
+
+// Metrics is where Prometheus metrics are served.
+type Metrics struct {
+	Listen string // "" = off; else "host:port", on a listener of its own (not one of Listen)
+	Path   string // default "/metrics"
+	Pos    Pos    // where listen was given, for messages
 }
 
 // Pos is a position in the config file, for messages. Line and Col are

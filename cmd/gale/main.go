@@ -286,6 +286,7 @@ func reload(srv *app.Server, file string, log *slog.Logger) {
 	}
 	cfg, err := config.Load(file)
 	if err != nil {
+		srv.ReloadRejected()
 		log.Error("reload: keeping the running config", "err", err.Error())
 		return
 	}
