@@ -945,6 +945,10 @@ func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 		}
 	}
 	d.setBool(s, "keep_path", &r.KeepPath)
+	if r.KeepPath && r.Target != nil {
+		d.errorf(deref(s.get("keep_path")), join(path, "keep_path"), "to has placeholders; write {rest} and {query} where the path and query go instead of keep_path")
+		r.KeepPath = false
+	}
 	return r
 }
 
