@@ -97,7 +97,11 @@ func (t *trace) group(rt *Router, g *group, host []byte) {
 		t.addf("host group: none (no route for this host, and none without a host)")
 		return
 	}
-	t.addf("host group: %s (%d routes, tried in precedence order)", name, len(g.routes))
+	n := fmt.Sprintf("%d routes", len(g.routes))
+	if len(g.routes) == 1 {
+		n = "1 route"
+	}
+	t.addf("host group: %s (%s, tried in precedence order)", name, n)
 }
 
 // tried reports one route the router tried and the first matcher that
