@@ -460,7 +460,7 @@ func (d *decoder) routes(n *yaml.Node, path string) []Route {
 	for i, item := range items {
 		p := index(path, i)
 		r, pathNode, ok := d.route(item, p)
-		if ok {
+		if ok && pathNode != nil && r.Path != "" {
 			for j := range out {
 				if RoutesConflict(&out[j], &r) {
 					d.conflict(p, &r, pathNode, index(path, idx[j]), &out[j], nodes[j])
