@@ -284,15 +284,15 @@ func TestIdleConns(t *testing.T) {
 func TestSweepVariants(t *testing.T) {
 	dims := defaultDimensions(1)
 	vs := sweepVariants(dims, false)
-	// baseline + event_loops 2,4 + 3 load_balancing + 2 read + 2 write + 1 + 1 + 1.
-	if len(vs) != 1+2+3+2+2+1+1+1 {
+	// baseline + its A/A copy + event_loops 2,4 + 3 load_balancing + 2 read + 2 write + 1 + 1 + 1.
+	if len(vs) != 2+2+3+2+2+1+1+1 || vs[1].Label != aaLabel || len(vs[1].Settings) != 0 {
 		t.Fatalf("%d variants: %v", len(vs), vs)
 	}
 	var labelsGot []string
 	for _, v := range vs {
 		labelsGot = append(labelsGot, v.Label)
 	}
-	for _, want := range []string{"baseline", "event_loops=2", "reuse_port=false load_balancing=least-connections", "read_buffer=16KiB", "edge_triggered=true", "tcp_no_delay=false"} {
+	for _, want := range []string{"baseline", "baseline (A/A)", "event_loops=2", "reuse_port=false load_balancing=least-connections", "read_buffer=16KiB", "edge_triggered=true", "tcp_no_delay=false"} {
 		found := false
 		for _, l := range labelsGot {
 			found = found || l == want
@@ -310,11 +310,16 @@ func TestSweepVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	grid := sweepVariants([]dimension{d1, d2}, true)
-	// 2×2 combinations, one of which is the baseline itself.
-	if len(grid) != 4 || grid[1].Label != "event_loops=1 edge_triggered=true" {
+	// 2×2 combinations, one of which is the baseline itself, and the A/A copy.
+	if len(grid) != 5 || grid[2].Label != "event_loops=1 edge_triggered=true" {
 		t.Fatalf("grid %v", grid)
 	}
-	for _, bad := range []string{"event_loops", "=1", "Bad=1", "x="} {
+	for _, good := range []string{"http2.max_concurrent_streams=16,128", "GOMAXPROCS=1,2", "connections=16,256", "server_cpus=0,0-1"} {
+		if _, err := parseVary(good, dims); err != nil {
+			t.Errorf("parseVary(%q): %v", good, err)
+		}
+	}
+	for _, bad := range []string{"event_loops", "=1", "Bad=1", "x=", "a..b=1", ".a=1"} {
 		if _, err := parseVary(bad, dims); err == nil {
 			t.Errorf("parseVary(%q) accepted", bad)
 		}

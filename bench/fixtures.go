@@ -44,6 +44,10 @@ type workload struct {
 	// prior knowledge, both with h2load.
 	Proto string
 	Desc  string // one line for the report
+	// Custom marks the user's own request mix (sweep -url/-access-log):
+	// Mix holds its paths, and responses are checked by status only.
+	Custom bool
+	Mix    []weightedPath
 }
 
 // h2 reports whether the workload is HTTP/2 (driven by h2load).

@@ -20,6 +20,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == openLoopCmd {
+		os.Exit(openLoopMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
 		os.Exit(upstreamMain(os.Args[2:]))
 	}

@@ -18,6 +18,7 @@ type seriesStats struct {
 	CPU      summary // server CPU µs per request
 	P50      summary // µs
 	P99      summary // µs
+	P999     summary // µs (open loop only)
 	RSS      summary // peak RSS, MiB
 	SockErrs int64   // summed over successful measurements
 	Non2xx   int64
@@ -26,15 +27,22 @@ type seriesStats struct {
 	Others   summary // foreign load on the server CPUs, percent
 	Busy     summary // the server's own CPU time over the run, percent of its CPUs
 	Switches summary // the server's threads switched onto a CPU, per request
+	Client   summary // the client CPUs' busy share (load generator, others, interrupts), percent
 	byRound  map[int]measurement
 }
 
 // aggregate summarises the measurements of label on workload.
 func aggregate(ms []measurement, workload, label string) seriesStats {
+	return aggregateAt(ms, workload, label, -1)
+}
+
+// aggregateAt summarises the measurements of label on workload at one
+// offered rate (0: closed loop; -1: any).
+func aggregateAt(ms []measurement, workload, label string, rate float64) seriesStats {
 	s := seriesStats{Label: label, IdleMin: -1, byRound: map[int]measurement{}}
-	var rps, cpu, p50, p99, rss, reuse, others, busy, switches []float64
+	var rps, cpu, p50, p99, p999, rss, reuse, others, busy, switches, client []float64
 	for _, m := range ms {
-		if m.Workload != workload || m.Label != label {
+		if m.Workload != workload || m.Label != label || (rate >= 0 && m.Rate != rate) {
 			continue
 		}
 		s.Server = m.Server
@@ -51,8 +59,10 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		cpu = append(cpu, m.CPUUsPerReq)
 		p50 = append(p50, pct(m.Wrk, "50"))
 		p99 = append(p99, pct(m.Wrk, "99"))
+		p999 = append(p999, pct(m.Wrk, "99.9"))
 		rss = append(rss, float64(m.PeakRSSKiB)/1024)
 		others = append(others, 100*m.ServerCPUs.Others)
+		client = append(client, 100*m.ClientCPUs.Busy)
 		if m.ServerBusy > 0 {
 			busy = append(busy, 100*m.ServerBusy)
 		} // runs recorded before server_busy existed show a dash
@@ -74,7 +84,8 @@ func aggregate(ms []measurement, workload, label string) seriesStats {
 		s.Status, s.Reason = "ok", ""
 	}
 	s.RPS, s.CPU, s.P50, s.P99, s.RSS, s.UpReuse = summarize(rps), summarize(cpu), summarize(p50), summarize(p99), summarize(rss), summarize(reuse)
-	s.Others, s.Busy, s.Switches = summarize(others), summarize(busy), summarize(switches)
+	s.Others, s.Busy, s.Switches, s.P999 = summarize(others), summarize(busy), summarize(switches), summarize(p999)
+	s.Client = summarize(client)
 	return s
 }
 
@@ -220,11 +231,28 @@ func renderMarkdown(res *results) string {
 	if res.Kind == "sweep" {
 		title = "gale reactor sweep"
 	}
+	var summaryLines []string
+	if res.Kind == "sweep" {
+		var warns []string
+		warns, summaryLines = sweepSummary(res)
+		for _, w := range warns {
+			fmt.Fprintf(&b, "**Warning: %s.**\n\n", mdEscape(w))
+		}
+	}
 	fmt.Fprintf(&b, "# %s, %s\n\n", title, res.Started.Format("2006-01-02 15:04 MST"))
+	if len(summaryLines) > 0 {
+		b.WriteString("**Summary.** ")
+		b.WriteString(strings.Join(summaryLines, " "))
+		b.WriteString("\n\n")
+	}
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs online, Linux %s, %s; load average at start %s.\n", res.Machine.CPUModel, res.Machine.OnlineCPUs,
 		res.Machine.Kernel, res.Machine.GoVersion, res.Machine.LoadAvg)
 	fmt.Fprintf(&b, "Server pinned to CPUs %s with %d worker(s); wrk (%s) pinned to CPUs %s: -t%d -c%d, %d s measured after %d s warm-up, %d round(s), interleaved, order rotated each round.\n",
 		o.ServerCPUs, o.Workers, res.WrkVersion, o.ClientCPUs, o.Threads, o.Connections, o.Seconds, o.Warmup, o.Rounds)
+	if len(o.Rates) > 0 {
+		fmt.Fprintf(&b, "**Open loop**: the HTTP/1.1 runs use the harness's open-loop generator (`bench %s`, pinned to the same CPUs, %d keep-alive connections) instead of wrk: requests are sent at a fixed rate whatever the server does, and latency is measured from each request's intended send time, so a stall is charged to every request it delayed (coordinated omission corrected). req/s is the rate achieved, p50/p99/p99.9 those corrected latencies; the offered rate(s): %s req/s.\n",
+			openLoopCmd, o.Connections, fmtRates(o.Rates))
+	}
 	if hasH2(res) {
 		warm := "no warm-up"
 		if o.Warmup > 0 {
@@ -417,33 +445,20 @@ func writeSeriesNotes(b *strings.Builder, labs []string, stats map[string]series
 }
 
 func renderSweepTables(b *strings.Builder, res *results, labs []string) {
-	wid := res.Workloads[0]
-	w, _ := findWorkload(wid)
-	fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
-	b.WriteString("Each row is one set of gale `server:` settings; the baseline uses event_loops = workers, reuse_port true and gale's defaults. " +
-		"Ratios are variant ÷ baseline (rounds in which the variant was ahead / rounds both ran).\n\n")
-	b.WriteString("| variant" + rowColumns + " ÷ baseline req/s | ÷ baseline CPU/req |\n")
-	b.WriteString("|---" + rowAlign + "---:|---:|\n")
-	stats := map[string]seriesStats{}
-	for _, l := range labs {
-		stats[l] = aggregate(res.Measurements, wid, l)
+	w := sweptWorkload(res)
+	if w.Custom {
+		fmt.Fprintf(b, "## %s: %s\n\nYour config `%s`, requests: %s.\n\n", w.ID, w.Desc, res.Options.UserConfig, mdEscape(formatPaths(w.Mix)))
+	} else {
+		fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
 	}
-	base := stats[baselineLabel]
-	for _, l := range labs {
-		s := stats[l]
-		if s.Total == 0 {
-			continue
-		}
-		writeRow(b, l, s)
-		h := compare(s, base)
-		if l == baselineLabel || !h.Comparable {
-			b.WriteString(" — | — |\n")
-			continue
-		}
-		fmt.Fprintf(b, " %s | %s |\n", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+	if len(res.Options.Rates) > 0 {
+		renderOpenLoopSweep(b, res, labs, w.ID)
+	} else {
+		renderClosedLoopSweep(b, res, labs, w.ID)
 	}
-	writeSeriesNotes(b, labs, stats)
-	b.WriteString("\n")
+	renderScaling(b, res, labs, w.ID)
+	renderBalance(b, res, labs, w.ID)
+	renderPlacementCaveat(b, res)
 }
 
 func renderConfig(b *strings.Builder, res *results) {

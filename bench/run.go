@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,15 @@ type options struct {
 	H2Streams    int               `json:"h2_streams"`     // h2load -m
 	Bins         map[string]string `json:"bins,omitempty"` // server -> binary given by -NAME-bin
 	PinHarness   bool              `json:"pin_harness"`
+	// Open loop: the offered rates (requests/s) of a sweep's steps, or the
+	// one rate of every run of the comparison; none means closed loop (wrk).
+	Rates     []float64 `json:"rates,omitempty"`
+	P99Target float64   `json:"p99_target_us,omitempty"` // the sweep's p99 goal per rate, µs
+	// The user's own workload (sweep -config/-url/-access-log).
+	UserConfig string         `json:"user_config,omitempty"`
+	Paths      []weightedPath `json:"paths,omitempty"`
+	Host       string         `json:"host,omitempty"`
+	AccessLog  string         `json:"access_log,omitempty"`
 }
 
 // commonFlags registers the flags shared by both commands.
@@ -121,6 +131,7 @@ type runner struct {
 	upAddr     string
 	upArgv     []string
 	ctx        context.Context
+	began      time.Time // when the first measurement started (for the time left)
 }
 
 // newRunner checks the options, the tools and the CPUs, creates the output
@@ -427,7 +438,8 @@ type measurement struct {
 	Label          string         `json:"label"` // series name: the server, or the sweep variant
 	Workload       string         `json:"workload"`
 	Settings       []setting      `json:"settings,omitempty"`
-	Status         string         `json:"status"` // ok | unsupported | failed
+	Rate           float64        `json:"offered_rate,omitempty"` // open loop: requests/s offered; 0 = closed loop
+	Status         string         `json:"status"`                 // ok | unsupported | failed
 	Reason         string         `json:"reason,omitempty"`
 	Start          time.Time      `json:"start"`
 	ServerCommand  []string       `json:"server_command"`
@@ -464,6 +476,16 @@ type measurement struct {
 	ServerCPUs    cpuShares `json:"server_cpus"`
 	ClientCPUs    cpuShares `json:"client_cpus"`
 	WrkCPUSeconds float64   `json:"wrk_cpu_s"`
+	// OpenLoop is everything the open-loop generator reported (its
+	// figures are also under Wrk in the common form).
+	OpenLoop *openLoopResult `json:"open_loop,omitempty"`
+	// Threads is the on-CPU time of each of the server's busiest threads
+	// during the run: with lock_os_thread each event loop has one.
+	Threads []threadCPU `json:"threads,omitempty"`
+	// EpollSets are the TCP sockets each of the server's epoll instances
+	// (one per gnet event loop, and the accepting reactor's) watched
+	// halfway through the run, most connections first.
+	EpollSets []epollSet `json:"epoll_sets,omitempty"`
 }
 
 // job is one measurement to make.
@@ -473,6 +495,38 @@ type job struct {
 	label        string
 	w            workload
 	settings     []setting
+	rate         float64 // open loop: requests/s; 0 = closed loop
+}
+
+// loadKnobs are a job's load and placement, after its variant's
+// harness-side settings (connections, h2_streams, server_cpus,
+// GOMAXPROCS) are applied to the options.
+type loadKnobs struct {
+	conns, streams int
+	serverCPUs     string
+	env            []string
+}
+
+// knobs splits j's settings into gale server: settings and the harness's
+// own, and returns both.
+func (r *runner) knobs(j job) ([]setting, loadKnobs) {
+	k := loadKnobs{conns: r.opts.Connections, streams: r.opts.H2Streams, serverCPUs: r.opts.ServerCPUs}
+	var server []setting
+	for _, s := range j.settings {
+		switch s.Key {
+		case "connections":
+			k.conns, _ = strconv.Atoi(s.Value)
+		case "h2_streams":
+			k.streams, _ = strconv.Atoi(s.Value)
+		case "server_cpus":
+			k.serverCPUs = s.Value
+		case "GOMAXPROCS":
+			k.env = append(k.env, "GOMAXPROCS="+s.Value)
+		default:
+			server = append(server, s)
+		}
+	}
+	return server, k
 }
 
 var reUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -480,13 +534,23 @@ var reUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // measure makes one measurement. Only processes it started are stopped.
 func (r *runner) measure(j job) (m measurement) {
 	m = measurement{Round: j.round, Order: j.order, Server: j.spec.Name, Label: j.label, Workload: j.w.ID,
-		Settings: j.settings, Start: time.Now().UTC(), Status: "ok"}
+		Settings: j.settings, Rate: j.rate, Start: time.Now().UTC(), Status: "ok"}
+	serverSettings, k := r.knobs(j)
+	serverCPUs, err := parseCPUList(k.serverCPUs)
+	if err != nil || k.conns < 1 || k.streams < 1 {
+		m.Status, m.Reason = "failed", fmt.Sprintf("variant: server_cpus %q, connections %d, h2_streams %d", k.serverCPUs, k.conns, k.streams)
+		return m
+	}
 	fail := func(status, format string, args ...any) measurement {
 		m.Status = status
 		m.Reason = fmt.Sprintf(format, args...)
 		return m
 	}
-	dir := filepath.Join(r.out, "runs", reUnsafe.ReplaceAllString(fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label), "_"))
+	name := fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label)
+	if j.rate > 0 {
+		name += fmt.Sprintf("-%.0frps", j.rate)
+	}
+	dir := filepath.Join(r.out, "runs", reUnsafe.ReplaceAllString(name, "_"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("failed", "%v", err)
 	}
@@ -496,7 +560,7 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
-		Pool: r.opts.UpstreamPool, Settings: j.settings, Proto: j.w.Proto, Cert: r.cert}
+		Pool: r.opts.UpstreamPool, Settings: serverSettings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
 	}
@@ -508,8 +572,8 @@ func (r *runner) measure(j job) (m measurement) {
 		return fail("failed", "config: %v", err)
 	}
 	m.Config = l.Config
-	m.ServerEnv = l.Env
-	p, err := startProc(l.Argv, l.Env, r.opts.ServerCPUs, filepath.Join(dir, "server.log"))
+	m.ServerEnv = append(l.Env, k.env...)
+	p, err := startProc(l.Argv, m.ServerEnv, k.serverCPUs, filepath.Join(dir, "server.log"))
 	if err != nil {
 		return fail("unsupported", "start: %v", err)
 	}
@@ -520,7 +584,7 @@ func (r *runner) measure(j job) (m measurement) {
 	}
 	url := j.w.scheme() + "://" + addr + j.w.Path
 	want := r.fixtures.Files[j.w.Fixture]
-	pre := r.check(url, j.w, want)
+	pre := r.check(addr, url, j.w, want)
 	m.CheckBefore = &pre
 	if !pre.OK && j.w.h2() {
 		return fail("unsupported", "no HTTP/2 (%s) from this server: response check before load: %s", j.w.Proto, pre.Error)
@@ -542,7 +606,7 @@ func (r *runner) measure(j job) (m measurement) {
 		}
 	}
 	if r.opts.Warmup > 0 {
-		res, _, _, _, err := r.runLoad(j.w, url, dir, true)
+		res, _, _, _, _, err := r.runLoad(j, k, url, dir, true)
 		if errors.Is(err, errNoH2) {
 			return fail("unsupported", "warm-up: %v", err)
 		}
@@ -558,36 +622,49 @@ func (r *runner) measure(j job) (m measurement) {
 		}
 	}
 	m.LoadAvgBefore = loadAvg()
-	m.CPUMHzBefore = cpuMHz(r.serverCPUs)
+	m.CPUMHzBefore = cpuMHz(serverCPUs)
 	s0, err := sampleTree(p.pid())
 	if err != nil {
 		return fail("failed", "reading /proc before: %v", err)
 	}
-	srv0, cli0 := readCPUTimes(r.serverCPUs), readCPUTimes(r.clientCPUs)
+	srv0, cli0 := readCPUTimes(serverCPUs), readCPUTimes(r.clientCPUs)
+	th0 := threadTimes(s0.PIDs)
 	stopSampler := make(chan struct{})
 	sampled := make(chan int64, 1)
+	epolled := make(chan []epollSet, 1)
 	go func() {
 		var peak int64
+		var sets []epollSet
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
+		// Halfway through the run every connection the load keeps is
+		// open: that is when each loop's share of them is read.
+		half := time.NewTimer(time.Duration(r.opts.Seconds) * time.Second / 2)
+		defer half.Stop()
 		for {
 			if rss := sumRSS(s0.PIDs); rss > peak {
 				peak = rss
 			}
 			select {
 			case <-t.C:
+			case <-half.C:
+				sets = readEpollSets(p.pid())
 			case <-stopSampler:
 				sampled <- peak
+				epolled <- sets
 				return
 			}
 		}
 	}()
-	res, full, wrkCPU, h2res, werr := r.runLoad(j.w, url, dir, false)
+	res, full, wrkCPU, h2res, olres, werr := r.runLoad(j, k, url, dir, false)
 	s1, serr := sampleTree(p.pid())
-	srv1, cli1 := readCPUTimes(r.serverCPUs), readCPUTimes(r.clientCPUs)
+	srv1, cli1 := readCPUTimes(serverCPUs), readCPUTimes(r.clientCPUs)
+	m.Threads = busiestThreads(th0, threadTimes(s1.PIDs), 8)
+	m.OpenLoop = olres
 	close(stopSampler)
 	m.SampledRSSKiB = <-sampled
-	m.CPUMHzAfter = cpuMHz(r.serverCPUs)
+	m.EpollSets = <-epolled
+	m.CPUMHzAfter = cpuMHz(serverCPUs)
 	m.LoadAvgAfter = loadAvg()
 	m.WrkCommand = full
 	m.H2load = h2res
@@ -623,7 +700,7 @@ func (r *runner) measure(j job) (m measurement) {
 		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
 	}
 	if res.DurationSec > 0 {
-		m.ServerBusy = m.CPUSeconds / (res.DurationSec * float64(len(r.serverCPUs)))
+		m.ServerBusy = m.CPUSeconds / (res.DurationSec * float64(len(serverCPUs)))
 	}
 	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
 	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
@@ -639,7 +716,7 @@ func (r *runner) measure(j job) (m measurement) {
 				CloseRequests: upAfter.CloseRequests - upBefore.CloseRequests}
 		}
 	}
-	post := r.check(url, j.w, want)
+	post := r.check(addr, url, j.w, want)
 	m.CheckAfter = &post
 	switch {
 	case res.Requests == 0:
@@ -653,29 +730,49 @@ func (r *runner) measure(j job) (m measurement) {
 }
 
 // check checks the workload's response with the client of its protocol.
-func (r *runner) check(url string, w workload, want fixture) checkResult {
+func (r *runner) check(addr, url string, w workload, want fixture) checkResult {
+	if w.Custom {
+		return checkMix(addr, w, r.opts.Host)
+	}
 	if w.h2() {
 		return checkH2Response(url, w, want, r.cert)
 	}
 	return checkResponse(url, w, want)
 }
 
-// runLoad runs the workload's load generator, for the warm-up or for the
-// measured run: wrk for -seconds (-warmup), or h2load for -h2-requests
-// (the same number per warm-up second). It returns the figures every
-// generator reports, the full command line, the generator's CPU seconds
-// and, for h2load, everything it printed.
-func (r *runner) runLoad(w workload, url, dir string, warmup bool) (wrkResult, []string, float64, *h2loadResult, error) {
-	if !w.h2() {
-		secs := r.opts.Seconds
-		if warmup {
-			secs = r.opts.Warmup
+// runLoad runs the job's load generator, for the warm-up or for the
+// measured run: the open-loop generator at the job's rate, wrk for
+// -seconds (-warmup), or h2load for -h2-requests (the same number per
+// warm-up second). It returns the figures every generator reports, the
+// full command line, the generator's CPU seconds and, for h2load and the
+// open-loop generator, everything they reported.
+func (r *runner) runLoad(j job, k loadKnobs, url, dir string, warmup bool) (wrkResult, []string, float64, *h2loadResult, *openLoopResult, error) {
+	w := j.w
+	secs := r.opts.Seconds
+	if warmup {
+		secs = r.opts.Warmup
+	}
+	if j.rate > 0 {
+		ol, full, cpu, err := r.runOpenLoopProc(openLoopArgs(j, k, url, secs, r.opts.Host))
+		if err != nil {
+			return wrkResult{}, full, cpu, nil, nil, fmt.Errorf("open-loop generator: %w", err)
 		}
-		res, full, cpu, err := r.runWrk(wrkArgs(r.wrkBin, r.opts.Threads, r.opts.Connections, secs, w, url), secs)
+		return ol.loadResult(), full, cpu, nil, &ol, nil
+	}
+	if !w.h2() {
+		argv := wrkArgs(r.wrkBin, r.opts.Threads, k.conns, secs, w, url)
+		if w.Custom {
+			script, err := writeWrkMix(dir, w.Mix, r.opts.Host)
+			if err != nil {
+				return wrkResult{}, nil, 0, nil, nil, err
+			}
+			argv = append(argv[:len(argv)-1], "-s", script, url)
+		}
+		res, full, cpu, err := r.runWrk(argv, secs)
 		if err != nil {
 			err = fmt.Errorf("wrk: %w", err)
 		}
-		return res, full, cpu, nil, err
+		return res, full, cpu, nil, nil, err
 	}
 	n := r.opts.H2Requests
 	if warmup {
@@ -683,12 +780,12 @@ func (r *runner) runLoad(w workload, url, dir string, warmup bool) (wrkResult, [
 	}
 	logFile := filepath.Join(dir, "h2load-requests.tsv")
 	defer removeQuietly(logFile)
-	argv := h2loadArgs(r.h2loadBin, r.opts.Threads, r.opts.H2Clients, r.opts.H2Streams, n, logFile, url)
+	argv := h2loadArgs(r.h2loadBin, r.opts.Threads, r.opts.H2Clients, k.streams, n, logFile, url)
 	h2, full, cpu, err := r.runH2load(argv, n, logFile, w.Proto)
 	if err != nil {
 		err = fmt.Errorf("h2load: %w", err)
 	}
-	return h2.loadResult(), full, cpu, &h2, err
+	return h2.loadResult(), full, cpu, &h2, nil, err
 }
 
 // runH2load runs h2load pinned to the client CPUs, reads its summary and
@@ -791,6 +888,7 @@ type results struct {
 	Workloads    []string            `json:"workloads"`
 	Upstream     []string            `json:"upstream_command,omitempty"`
 	Sweep        *sweepInfo          `json:"sweep,omitempty"`
+	Custom       *workload           `json:"custom_workload,omitempty"` // the user's request mix, when the sweep measured one
 	Measurements []measurement       `json:"measurements"`
 }
 
@@ -885,11 +983,24 @@ func (r *runner) writeOutputs(res *results) error {
 	if err := os.WriteFile(filepath.Join(r.out, "results.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.out, "chart.svg"), []byte(renderSVG(res)), 0o644); err != nil {
-		return err
+	names := []string{"results.json", "results.md"}
+	for suffix, svg := range chartFiles(res) {
+		name := "chart" + suffix + ".svg"
+		if err := os.WriteFile(filepath.Join(r.out, name), []byte(svg), 0o644); err != nil {
+			return err
+		}
+		names = append(names, name)
 	}
+	sort.Strings(names[2:])
 	fmt.Fprint(r.stdout, md)
-	fmt.Fprintf(r.stdout, "\nwrote %s/{results.json,results.md,chart.svg}\n", r.out)
+	fmt.Fprintf(r.stdout, "\nwrote %s/{%s}\n", r.out, strings.Join(names, ","))
+	if res.Kind == "sweep" {
+		if warns, _ := sweepSummary(res); len(warns) > 0 {
+			for _, w := range warns {
+				fmt.Fprintln(r.stderr, "warning:", w)
+			}
+		}
+	}
 	return nil
 }
 
@@ -913,14 +1024,32 @@ func (r *runner) finish(res *results, total, done int) int {
 	return 0
 }
 
+// announce prints what is about to run, with the round and an estimate
+// of the time left from the measurements made so far.
+func (r *runner) announce(j job, total, done int) {
+	if r.began.IsZero() {
+		r.began = time.Now()
+	}
+	left := "unknown"
+	if done > 0 {
+		per := time.Since(r.began) / time.Duration(done)
+		left = (per * time.Duration(total-done)).Round(time.Second).String()
+	}
+	what := j.label
+	if j.rate > 0 {
+		what += fmt.Sprintf(" at %s req/s (open loop)", fmtInt(j.rate))
+	}
+	fmt.Fprintf(r.stderr, "[%d/%d] round %d of %d: %s %s ... (about %s left)\n", done+1, total, j.round, r.opts.Rounds, j.w.ID, what, left)
+}
+
 // progress prints one line about a finished measurement.
 func (r *runner) progress(m measurement, total, done int) {
 	if m.Status != "ok" {
-		fmt.Fprintf(r.stderr, "[%d/%d] round %d %s %s: %s: %s\n", done, total, m.Round, m.Workload, m.Label, m.Status, m.Reason)
+		fmt.Fprintf(r.stderr, "[%d/%d] round %d of %d %s %s: %s: %s\n", done, total, m.Round, r.opts.Rounds, m.Workload, m.Label, m.Status, m.Reason)
 		return
 	}
-	fmt.Fprintf(r.stderr, "[%d/%d] round %d %s %s: %.0f req/s, %.1f µs CPU/req, p99 %s, RSS %.1f MiB\n", done, total,
-		m.Round, m.Workload, m.Label, m.Wrk.ReqPerSec, m.CPUUsPerReq, fmtMs(m.Wrk.LatencyUs["99"]), float64(m.PeakRSSKiB)/1024)
+	fmt.Fprintf(r.stderr, "[%d/%d] round %d of %d %s %s: %.0f req/s, %.1f µs CPU/req, p99 %s, RSS %.1f MiB\n", done, total,
+		m.Round, r.opts.Rounds, m.Workload, m.Label, m.Wrk.ReqPerSec, m.CPUUsPerReq, fmtMs(m.Wrk.LatencyUs["99"]), float64(m.PeakRSSKiB)/1024)
 }
 
 // start prepares a results value with everything known before measuring.
@@ -957,6 +1086,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	var o options
 	servers := fs.String("servers", strings.Join(knownServers, ","), "comma-separated servers to compare: "+strings.Join(knownServers, ","))
 	wls := fs.String("workloads", "all", "comma-separated workload IDs, or all: "+workloadIDs())
+	rate := fs.Float64("rate", 0, "open loop: offer every HTTP/1.1 workload this many requests/s with the harness's open-loop generator instead of wrk, so every server's CPU per request is measured at the same load (HTTP/2 workloads stay closed-loop with h2load)")
 	check := commonFlags(fs, &o)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: go run ./bench [flags]
@@ -998,6 +1128,13 @@ Flags:
 	if (*wls == "all" || *wls == "") && h2loadPath(o) == "" {
 		ws = withoutH2(ws)
 		early = append(early, "h2load not installed: the HTTP/2 workloads were skipped (install with: apt-get install nghttp2-client)")
+	}
+	if *rate < 0 {
+		fmt.Fprintln(stderr, "bench: -rate must not be negative")
+		return 2
+	}
+	if *rate > 0 {
+		o.Rates = []float64{*rate}
 	}
 	o.Servers = names
 	for _, w := range ws {
@@ -1043,7 +1180,12 @@ Flags:
 					break
 				}
 				order++
-				m := r.measure(job{round: round, order: order, spec: spec, label: spec.Name, w: w})
+				j := job{round: round, order: order, spec: spec, label: spec.Name, w: w}
+				if len(r.opts.Rates) > 0 && !w.h2() {
+					j.rate = r.opts.Rates[0]
+				}
+				r.announce(j, total, done)
+				m := r.measure(j)
 				if ctx.Err() != nil {
 					break // cut short by the interrupt: not a result
 				}

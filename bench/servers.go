@@ -35,6 +35,9 @@ type serverEnv struct {
 	Settings []setting // gale server: overrides (sweep)
 	Proto    string    // the workload's Proto: "" HTTP/1.1, "h2" over TLS 1.3, "h2c"
 	Cert     *benchCert
+	// UserConfig is the user's own gale config (sweep -config); gale then
+	// runs it with the bench's listen address and the variant's settings.
+	UserConfig string
 }
 
 // launch is how to start a server for one measurement.
@@ -175,7 +178,14 @@ func setSetting(list []setting, key, value string) []setting {
 
 func (s *serverSpec) prepareGale(e serverEnv, w workload) (launch, error) {
 	path := filepath.Join(e.Dir, "gale.yaml")
-	if err := os.WriteFile(path, []byte(galeConfig(e, w)), 0o644); err != nil {
+	text := galeConfig(e, w)
+	if e.UserConfig != "" {
+		var err error
+		if text, err = galeUserConfig(e); err != nil {
+			return launch{}, err
+		}
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return launch{}, err
 	}
 	return launch{Argv: []string{s.Bin, "serve", "-c", path}, Config: path}, nil

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == upstreamCmd {
 		os.Exit(upstreamMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == openLoopCmd {
+		os.Exit(openLoopMain(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 
@@ -160,5 +163,89 @@ func TestSmokeH2Nginx(t *testing.T) {
 	}
 	if !strings.Contains(md, "## h2-respond") || !strings.Contains(md, "| nginx | ") || !strings.Contains(md, "h2load") {
 		t.Errorf("report:\n%s", md)
+	}
+}
+
+// TestSmokeSweepOpenLoop runs a two-second open-loop sweep end to end:
+// gale from a user's config with relative paths, a weighted mix of two of
+// its URLs, the baseline and its A/A copy at 1,000 requests/s.
+func TestSmokeSweepOpenLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	if findBinary("taskset") == "" || onlineCPUs() < 2 {
+		t.Skip("needs taskset and two CPUs")
+	}
+	bin, err := buildGale(findModuleRoot(), t.TempDir())
+	if err != nil {
+		t.Skipf("gale cannot be built yet: %v", err)
+	}
+	cfg, _ := userConfigFixture(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"sweep", "-config", cfg, "-url", "/index.html=3", "-url", "/app.js", "-vary", "event_loops=1",
+		"-rates", "1000", "-rounds", "1", "-seconds", "1", "-warmup", "0", "-gale-bin", bin, "-out", out, "-pin-harness=false"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stderr.String(), stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Measurements) != 2 || res.Custom == nil || len(res.Custom.Mix) != 2 {
+		t.Fatalf("%d measurements, custom %+v", len(res.Measurements), res.Custom)
+	}
+	for _, m := range res.Measurements {
+		ol := m.OpenLoop
+		if m.Status != "ok" || ol == nil || ol.Due != 1000 || ol.Completed+ol.Errors+ol.Unfinished != ol.Due || ol.Completed == 0 || !m.CheckBefore.OK {
+			t.Fatalf("%s: %s %s %+v", m.Label, m.Status, m.Reason, ol)
+		}
+		if m.Rate != 1000 || m.CPUSeconds <= 0 || len(m.Threads) == 0 || ol.Non2xx != 0 {
+			t.Errorf("%s: rate %v cpu %v threads %d non-2xx %d", m.Label, m.Rate, m.CPUSeconds, len(m.Threads), ol.Non2xx)
+		}
+	}
+	md := stdout.String()
+	for _, want := range []string{"**Warning: 1 round(s) cannot measure the noise floor", "| baseline (A/A) | 1,000 |", "/index.html=3,/app.js=1", "sustained rate"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "chart-latency.svg")); err != nil {
+		t.Error(err)
+	}
+	if log, err := os.ReadFile(filepath.Join(out, "runs", "r1-custom-baseline-1000rps", "access.log")); err != nil || !strings.Contains(string(log), "GET /app.js") {
+		t.Errorf("the site's access log was not moved into the run directory: %v", err)
+	}
+}
+
+// TestSmokeGaleFixedRate runs the comparison at a fixed offered rate: the
+// open-loop generator replaces wrk, and CPU per request is measured at
+// that load.
+func TestSmokeGaleFixedRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run skipped in -short mode")
+	}
+	needWrk(t)
+	bin, err := buildGale(findModuleRoot(), t.TempDir())
+	if err != nil {
+		t.Skipf("gale cannot be built yet: %v", err)
+	}
+	md, res := runHarness(t, "-servers", "gale", "-workloads", "respond", "-rate", "1500", "-rounds", "1", "-seconds", "1", "-warmup", "0", "-gale-bin", bin)
+	if len(res.Measurements) != 1 || len(res.Options.Rates) != 1 {
+		t.Fatalf("%d measurements, rates %v", len(res.Measurements), res.Options.Rates)
+	}
+	m := res.Measurements[0]
+	if m.Status != "ok" || m.Rate != 1500 || m.OpenLoop == nil || m.OpenLoop.Due != 1500 || m.Wrk.Requests != m.OpenLoop.Completed || m.CPUUsPerReq <= 0 {
+		t.Fatalf("%s %s rate %v open loop %+v", m.Status, m.Reason, m.Rate, m.OpenLoop)
+	}
+	if len(m.WrkCommand) < 5 || m.WrkCommand[4] != openLoopCmd {
+		t.Errorf("load command %v", m.WrkCommand)
+	}
+	if !strings.Contains(md, "**Open loop**") {
+		t.Errorf("report does not say it was open loop:\n%s", md)
 	}
 }

@@ -5,14 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// baselineLabel names the sweep variant without overrides.
-const baselineLabel = "baseline"
+// baselineLabel names the sweep variant without overrides, and aaLabel
+// its second copy: measured in every round like any variant, its ratio to
+// the baseline is the noise floor (an A/A test) the verdicts are held to.
+const (
+	baselineLabel = "baseline"
+	aaLabel       = "baseline (A/A)"
+)
 
 // sweepInfo describes a sweep in results.json.
 type sweepInfo struct {
@@ -48,7 +55,7 @@ func defaultDimensions(workers int) []dimension {
 	}
 }
 
-var reSettingKey = regexp.MustCompile(`^[a-z][a-z_]*$`)
+var reSettingKey = regexp.MustCompile(`^([a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*|GOMAXPROCS)$`)
 
 // parseVary parses one -vary value, "key=v1,v2,...".
 func parseVary(s string, defaults []dimension) (dimension, error) {
@@ -103,7 +110,7 @@ func isDefault(settings []setting, dims []dimension) bool {
 // non-default value of each dimension (one at a time) or every
 // combination (grid).
 func sweepVariants(dims []dimension, grid bool) []variant {
-	out := []variant{{Label: baselineLabel}}
+	out := []variant{{Label: baselineLabel}, {Label: aaLabel}}
 	add := func(settings []setting) {
 		if isDefault(settings, dims) {
 			return
@@ -143,18 +150,35 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	wl := fs.String("workload", "static-128", "workload held fixed: "+workloadIDs())
 	grid := fs.Bool("grid", false, "measure every combination of the varied settings instead of one at a time")
 	maxVariants := fs.Int("max-variants", 64, "refuse to run more variants than this")
-	var varies []string
-	fs.Func("vary", "a gale server: setting and its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
+	var varies, urls []string
+	rates := fs.String("rates", "", "open loop: offered rates in requests/s, comma-separated (e.g. 10000,20000,40000); each variant is measured at each rate with latency from the intended send time; default: closed loop with wrk")
+	p99 := fs.Duration("p99-target", time.Millisecond, "open loop: the p99 latency a rate must hold to count as sustained")
+	fs.StringVar(&o.UserConfig, "config", "", "your gale config: its routes and settings are measured (listen is replaced by the bench's address, relative paths made absolute, the access log moved into the run directory)")
+	fs.Func("url", "a path of your site to request, /path or /path=weight (repeatable; with -config; default /)", func(s string) error {
+		urls = append(urls, s)
+		return nil
+	})
+	fs.StringVar(&o.AccessLog, "access-log", "", "replay the 50 most requested GET paths of this access log (combined or common format) as a weighted mix")
+	fs.StringVar(&o.Host, "host", "", "Host header of every request (for a config that routes by host)")
+	fs.Func("vary", "a gale server: setting (dotted keys such as http2.max_concurrent_streams too) or one of the harness's connections, h2_streams, server_cpus, GOMAXPROCS, with its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
 		varies = append(varies, s)
 		return nil
 	})
 	check := commonFlags(fs, &o)
+	if f := fs.Lookup("connections"); f != nil {
+		f.Usage = "client connections (wrk -c, or the open-loop generator's keep-alive connections)"
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: go run ./bench sweep [flags]
 
-The reactor-tuning lab: holds one workload fixed and measures gale with
-different server: settings, one at a time from a baseline (default) or as a
-grid (-grid). Same metrics, table and chart as the comparison.
+The reactor-tuning lab: holds one workload fixed (built in, or your own
+-config with -url/-access-log) and measures gale with different server:
+settings, one at a time from a baseline (default) or as a grid (-grid).
+The baseline runs twice per round (baseline and its A/A copy): their
+difference is the noise floor, and each variant is judged better, worse
+or within noise against it. -rates switches to an open-loop, fixed-rate
+load with latency from each request's intended send time. See
+bench/TUNING.md.
 
 Flags:
 `)
@@ -170,9 +194,22 @@ Flags:
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	w, ok := findWorkload(*wl)
-	if !ok {
-		fmt.Fprintf(stderr, "unknown workload %q (known: %s)\n", *wl, workloadIDs())
+	w, err := sweepWorkload(*wl, &o, urls)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if o.Rates, err = parseRates(*rates); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if len(o.Rates) > 0 && w.h2() {
+		fmt.Fprintln(stderr, "bench sweep: -rates drives HTTP/1.1 only (h2load has no fixed request rate); use an HTTP/1.1 workload")
+		return 2
+	}
+	o.P99Target = float64(p99.Microseconds())
+	if o.Host != "" && !w.Custom {
+		fmt.Fprintln(stderr, "bench sweep: -host needs -config")
 		return 2
 	}
 	o.Servers = []string{"gale"}
@@ -206,6 +243,7 @@ Flags:
 		fmt.Fprintf(stderr, "bench sweep: %d variants exceed -max-variants %d; narrow them with -vary\n", len(variants), *maxVariants)
 		return 2
 	}
+	r.noteVariantCPUs(variants)
 	r.resolveServers([]string{"gale"})
 	if len(r.specs) == 0 {
 		fmt.Fprintln(stderr, "bench sweep: gale is not available")
@@ -214,6 +252,9 @@ Flags:
 	r.pinSelf()
 	res := r.start("sweep", args, []workload{w})
 	res.Sweep = &sweepInfo{Workload: w.ID, Grid: *grid, Variants: variants}
+	if w.Custom {
+		res.Custom = &w
+	}
 	if w.Proxy {
 		if err := r.startUpstream(); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
@@ -223,21 +264,116 @@ Flags:
 		defer r.upstream.stop(2 * time.Second)
 	}
 	spec := r.specs[0]
-	total := r.opts.Rounds * len(variants)
+	steps := r.opts.Rates
+	if len(steps) == 0 {
+		steps = []float64{0}
+	}
+	total := r.opts.Rounds * len(variants) * len(steps)
 	done := 0
 	for round := 1; round <= r.opts.Rounds; round++ {
 		for i, v := range rotate(variants, round-1) {
-			if ctx.Err() != nil {
-				break
+			for _, rate := range steps {
+				if ctx.Err() != nil {
+					break
+				}
+				j := job{round: round, order: i + 1, spec: spec, label: v.Label, w: w, settings: v.Settings, rate: rate}
+				r.announce(j, total, done)
+				m := r.measure(j)
+				if ctx.Err() != nil {
+					break // cut short by the interrupt: not a result
+				}
+				done++
+				r.progress(m, total, done)
+				res.Measurements = append(res.Measurements, m)
 			}
-			m := r.measure(job{round: round, order: i + 1, spec: spec, label: v.Label, w: w, settings: v.Settings})
-			if ctx.Err() != nil {
-				break // cut short by the interrupt: not a result
-			}
-			done++
-			r.progress(m, total, done)
-			res.Measurements = append(res.Measurements, m)
 		}
 	}
 	return r.finish(res, total, done)
+}
+
+// sweepWorkload returns the workload a sweep holds fixed: the built-in one
+// named by -workload, or, with -config, -url or -access-log, the user's
+// own request mix (recorded in o.Paths).
+func sweepWorkload(id string, o *options, urls []string) (workload, error) {
+	if o.UserConfig == "" && (len(urls) > 0 || o.AccessLog != "") {
+		return workload{}, fmt.Errorf("%w: -url and -access-log need -config (your site's gale config)", errUsage)
+	}
+	if o.UserConfig == "" {
+		w, ok := findWorkload(id)
+		if !ok {
+			return workload{}, fmt.Errorf("%w: unknown workload %q (known: %s)", errUsage, id, workloadIDs())
+		}
+		return w, nil
+	}
+	if _, err := os.Stat(o.UserConfig); err != nil {
+		return workload{}, fmt.Errorf("%w: -config: %v", errUsage, err)
+	}
+	var mix []weightedPath
+	for _, u := range urls {
+		p, err := parseWeightedPath(u)
+		if err != nil {
+			return workload{}, err
+		}
+		mix = append(mix, p)
+	}
+	if o.AccessLog != "" {
+		f, err := os.Open(o.AccessLog)
+		if err != nil {
+			return workload{}, fmt.Errorf("%w: -access-log: %v", errUsage, err)
+		}
+		defer f.Close()
+		logged, err := parseAccessLog(f, 50)
+		if err != nil {
+			return workload{}, err
+		}
+		mix = append(mix, logged...)
+	}
+	if len(mix) == 0 {
+		mix = []weightedPath{{Path: "/", Weight: 1}}
+	}
+	o.Paths = mix
+	return customWorkload(mix), nil
+}
+
+// parseRates parses -rates: positive requests/s, ascending once parsed.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.ToLower(f), "k"), 64)
+		if strings.HasSuffix(strings.ToLower(f), "k") {
+			v *= 1000
+		}
+		if err != nil || v <= 0 || v > 5e6 {
+			return nil, fmt.Errorf("%w: -rates: %q is not a rate in requests/s", errUsage, f)
+		}
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// noteVariantCPUs adds a note for every server_cpus value of a variant
+// that shares a CPU with the load generator.
+func (r *runner) noteVariantCPUs(variants []variant) {
+	seen := map[string]bool{}
+	for _, v := range variants {
+		cpus := settingOf(v.Settings, "server_cpus")
+		if cpus == "" || seen[cpus] {
+			continue
+		}
+		seen[cpus] = true
+		list, err := parseCPUList(cpus)
+		if err != nil {
+			continue
+		}
+		for _, c := range list {
+			if slices.Contains(r.clientCPUs, c) {
+				r.skip(fmt.Sprintf("variant server_cpus=%s shares CPU %d with the load generator: its figures include that competition", cpus, c))
+				break
+			}
+		}
+	}
 }

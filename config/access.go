@@ -29,8 +29,7 @@ type RateLimit struct {
 	Rate       string        // as written, e.g. "10/s"
 	Interval   time.Duration // the time one request costs: the rate's period over its count; positive
 	Burst      int           // default 0, 0..1000000: requests allowed beyond the rate at once
-	Key        string        // "remote" (default): the client address; "header": the value of Header
-	Header     string        // canonical; set when Key is "header" (a request without it is keyed by its address)
+	Header     string        // "" (default): keyed by the client address; else (canonical) keyed by this header's value, and by the address for a request without it
 	IPv6Prefix int           // default 64, 1..128: IPv6 client addresses are keyed by this prefix
 	MaxKeys    int           // default 65536, 1024..16777216: keys remembered at once; the table's memory is fixed by it
 }
@@ -65,7 +64,7 @@ func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
 	var out []AccessRule
 	for i, item := range items {
 		ip := index(path, i)
-		s := d.section(item, ip, "allow", "deny")
+		s := d.section(item, ip, accessRuleKeys.names()...)
 		if s == nil {
 			continue
 		}
@@ -83,6 +82,9 @@ func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
 			r.Prefixes = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 		} else if vn.Kind == yaml.SequenceNode {
 			r.Prefixes = d.prefixes(v, join(ip, key))
+			if len(vn.Content) == 0 {
+				d.errorf(vn, join(ip, key), `expected at least one CIDR, or "all"`)
+			}
 		} else {
 			r.Prefixes = d.prefixes(&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{v}, Line: vn.Line, Column: vn.Column}, join(ip, key))
 		}
@@ -95,8 +97,8 @@ func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
 
 // rateLimit decodes a route's rate_limit.
 func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
-	rl := &RateLimit{Key: "remote", IPv6Prefix: defaultIPv6Prefix, MaxKeys: defaultRateKeys}
-	s := d.section(n, path, "rate", "burst", "key", "header", "ipv6_prefix", "max_keys")
+	rl := &RateLimit{IPv6Prefix: defaultIPv6Prefix, MaxKeys: defaultRateKeys}
+	s := d.section(n, path, rateLimitKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -117,20 +119,15 @@ func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
 			rl.Burst = int(b)
 		}
 	}
-	d.setEnum(s, "key", &rl.Key, "remote", "header")
 	if v := s.get("header"); v != nil {
 		p := join(path, "header")
 		if h, ok := d.str(v, p); ok {
 			if msg := checkHeaderName(h); msg != "" {
 				d.errorf(deref(v), p, "%s", msg)
-			} else if rl.Key != "header" {
-				d.errorf(deref(v), p, "header names the key's field, but key is %s; add key: header", quote(rl.Key))
 			} else {
 				rl.Header = textproto.CanonicalMIMEHeaderKey(h)
 			}
 		}
-	} else if rl.Key == "header" {
-		d.errorf(s.node, join(path, "header"), "missing required key with key: header; e.g. header: X-Api-Key")
 	}
 	if v := s.get("ipv6_prefix"); v != nil {
 		if b, ok := d.integer(v, join(path, "ipv6_prefix"), 1, 128); ok {

@@ -139,7 +139,7 @@ func fieldsDisjoint(a, b []FieldMatch) bool {
 // keys come from the returned Match's path_regex.
 func (d *decoder) match(n *yaml.Node, path, prefix string) Match {
 	var m Match
-	s := d.section(n, path, "methods", "path", "path_regex", "headers", "query", "remote")
+	s := d.section(n, path, matchKeys.names()...)
 	if s == nil {
 		return m
 	}

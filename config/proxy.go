@@ -56,8 +56,7 @@ const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/r
 // proxy decodes a reverse proxy route.
 func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	p := defaultProxy()
-	s := d.section(n, path, "to", "strip_prefix", "rewrite", "load_balancing", "max_idle_per_upstream",
-		"timeouts", "health_check", "retries", "trusted_proxies", "preserve_host")
+	s := d.section(n, path, proxyKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -80,14 +79,14 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 			}
 		}
 	}
-	d.setEnum(s, "load_balancing", &p.LoadBalancing, "round-robin", "least-connections", "random-two", "client-ip-hash")
+	d.setEnum(s, "load_balancing", &p.LoadBalancing, proxyKeys.options("load_balancing")...)
 	if v := s.get("max_idle_per_upstream"); v != nil {
 		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
 			p.MaxIdlePerUpstream = int(k)
 		}
 	}
 	if v := s.get("timeouts"); v != nil {
-		if t := d.section(v, join(path, "timeouts"), "connect", "response_header", "idle"); t != nil {
+		if t := d.section(v, join(path, "timeouts"), proxyTimeoutsKeys.names()...); t != nil {
 			d.setDuration(t, "connect", &p.Timeouts.Connect)
 			d.setDuration(t, "response_header", &p.Timeouts.ResponseHeader)
 			d.setDuration(t, "idle", &p.Timeouts.Idle)
@@ -289,7 +288,7 @@ func parsePrefix(s string) (netip.Prefix, string) {
 
 // healthCheck decodes active and passive health settings.
 func (d *decoder) healthCheck(n *yaml.Node, path string, h *HealthCheck) {
-	s := d.section(n, path, "path", "interval", "timeout", "expect_status", "fails", "passes", "passive")
+	s := d.section(n, path, healthCheckKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -322,7 +321,7 @@ func (d *decoder) healthCheck(n *yaml.Node, path string, h *HealthCheck) {
 	}
 	if v := s.get("passive"); v != nil {
 		pp := join(path, "passive")
-		if ps := d.section(v, pp, "fails", "window", "cooldown"); ps != nil {
+		if ps := d.section(v, pp, passiveKeys.names()...); ps != nil {
 			if v := ps.get("fails"); v != nil {
 				if k, ok := d.integer(v, join(pp, "fails"), 0, 1000); ok {
 					h.Passive.Fails = int(k)

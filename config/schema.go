@@ -125,7 +125,7 @@ func defaultStatic() *Static {
 
 // config decodes the document's top-level mapping into c.
 func (d *decoder) config(root *yaml.Node, c *Config) {
-	s := d.section(root, "", "listen", "server", "cache", "mime_types", "log", "access_log", "routes")
+	s := d.section(root, "", topKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -213,9 +213,7 @@ func (d *decoder) listen(n *yaml.Node, path string) []Listener {
 }
 
 func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
-	s := d.section(n, path, "event_loops", "reuse_port", "load_balancing", "lock_os_thread", "edge_triggered",
-		"read_buffer", "write_buffer", "max_buffered_output", "socket_recv_buffer", "socket_send_buffer",
-		"tcp_no_delay", "server_header", "limits", "timeouts", "http2")
+	s := d.section(n, path, serverKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -226,7 +224,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	}
 	d.setBool(s, "reuse_port", &sv.ReusePort)
 	if v := s.get("load_balancing"); v != nil {
-		if e, ok := d.enum(v, join(path, "load_balancing"), "round-robin", "least-connections", "source-addr-hash"); ok {
+		if e, ok := d.enum(v, join(path, "load_balancing"), serverKeys.options("load_balancing")...); ok {
 			sv.LoadBalancing = e
 		}
 	}
@@ -254,7 +252,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	}
 	if v := s.get("limits"); v != nil {
 		p := join(path, "limits")
-		if l := d.section(v, p, "request_line", "header_bytes", "body_bytes", "connections"); l != nil {
+		if l := d.section(v, p, limitsKeys.names()...); l != nil {
 			d.setInt(l, "request_line", &sv.Limits.RequestLine, 1, maxBuffer)
 			d.setInt(l, "header_bytes", &sv.Limits.HeaderBytes, 1, maxBuffer)
 			d.setInt64(l, "body_bytes", &sv.Limits.BodyBytes, 1)
@@ -267,7 +265,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	}
 	if v := s.get("timeouts"); v != nil {
 		p := join(path, "timeouts")
-		if t := d.section(v, p, "read_header", "read_body", "idle", "write", "shutdown"); t != nil {
+		if t := d.section(v, p, timeoutsKeys.names()...); t != nil {
 			d.setDuration(t, "read_header", &sv.Timeouts.ReadHeader)
 			d.setDuration(t, "read_body", &sv.Timeouts.ReadBody)
 			d.setDuration(t, "idle", &sv.Timeouts.Idle)
@@ -288,8 +286,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 // max_header_list_size; when it does not, the caller derives it from
 // limits.header_bytes, which may be written after this section.
 func (d *decoder) http2(n *yaml.Node, path string, h *HTTP2) (listSet bool) {
-	s := d.section(n, path, "enabled", "max_concurrent_streams", "initial_stream_window",
-		"initial_connection_window", "max_frame_size", "max_header_list_size", "max_requests")
+	s := d.section(n, path, http2Keys.names()...)
 	if s == nil {
 		return false
 	}
@@ -320,7 +317,7 @@ func ceilPow2(n int) int {
 }
 
 func (d *decoder) cache(n *yaml.Node, path string, c *Cache) {
-	s := d.section(n, path, "max_bytes", "max_file_bytes", "revalidate", "negative_ttl")
+	s := d.section(n, path, cacheKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -369,16 +366,16 @@ func (d *decoder) mimeTypes(n *yaml.Node, path string, m map[string]string) {
 }
 
 func (d *decoder) log(n *yaml.Node, path string, l *Log) {
-	s := d.section(n, path, "level", "format")
+	s := d.section(n, path, logKeys.names()...)
 	if s == nil {
 		return
 	}
-	d.setEnum(s, "level", &l.Level, "debug", "info", "warn", "error")
-	d.setEnum(s, "format", &l.Format, "text", "json")
+	d.setEnum(s, "level", &l.Level, logKeys.options("level")...)
+	d.setEnum(s, "format", &l.Format, logKeys.options("format")...)
 }
 
 func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
-	s := d.section(n, path, "path", "format", "max_bytes", "keep")
+	s := d.section(n, path, accessLogKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -396,7 +393,7 @@ func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
 			}
 		}
 	}
-	d.setEnum(s, "format", &a.Format, "combined", "json")
+	d.setEnum(s, "format", &a.Format, accessLogKeys.options("format")...)
 	d.setInt64(s, "max_bytes", &a.MaxBytes, 1)
 	if v := s.get("keep"); v != nil {
 		if k, ok := d.integer(v, join(path, "keep"), 0, 1000); ok {
@@ -500,7 +497,7 @@ func (d *decoder) conflict(p string, r *Route, pathNode *yaml.Node, firstPath st
 // is valid. Host is "-" when the host was invalid, so that no duplicate is
 // reported against it.
 func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
-	s := d.section(n, path, "host", "path", "match", "rewrite", "access", "rate_limit", "headers", "static", "proxy", "respond", "redirect")
+	s := d.section(n, path, routeKeys.names()...)
 	if s == nil {
 		return Route{}, nil, false
 	}
@@ -592,7 +589,7 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 // headers decodes a route's request and response header rules.
 func (d *decoder) headers(n *yaml.Node, path string) HeaderRules {
 	var hr HeaderRules
-	s := d.section(n, path, "request", "response")
+	s := d.section(n, path, headersKeys.names()...)
 	if s == nil {
 		return hr
 	}
@@ -635,7 +632,7 @@ func (d *decoder) headerName(n *yaml.Node, path string) (string, bool) {
 // are a string or a list of strings (one field each).
 func (d *decoder) headerOps(n *yaml.Node, path string) HeaderOps {
 	var ops HeaderOps
-	s := d.section(n, path, "set", "add", "remove")
+	s := d.section(n, path, headerOpsKeys.names()...)
 	if s == nil {
 		return ops
 	}
@@ -715,7 +712,7 @@ func (d *decoder) headerOps(n *yaml.Node, path string) HeaderOps {
 // static decodes a static file route.
 func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	st := defaultStatic()
-	s := d.section(n, path, "root", "index", "browse", "spa_fallback", "try_files", "hidden", "follow_symlinks", "cache_control", "error_pages", "compress")
+	s := d.section(n, path, staticKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -773,8 +770,8 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	if v := s.get("try_files"); v != nil {
 		st.TryFiles, st.TryStatus = d.tryFiles(v, join(path, "try_files"), m)
 	}
-	d.setEnum(s, "hidden", &st.Hidden, "deny", "allow")
-	d.setEnum(s, "follow_symlinks", &st.FollowSymlinks, "inside_root", "always", "never")
+	d.setEnum(s, "hidden", &st.Hidden, staticKeys.options("hidden")...)
+	d.setEnum(s, "follow_symlinks", &st.FollowSymlinks, staticKeys.options("follow_symlinks")...)
 	if v := s.get("cache_control"); v != nil {
 		p := join(path, "cache_control")
 		if cc, ok := d.str(v, p); ok {
@@ -824,7 +821,7 @@ func (d *decoder) errorPages(n *yaml.Node, path string) map[int]string {
 }
 
 func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
-	s := d.section(n, path, "encodings", "min_bytes")
+	s := d.section(n, path, compressKeys.names()...)
 	if s == nil {
 		return
 	}
@@ -833,7 +830,7 @@ func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
 		items, _ := d.list(v, p, "encodings")
 		var encs []string
 		for i, item := range items {
-			e, ok := d.enum(item, index(p, i), "zstd", "br", "gzip")
+			e, ok := d.enum(item, index(p, i), compressKeys.key("encodings").item.enum...)
 			if !ok {
 				continue
 			}
@@ -879,7 +876,7 @@ func checkFile(abs, given string) string {
 // respond decodes a fixed response.
 func (d *decoder) respond(n *yaml.Node, path string) *Respond {
 	r := &Respond{Status: 200}
-	s := d.section(n, path, "status", "body", "content_type")
+	s := d.section(n, path, respondKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -916,7 +913,7 @@ func (d *decoder) respond(n *yaml.Node, path string) *Respond {
 // redirect decodes a redirect.
 func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 	r := &Redirect{Status: defaultRedirectStatus}
-	s := d.section(n, path, "to", "status", "keep_path")
+	s := d.section(n, path, redirectKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -938,8 +935,8 @@ func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 		p := join(path, "status")
 		v = deref(v)
 		code, err := strconv.Atoi(v.Value)
-		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || err != nil || !slices.Contains([]int{301, 302, 303, 307, 308}, code) {
-			d.errorf(v, p, "expected one of 301, 302, 303, 307, 308, got %s", describe(v))
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || err != nil || !slices.Contains(redirectKeys.options("status"), strconv.Itoa(code)) {
+			d.errorf(v, p, "expected one of %s, got %s", strings.Join(redirectKeys.options("status"), ", "), describe(v))
 		} else {
 			r.Status = code
 		}

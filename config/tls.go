@@ -37,7 +37,7 @@ var TLSVersions = []string{"1.2", "1.3"}
 // listenerObject decodes the object form of a listen entry:
 // {address, tls, redirect_to_https, protocols}.
 func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
-	s := d.section(n, path, "address", "tls", "redirect_to_https", "protocols")
+	s := d.section(n, path, listenerKeys.names()...)
 	if s == nil {
 		return Listener{}, false
 	}
@@ -104,7 +104,7 @@ func linkHTTPSRedirects(ls []Listener) {
 // tlsSection decodes a listener's tls mapping and checks its certificates.
 // It returns nil when the section is unusable (already reported).
 func (d *decoder) tlsSection(n *yaml.Node, path string) *TLS {
-	s := d.section(n, path, "certificates", "min_version", "handshake_timeout", "client_hello_timeout", "max_handshakes", "max_handshakes_per_address")
+	s := d.section(n, path, tlsKeys.names()...)
 	if s == nil {
 		return nil
 	}
@@ -194,7 +194,7 @@ func (d *decoder) handshakeShares(s *section, t *TLS) bool {
 // certificate decodes one {cert, key} entry and checks that both files
 // can be read and hold a matching certificate chain and private key.
 func (d *decoder) certificate(n *yaml.Node, path string) (Certificate, bool) {
-	s := d.section(n, path, "cert", "key")
+	s := d.section(n, path, certificateKeys.names()...)
 	if s == nil {
 		return Certificate{}, false
 	}

@@ -18,7 +18,7 @@ func TestAccessAllocs(t *testing.T) {
     rate_limit: {rate: 1/m}
     respond: {body: ok}
   - path: /header/
-    rate_limit: {rate: 1000000/s, burst: 1000000, key: header, header: X-Api-Key}
+    rate_limit: {rate: 1000000/s, burst: 1000000, header: X-Api-Key}
     respond: {body: ok}
   - path: /v6/
     rate_limit: {rate: 1000000/s, burst: 1000000, ipv6_prefix: 56}

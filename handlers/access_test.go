@@ -239,8 +239,8 @@ func TestAccessRules(t *testing.T) {
 	}
 }
 
-func testLimiter(rate string, burst int, key, hdr string, v6 int) *limiter {
-	rl := &config.RateLimit{Rate: rate, Burst: burst, Key: key, Header: hdr, IPv6Prefix: v6, MaxKeys: 1 << 10}
+func testLimiter(rate string, burst int, hdr string, v6 int) *limiter {
+	rl := &config.RateLimit{Rate: rate, Burst: burst, Header: hdr, IPv6Prefix: v6, MaxKeys: 1 << 10}
 	switch {
 	case strings.HasSuffix(rate, "/s"):
 		rl.Interval = time.Second
@@ -258,7 +258,7 @@ func testLimiter(rate string, burst int, key, hdr string, v6 int) *limiter {
 // GCRA as nginx's burst with nodelay: burst+1 at once, then one per
 // interval; the wait until the next one; keys apart.
 func TestLimiterGCRA(t *testing.T) {
-	l := testLimiter("10/s", 3, "remote", "", 64)
+	l := testLimiter("10/s", 3, "", 64)
 	const ms = int64(time.Millisecond)
 	now := int64(1000 * ms)
 	for i := 0; i < 4; i++ {
@@ -297,7 +297,7 @@ func TestLimiterGCRA(t *testing.T) {
 // Keys: the client address, IPv6 addresses by their prefix, a header's
 // value when sent (else the address).
 func TestLimiterKeys(t *testing.T) {
-	l := testLimiter("1/m", 0, "remote", "", 64)
+	l := testLimiter("1/m", 0, "", 64)
 	key := func(l *limiter, from string, headers ...string) uint64 {
 		c := newCtx(request("GET", "a", "/", headers...))
 		c.Remote = netip.MustParseAddrPort(from)
@@ -312,7 +312,7 @@ func TestLimiterKeys(t *testing.T) {
 	if key(l, "127.0.0.2:1") == key(l, "127.0.0.3:1") || key(l, "127.0.0.2:1") != key(l, "[::ffff:127.0.0.2]:9") {
 		t.Error("IPv4 keys wrong")
 	}
-	h := testLimiter("1/m", 0, "header", "X-Api-Key", 64)
+	h := testLimiter("1/m", 0, "X-Api-Key", 64)
 	if key(h, "127.0.0.2:1", "X-Api-Key", "k1") != key(h, "127.0.0.3:1", "x-api-key", "k1") {
 		t.Error("one header value from two addresses has two keys")
 	}
@@ -327,7 +327,7 @@ func TestLimiterKeys(t *testing.T) {
 // One limit holds across goroutines (the event loops): of many requests
 // at one instant, exactly burst+1 pass.
 func TestLimiterConcurrent(t *testing.T) {
-	l := testLimiter("1/m", 99, "remote", "", 64)
+	l := testLimiter("1/m", 99, "", 64)
 	now := l.now()
 	var passed atomic.Int64
 	var wg sync.WaitGroup
@@ -352,7 +352,7 @@ func TestLimiterConcurrent(t *testing.T) {
 // The table's memory is fixed: many more keys than it holds evict the
 // oldest, and a key that passed its TAT loses nothing when evicted.
 func TestLimiterFixedMemory(t *testing.T) {
-	l := testLimiter("1/m", 0, "remote", "", 64)
+	l := testLimiter("1/m", 0, "", 64)
 	slots := 0
 	for i := range l.shards {
 		slots += len(l.shards[i].slots)

@@ -183,7 +183,7 @@ func (t *trace) limit(r *Route) {
 	}
 	rl := r.limit.conf
 	key := fmt.Sprintf("the client address (IPv6 by /%d)", rl.IPv6Prefix)
-	if rl.Key == "header" {
+	if rl.Header != "" {
 		key = "the " + rl.Header + " header, else " + key
 	}
 	t.addf("rate limit: %s, burst %d, keyed by %s; over it: 429 with Retry-After", rl.Rate, rl.Burst, key)

@@ -74,7 +74,7 @@ func newLimiter(rl *config.RateLimit) *limiter {
 		epoch:    time.Now(),
 		conf:     rl,
 	}
-	if rl.Key == "header" {
+	if rl.Header != "" {
 		l.header = []byte(rl.Header)
 	}
 	slots := 1 << bits.Len(uint(max(rl.MaxKeys, limitShards*limitWays)-1)) // a power of two

@@ -6,6 +6,7 @@
 //	gale route -c FILE METHOD URL [-H 'Name: value'] [--from ADDR]
 //	                            explain which route a request takes
 //	gale version                print the version
+//	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse]
 //	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
 package main
@@ -26,6 +27,7 @@ import (
 
 	"gale/app"
 	"gale/config"
+	"gale/sdnotify"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -37,6 +39,7 @@ const usage = `usage:
   gale route -c FILE METHOD URL [-H 'Name: value']... [--from ADDR]
                                              explain which route a request would take, and why
   gale version                               print the version
+  gale schema                                print the config file's JSON Schema (draft-07)
   gale file-server [--root DIR] [--listen ADDR] [--browse]
                                              serve a directory without a config file
                                              (--browse lists directories without an index file)
@@ -66,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
+	case "schema":
+		return cmdSchema(args, stdout, stderr)
 	case "file-server":
 		return cmdFileServer(args, stdout, stderr)
 	case "reverse-proxy":
@@ -114,6 +119,21 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+// cmdSchema prints the JSON Schema of the config file, for editors
+// (yaml-language-server reads it from a "# yaml-language-server: $schema="
+// modeline).
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprint(stderr, "usage: gale schema\n")
+		return 2
+	}
+	if _, err := stdout.Write(config.JSONSchema()); err != nil {
+		fmt.Fprintf(stderr, "gale: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
@@ -194,7 +214,8 @@ func fileExists(p string) bool {
 }
 
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
-// server was started from one).
+// server was started from one). It tells the service manager about each
+// step (see notify).
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
 	srv, err := app.New(cfg, log)
@@ -220,6 +241,7 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	for _, line := range cfg.Summary() {
 		fmt.Fprintf(stdout, "gale: %s\n", line)
 	}
+	notify(log, sdnotify.Ready)
 	for {
 		select {
 		case err := <-runErr:
@@ -230,9 +252,12 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			return 0
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
+				notify(log, sdnotify.Reloading)
 				reload(srv, file, log)
+				notify(log, sdnotify.Ready)
 				continue
 			}
+			notify(log, sdnotify.Stopping)
 			log.Info("stopping", "signal", sig.String(), "deadline", cfg.Server.Timeouts.Shutdown.String())
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.Timeouts.Shutdown)
 			err := srv.Stop(ctx)
@@ -247,6 +272,16 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			log.Info("stopped")
 			return 0
 		}
+	}
+}
+
+// notify reports a state change to the service manager (systemd's
+// Type=notify and Type=notify-reload), when $NOTIFY_SOCKET names one: ready
+// once listening, reloading then ready again around a SIGHUP reload
+// (whether or not the new file was taken), stopping when a stop begins.
+func notify(log *slog.Logger, send func() error) {
+	if err := send(); err != nil {
+		log.Warn("notify the service manager", "err", err.Error())
 	}
 }
 

@@ -1,0 +1,369 @@
+package config
+
+import "fmt"
+
+// The key tables below describe every key of the config file: its name,
+// the shape of its value, its default and its meaning. The decoder takes
+// the keys each mapping may hold and the options of every enumeration from
+// them, and JSONSchema renders them as a JSON Schema for editors, so the
+// two cannot drift apart: a key the tables do not list is an unknown key
+// to the decoder too.
+
+// keyType is the shape of a key's value.
+type keyType int
+
+const (
+	typeString   keyType = iota // a string
+	typeBool                    // true or false
+	typeInt                     // a whole number within lo..hi (or one of enum)
+	typeSize                    // a size: bytes as a whole number, or a string with a unit
+	typeDuration                // a positive Go duration string
+	typeEnum                    // one of the strings in enum
+	typeSection                 // a mapping of the known keys in keys
+	typeList                    // a list of item
+	typeMap                     // a mapping of user-chosen names (matching pattern) to item
+	typeAnyOf                   // any one of alts
+)
+
+// keySpec describes one key, or the items of a list or map.
+type keySpec struct {
+	name     string
+	typ      keyType
+	doc      string     // one or two sentences
+	def      string     // the default as the file would write it (YAML); "" = none, or a default derived from other keys (described in doc)
+	enum     []string   // typeEnum options; typeInt values (as decimal strings)
+	numbers  bool       // typeEnum: options may also be written as unquoted numbers (min_version: 1.3)
+	lo, hi   int64      // typeInt and typeSize bounds, inclusive
+	keys     []*keySpec // typeSection
+	item     *keySpec   // typeList and typeMap values
+	pattern  string     // typeMap: what a name must match (a regular expression); typeString: what the value must match
+	alts     []*keySpec // typeAnyOf
+	required bool       // the enclosing mapping must hold this key
+	oneOf    []string   // typeSection: exactly one of these keys must be present
+	minItems int        // typeList: at least this many items
+	unique   bool       // typeList: no item twice
+}
+
+// names returns the keys of a section, in table order.
+func (k *keySpec) names() []string {
+	out := make([]string, len(k.keys))
+	for i, c := range k.keys {
+		out[i] = c.name
+	}
+	return out
+}
+
+// key returns the spec of the section's key name. It panics when the
+// table has no such key: a decoder asking for one is a programming error.
+func (k *keySpec) key(name string) *keySpec {
+	for _, c := range k.keys {
+		if c.name == name {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("config: key table %q has no key %q", k.name, name))
+}
+
+// options returns the enumeration options of the section's key name.
+func (k *keySpec) options(name string) []string {
+	return k.key(name).enum
+}
+
+// Builders, so that the tables read as a list of keys.
+
+func sectionKey(name, doc string, keys ...*keySpec) *keySpec {
+	return &keySpec{name: name, typ: typeSection, doc: doc, keys: keys}
+}
+
+func strKey(name, doc string) *keySpec { return &keySpec{name: name, typ: typeString, doc: doc} }
+
+func boolKey(name, def, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeBool, def: def, doc: doc}
+}
+
+func intKey(name string, lo, hi int64, def, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeInt, lo: lo, hi: hi, def: def, doc: doc}
+}
+
+func sizeKey(name string, lo, hi int64, def, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeSize, lo: lo, hi: hi, def: def, doc: doc}
+}
+
+func durationKey(name, def, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeDuration, def: def, doc: doc}
+}
+
+func enumKey(name string, options []string, def, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeEnum, enum: options, def: def, doc: doc}
+}
+
+func listKey(name string, item *keySpec, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeList, item: item, doc: doc}
+}
+
+func mapKeyOf(name, pattern string, item *keySpec, doc string) *keySpec {
+	return &keySpec{name: name, typ: typeMap, pattern: pattern, item: item, doc: doc}
+}
+
+func anyOf(name, doc string, alts ...*keySpec) *keySpec {
+	return &keySpec{name: name, typ: typeAnyOf, doc: doc, alts: alts}
+}
+
+// must marks a key required.
+func (k *keySpec) must() *keySpec { k.required = true; return k }
+
+// atLeast sets a list's minimum length.
+func (k *keySpec) atLeast(n int) *keySpec { k.minItems = n; return k }
+
+// distinct forbids repeated list items.
+func (k *keySpec) distinct() *keySpec { k.unique = true; return k }
+
+// withDefault sets the default of a list or map key.
+func (k *keySpec) withDefault(def string) *keySpec { k.def = def; return k }
+
+// oneOrList accepts one item, or a list of at least one.
+func oneOrList(name string, item *keySpec, doc string) *keySpec {
+	return anyOf(name, doc, item, listKey("", item, "").atLeast(1))
+}
+
+// Enumerations the decoder checks.
+var (
+	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
+	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
+	encodingOptions       = []string{"zstd", "br", "gzip"}
+	redirectStatuses      = []string{"301", "302", "303", "307", "308"}
+)
+
+var certificateKeys = sectionKey("", "A certificate chain and its private key.",
+	strKey("cert", "PEM file: the leaf certificate first, then the intermediates (a fullchain file).").must(),
+	strKey("key", "PEM file: the leaf's private key (PKCS #1, PKCS #8 or SEC 1).").must(),
+)
+
+var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
+	listKey("certificates", certificateKeys, "Chosen by SNI among their leaves' DNS names (exact before wildcard); the first one when none matches.").must().atLeast(1),
+	&keySpec{name: "min_version", typ: typeEnum, enum: TLSVersions, numbers: true, def: `"1.2"`, doc: "Lowest TLS version accepted."},
+	durationKey("handshake_timeout", "10s", "From accept to the end of the TLS handshake, waiting for a free slot included."),
+	durationKey("client_hello_timeout", "5s", "From accept until the whole ClientHello has arrived; at most handshake_timeout."),
+	intKey("max_handshakes", 1, maxMaxHandshakes, "4096", "Handshakes in progress at once on this listener; more wait for a slot."),
+	intKey("max_handshakes_per_address", 1, maxMaxHandshakes, "", "Handshake slots one client address (an IPv6 /64) may hold or wait for; at most max_handshakes; default max_handshakes/16, at least 1."),
+)
+
+var listenerKeys = sectionKey("", "A listener in object form.",
+	strKey("address", `"host:port" to accept connections on; host "" is all interfaces, port 0 picks a free port.`).must(),
+	tlsKeys,
+	boolKey("redirect_to_https", "false", "A plain listener that answers every request with a redirect to https, on the port of the first TLS listener."),
+	listKey("protocols", enumKey("", protocolNames, "", ""), "HTTP versions spoken: h1, h2 (TLS only, by ALPN) and h2c (cleartext, prior knowledge); default [h1, h2] with tls, [h1, h2c] without.").atLeast(1).distinct(),
+)
+
+var addressSpec = anyOf("", "", &keySpec{typ: typeString, doc: `"host:port"`}, listenerKeys)
+
+var limitsKeys = sectionKey("limits", "Size limits.",
+	sizeKey("request_line", 1, maxBuffer, "8KiB", "Longest request line."),
+	sizeKey("header_bytes", 1, maxBuffer, "16KiB", "Largest request head."),
+	sizeKey("body_bytes", 1, 1<<63-1, "10MiB", "Largest request body."),
+	intKey("connections", 0, 1<<31-1, "0", "Client connections open at once, tunnels included; 0 = as many as the descriptor budget allows."),
+)
+
+var timeoutsKeys = sectionKey("timeouts", "Time limits.",
+	durationKey("read_header", "10s", "From the first byte of a request to the end of its head."),
+	durationKey("read_body", "30s", "Longest time without progress while reading a body."),
+	durationKey("idle", "60s", "Keep-alive wait for the next request."),
+	durationKey("write", "60s", "Longest time without progress while output is pending."),
+	durationKey("shutdown", "30s", "Graceful stop deadline."),
+)
+
+var http2Keys = sectionKey("http2", "HTTP/2 settings (RFC 9113); a reload applies them to connections accepted afterwards.",
+	boolKey("enabled", "true", "Offer HTTP/2: ALPN h2 on TLS listeners, h2c with prior knowledge on plain ones."),
+	intKey("max_concurrent_streams", 1, maxH2Streams, "128", "SETTINGS_MAX_CONCURRENT_STREAMS."),
+	sizeKey("initial_stream_window", minH2Window, maxH2Window, "256KiB", "Receive window per stream, SETTINGS_INITIAL_WINDOW_SIZE."),
+	sizeKey("initial_connection_window", minH2Window, maxH2Window, "1MiB", "Receive window of the whole connection."),
+	sizeKey("max_frame_size", minH2FrameSize, maxH2FrameSize, "16KiB", "Largest frame payload accepted, SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2)."),
+	sizeKey("max_header_list_size", minH2HeaderList, maxH2HeaderList, "", "SETTINGS_MAX_HEADER_LIST_SIZE; default limits.header_bytes brought within 1KiB..1MiB."),
+	intKey("max_requests", 1, maxH2Requests, "10000", "Streams one connection may carry before a graceful GOAWAY."),
+)
+
+var serverKeys = sectionKey("server", "Reactor and protocol settings.",
+	intKey("event_loops", 0, maxEventLoop, "0", "Event loops; 0 = one per CPU."),
+	boolKey("reuse_port", "true", "Each loop accepts on its own SO_REUSEPORT listener (the kernel spreads connections)."),
+	enumKey("load_balancing", loadBalancingOptions, "round-robin", "With reuse_port false, how the accepting reactor hands connections to loops."),
+	boolKey("lock_os_thread", "false", "Lock each event loop to an OS thread."),
+	boolKey("edge_triggered", "false", "Edge-triggered epoll."),
+	sizeKey("read_buffer", 1, maxBuffer, "64KiB", "gnet's per-loop read buffer, rounded up to a power of two."),
+	sizeKey("write_buffer", 1, maxBuffer, "64KiB", "gnet's write buffer hint, rounded up to a power of two."),
+	sizeKey("max_buffered_output", 1, maxBuffer, "256KiB", "Per connection: a response larger than this leaves the loop."),
+	sizeKey("socket_recv_buffer", 0, maxBuffer, "0", "SO_RCVBUF; 0 = kernel default."),
+	sizeKey("socket_send_buffer", 0, maxBuffer, "0", "SO_SNDBUF; 0 = kernel default."),
+	boolKey("tcp_no_delay", "true", "TCP_NODELAY."),
+	&keySpec{name: "server_header", typ: typeString, def: "gale", doc: `The Server header; "" sends none.`},
+	limitsKeys,
+	timeoutsKeys,
+	http2Keys,
+)
+
+var cacheKeys = sectionKey("cache", "The static file cache, one per server, shared by every static route.",
+	sizeKey("max_bytes", 1, 1<<63-1, "256MiB", "Budget over bodies, compressed variants, rendered headers and pinned old versions."),
+	sizeKey("max_file_bytes", 1, 1<<63-1, "1MiB", "Larger files are streamed from disk; at most max_bytes."),
+	durationKey("revalidate", "1s", "A cached path is stat'ed at most this often."),
+	durationKey("negative_ttl", "1s", `How long "not found" and "denied" are remembered.`),
+)
+
+var logKeys = sectionKey("log", "The process log.",
+	enumKey("level", []string{"debug", "info", "warn", "error"}, "info", "Lowest level written."),
+	enumKey("format", []string{"text", "json"}, "text", "Line format."),
+)
+
+var accessLogKeys = sectionKey("access_log", "The request log.",
+	&keySpec{name: "path", typ: typeString, def: `""`, doc: `"" = off, "-" = stdout, else a file path (its directory must exist).`},
+	enumKey("format", []string{"combined", "json"}, "combined", "Line format."),
+	sizeKey("max_bytes", 1, 1<<63-1, "100MiB", "Rotate past this size."),
+	intKey("keep", 0, 1000, "5", "Rotated files kept; 0 = none."),
+)
+
+// headerNamePattern is what header rule names look like (RFC 9110 section
+// 5.6.2 tokens); the decoder checks them further.
+const headerNamePattern = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+
+var headerOpsKeys = sectionKey("", "Header edits, applied in this order: remove, set, add.",
+	mapKeyOf("set", headerNamePattern, strKey("", "The field's value."), "Fields to set, replacing any of the same name."),
+	mapKeyOf("add", headerNamePattern, oneOrList("", strKey("", ""), "One value, or several fields of the same name."), "Fields to add."),
+	listKey("remove", &keySpec{typ: typeString, pattern: headerNamePattern}, "Field names to remove.").distinct(),
+)
+
+var headersKeys = sectionKey("headers", "Request and response header rules, applied on every route kind.",
+	withName(headerOpsKeys, "request", "Edits of the request (before the handler; the proxy forwards them)."),
+	withName(headerOpsKeys, "response", "Edits of the response."),
+)
+
+// withName returns a copy of a section under another name and doc.
+func withName(k *keySpec, name, doc string) *keySpec {
+	c := *k
+	c.name, c.doc = name, doc
+	return &c
+}
+
+var compressKeys = sectionKey("compress", "Precompressed sidecars and on-the-fly compression.",
+	listKey("encodings", enumKey("", encodingOptions, "", ""), "Encodings in preference order; [] = identity only.").distinct().withDefault("[zstd, br, gzip]"),
+	sizeKey("min_bytes", 0, 1<<63-1, "1KiB", "Smaller files are not compressed on the fly (sidecars are served whatever their size)."),
+)
+
+var staticKeys = sectionKey("static", "Serve files under root.",
+	strKey("root", "Directory served; it must exist.").must(),
+	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index file names; [] = none.").withDefault("[index.html]"),
+	boolKey("browse", "false", "Directory listings (HTML, or JSON for clients that ask for it) when no index file exists."),
+	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served for unknown page paths; "" = off.`},
+	listKey("try_files", &keySpec{typ: typeString, doc: `A path template under root ("{path}", "{path}/", "/index.html"), or "=CODE" last.`},
+		`Candidates tried in order (a trailing "/" names a directory); the last is the fallback, or "=404" answers that status when none exists.`).atLeast(2),
+	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories."),
+	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed."),
+	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served; "" = none.`},
+	mapKeyOf("error_pages", "^[45][0-9][0-9]$", strKey("", "A file served as the body of that error."), "Status (400..599) -> file."),
+	compressKeys,
+)
+
+var respondKeys = sectionKey("respond", "Answer with a fixed response.",
+	intKey("status", 200, 599, "200", "Status code."),
+	&keySpec{name: "body", typ: typeString, def: `""`, doc: "Response body."},
+	strKey("content_type", `Content-Type; default "text/plain; charset=utf-8" when body is not empty.`),
+)
+
+var redirectKeys = sectionKey("redirect", "Answer with a redirect.",
+	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment.").must(),
+	&keySpec{name: "status", typ: typeInt, enum: redirectStatuses, def: "308", doc: "Redirect status."},
+	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query."),
+)
+
+var proxyTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with upstreams.",
+	durationKey("connect", "2s", "Dialing an upstream; past it the attempt fails (504 when no retry is left)."),
+	durationKey("response_header", "30s", "From the request to the end of the response head (504), and the longest pause between two reads of a response body."),
+	durationKey("idle", "90s", "A pooled keep-alive connection unused this long is closed; also a tunnel without traffic either way."),
+)
+
+var passiveKeys = sectionKey("passive", "Take an upstream out when real requests fail (refused or timed-out connects, resets, garbage, response timeouts; not error statuses).",
+	intKey("fails", 0, 1000, "3", "Failures within window that take an upstream out; 0 = off."),
+	durationKey("window", "10s", "The window failures are counted in."),
+	durationKey("cooldown", "30s", "How long an upstream stays out."),
+)
+
+var healthCheckKeys = sectionKey("health_check", "Active checks (when path is set) and passive health.",
+	strKey("path", `The path (and query) requested with GET, such as "/healthz"; absent = no active checks.`),
+	durationKey("interval", "5s", "Time between two active checks of one upstream."),
+	durationKey("timeout", "2s", "An active check taking longer fails."),
+	intKey("expect_status", 100, 599, "200", "The status an active check must get."),
+	intKey("fails", 1, 1000, "3", "Consecutive failed active checks that take an upstream out."),
+	intKey("passes", 1, 1000, "2", "Consecutive passed active checks that bring it back."),
+	passiveKeys,
+)
+
+var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port"`}, "Upstreams, no two alike.").must(),
+	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
+	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
+	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
+	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 = none kept."),
+	proxyTimeoutsKeys,
+	healthCheckKeys,
+	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream."),
+	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
+	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
+)
+
+// queryNamePattern is what a query matcher's parameter names look like.
+const queryNamePattern = "^[!$'()*+,.:;?@/~0-9A-Za-z_%-]+$"
+
+// cidrList is one CIDR or address, or a list of them.
+var cidrList = oneOrList("", &keySpec{typ: typeString, doc: `A CIDR ("10.0.0.0/8") or an address ("::1").`}, "")
+
+var matchKeys = sectionKey("match", "Request matchers beside host and path; the route takes a request only when all of them hold.",
+	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods (GET also matches HEAD).").atLeast(1),
+	strKey("path", "An exact normal path under the route's path; such routes are tried before every prefix."),
+	strKey("path_regex", "An RE2 regular expression matched against the whole normal path; its groups are usable in templates as {1} or {name}."),
+	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Header name -> value(s) of its first field."),
+	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Query parameter -> value(s) of its first occurrence, compared decoded."),
+	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
+)
+
+var accessRuleKeys = func() *keySpec {
+	r := sectionKey("", "An access rule.",
+		anyOf("allow", `Allow clients in these CIDRs, or "all".`, cidrList.alts...),
+		anyOf("deny", `Deny clients in these CIDRs, or "all".`, cidrList.alts...),
+	)
+	r.oneOf = []string{"allow", "deny"}
+	return r
+}()
+
+var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 at once, then one per 1/rate; over it 429 with Retry-After.",
+	strKey("rate", `"N/s", "N/m" or "N/h".`).must(),
+	intKey("burst", 0, maxRateBurst, "0", "Requests allowed at once beyond the rate (nginx's burst with nodelay)."),
+	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value instead of the client address (a request without it is keyed by its address)."},
+	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix."),
+	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
+)
+
+var routeKeys = func() *keySpec {
+	r := sectionKey("", "A route: a host and path prefix and what answers them.",
+		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
+		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
+		matchKeys,
+		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept.`),
+		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
+		rateLimitKeys,
+		headersKeys,
+		staticKeys,
+		proxyKeys,
+		respondKeys,
+		redirectKeys,
+	)
+	r.oneOf = handlerKinds
+	return r
+}()
+
+// topKeys is the table of the whole file.
+var topKeys = sectionKey("", "gale's config file.",
+	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols}.`).must(),
+	serverKeys,
+	cacheKeys,
+	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to the built-in table.`),
+	logKeys,
+	accessLogKeys,
+	listKey("routes", routeKeys, "Routes, each a host and path prefix; their order carries no meaning for matching.").must().atLeast(1),
+)
