@@ -112,6 +112,10 @@ func dump(b *strings.Builder, v reflect.Value, field, indent string) {
 		fmt.Fprintf(b, "%q", v.Interface().(Protocols).String())
 		return
 	}
+	if v.Type() == reflect.TypeFor[Regex]() || v.Type() == reflect.TypeFor[Template]() {
+		fmt.Fprintf(b, "%q", v.Addr().Interface().(fmt.Stringer).String())
+		return
+	}
 	if v.Type() == reflect.TypeFor[netip.Prefix]() {
 		fmt.Fprintf(b, "%q", v.Interface().(netip.Prefix).String())
 		return

@@ -224,6 +224,17 @@ var keySamples = map[string]any{
 	"routes[].proxy.rewrite":           "/v2/",
 	"routes[].proxy.health_check.path": "/healthz",
 	"routes[].proxy.trusted_proxies":   []any{"10.0.0.0/8"},
+	"routes[].match.methods":           []any{"GET"},
+	"routes[].match.path":              "/",
+	"routes[].match.path_regex":        "/(.*)",
+	"routes[].match.remote":            []any{"10.0.0.0/8"},
+	"routes[].rewrite":                 "/x{path}?{query}",
+	"routes[].access":                  []any{map[string]any{"allow": "all"}},
+	"routes[].access[].allow":          []any{"127.0.0.2", "10.0.0.0/8"},
+	"routes[].access[].deny":           "all",
+	"routes[].rate_limit.rate":         "10/s",
+	"routes[].rate_limit.header":       "X-Api-Key",
+	"routes[].static.try_files":        []any{"{path}", "/index.html"},
 }
 
 // crossKeyBounds are keys whose own bound the decoder accepts only

@@ -256,6 +256,8 @@ var staticKeys = sectionKey("static", "Serve files under root.",
 	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index file names; [] = none.").withDefault("[index.html]"),
 	boolKey("browse", "false", "Directory listings (HTML, or JSON for clients that ask for it) when no index file exists."),
 	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served for unknown page paths; "" = off.`},
+	listKey("try_files", &keySpec{typ: typeString, doc: `A path template under root ("{path}", "{path}/", "/index.html"), or "=CODE" last.`},
+		`Candidates tried in order (a trailing "/" names a directory); the last is the fallback, or "=404" answers that status when none exists.`).atLeast(2),
 	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories."),
 	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed."),
 	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served; "" = none.`},
@@ -270,7 +272,7 @@ var respondKeys = sectionKey("respond", "Answer with a fixed response.",
 )
 
 var redirectKeys = sectionKey("redirect", "Answer with a redirect.",
-	strKey("to", "An absolute URL or an absolute path.").must(),
+	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment.").must(),
 	&keySpec{name: "status", typ: typeInt, enum: redirectStatuses, def: "308", doc: "Redirect status."},
 	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query."),
 )
@@ -310,10 +312,46 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
 )
 
+// queryNamePattern is what a query matcher's parameter names look like.
+const queryNamePattern = "^[!$'()*+,.:;?@/~0-9A-Za-z_%-]+$"
+
+// cidrList is one CIDR or address, or a list of them.
+var cidrList = oneOrList("", &keySpec{typ: typeString, doc: `A CIDR ("10.0.0.0/8") or an address ("::1").`}, "")
+
+var matchKeys = sectionKey("match", "Request matchers beside host and path; the route takes a request only when all of them hold.",
+	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods (GET also matches HEAD).").atLeast(1),
+	strKey("path", "An exact normal path under the route's path; such routes are tried before every prefix."),
+	strKey("path_regex", "An RE2 regular expression matched against the whole normal path; its groups are usable in templates as {1} or {name}."),
+	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Header name -> value(s) of its first field."),
+	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Query parameter -> value(s) of its first occurrence, compared decoded."),
+	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
+)
+
+var accessRuleKeys = func() *keySpec {
+	r := sectionKey("", "An access rule.",
+		anyOf("allow", `Allow clients in these CIDRs, or "all".`, cidrList.alts...),
+		anyOf("deny", `Deny clients in these CIDRs, or "all".`, cidrList.alts...),
+	)
+	r.oneOf = []string{"allow", "deny"}
+	return r
+}()
+
+var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 at once, then one per 1/rate; over it 429 with Retry-After.",
+	strKey("rate", `"N/s", "N/m" or "N/h".`).must(),
+	intKey("burst", 0, maxRateBurst, "0", "Requests allowed at once beyond the rate (nginx's burst with nodelay)."),
+	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value instead of the client address (a request without it is keyed by its address)."},
+	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix."),
+	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
+)
+
 var routeKeys = func() *keySpec {
 	r := sectionKey("", "A route: a host and path prefix and what answers them.",
 		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
 		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
+		matchKeys,
+		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept.`),
+		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
+		rateLimitKeys,
 		headersKeys,
 		staticKeys,
 		proxyKeys,

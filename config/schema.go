@@ -500,34 +500,45 @@ func (d *decoder) routes(n *yaml.Node, path string) []Route {
 		d.errorf(deref(n), path, "expected at least one route, e.g. [{path: /, static: {root: ./site}}]")
 		return nil
 	}
-	type seen struct {
-		index int
-		node  *yaml.Node
-	}
-	byKey := map[[2]string]seen{}
-	out := make([]Route, 0, len(items))
+	var out []Route
+	var nodes []*yaml.Node // the path node of each route in out
+	var idx []int          // its index in the file
 	for i, item := range items {
 		p := index(path, i)
 		r, pathNode, ok := d.route(item, p)
-		if r.Path != "" && r.Host != "-" {
-			k := [2]string{r.Host, r.Path}
-			if first, dup := byKey[k]; dup {
-				host := "any host"
-				if r.Host != "" {
-					host = "host " + quote(r.Host)
+		if ok && pathNode != nil && r.Path != "" {
+			for j := range out {
+				if RoutesConflict(&out[j], &r) {
+					d.conflict(p, &r, pathNode, index(path, idx[j]), &out[j], nodes[j])
+					ok = false
+					break
 				}
-				d.errorf(pathNode, join(p, "path"), "duplicate route for %s and path %s: %s at line %d, column %d has the same host and path",
-					host, quote(r.Path), index(path, first.index), first.node.Line, first.node.Column)
-				ok = false
-			} else {
-				byKey[k] = seen{i, pathNode}
 			}
 		}
 		if ok {
 			out = append(out, r)
+			nodes = append(nodes, pathNode)
+			idx = append(idx, i)
 		}
 	}
 	return out
+}
+
+// conflict reports route r (at p) that could match the same requests as
+// an earlier route without the precedence ordering them.
+func (d *decoder) conflict(p string, r *Route, pathNode *yaml.Node, firstPath string, first *Route, firstNode *yaml.Node) {
+	host := "any host"
+	if r.Host != "" {
+		host = "host " + quote(r.Host)
+	}
+	if r.Match.Kinds() == 0 {
+		d.errorf(pathNode, join(p, "path"), "duplicate route for %s and path %s: %s at line %d, column %d has the same host and path",
+			host, quote(r.Path), firstPath, firstNode.Line, firstNode.Column)
+		return
+	}
+	d.errorf(pathNode, join(p, "path"), "route for %s and path %s conflicts with %s at line %d, column %d: both could match one request and the precedence "+
+		"(exact path, path_regex, number of matchers) does not order them; add a matcher with no value in common (methods, headers, query, remote) or make one route's matchers more specific",
+		host, quote(r.Path), firstPath, firstNode.Line, firstNode.Column)
 }
 
 // route decodes one route. It returns the route, the node of its path (for
@@ -566,6 +577,18 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	} else if s.missing("path") {
 		d.errorf(s.node, join(path, "path"), `missing required key; e.g. path: /`)
 	}
+	if v := s.get("match"); v != nil {
+		r.Match = d.match(v, join(path, "match"), r.Path)
+	}
+	if v := s.get("rewrite"); v != nil {
+		r.Rewrite = d.rewrite(v, join(path, "rewrite"), &r.Match)
+	}
+	if v := s.get("access"); v != nil {
+		r.Access = d.access(v, join(path, "access"))
+	}
+	if v := s.get("rate_limit"); v != nil {
+		r.RateLimit = d.rateLimit(v, join(path, "rate_limit"))
+	}
 	if v := s.get("headers"); v != nil {
 		r.Headers = d.headers(v, join(path, "headers"))
 	}
@@ -585,13 +608,16 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	case 1:
 		switch k := kinds[0]; k {
 		case "static":
-			r.Static = d.static(s.get(k), join(path, k))
+			r.Static = d.static(s.get(k), join(path, k), &r.Match)
 		case "respond":
 			r.Respond = d.respond(s.get(k), join(path, k))
 		case "redirect":
-			r.Redirect = d.redirect(s.get(k), join(path, k))
+			r.Redirect = d.redirect(s.get(k), join(path, k), &r.Match)
 		case "proxy":
 			r.Proxy = d.proxy(s.get(k), join(path, k))
+			if r.Proxy != nil && r.Rewrite != nil && (r.Proxy.StripPrefix || r.Proxy.Rewrite != "") {
+				d.errorf(s.key("rewrite"), join(path, "rewrite"), "the route's rewrite sets the whole path sent upstream; remove proxy.strip_prefix and proxy.rewrite")
+			}
 		}
 	default:
 		first, second := s.key(kinds[0]), s.key(kinds[1])
@@ -733,7 +759,7 @@ func (d *decoder) headerOps(n *yaml.Node, path string) HeaderOps {
 }
 
 // static decodes a static file route.
-func (d *decoder) static(n *yaml.Node, path string) *Static {
+func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	st := defaultStatic()
 	s := d.section(n, path, staticKeys.names()...)
 	if s == nil {
@@ -789,6 +815,9 @@ func (d *decoder) static(n *yaml.Node, path string) *Static {
 				}
 			}
 		}
+	}
+	if v := s.get("try_files"); v != nil {
+		st.TryFiles, st.TryStatus = d.tryFiles(v, join(path, "try_files"), m)
 	}
 	d.setEnum(s, "hidden", &st.Hidden, staticKeys.options("hidden")...)
 	d.setEnum(s, "follow_symlinks", &st.FollowSymlinks, staticKeys.options("follow_symlinks")...)
@@ -931,7 +960,7 @@ func (d *decoder) respond(n *yaml.Node, path string) *Respond {
 }
 
 // redirect decodes a redirect.
-func (d *decoder) redirect(n *yaml.Node, path string) *Redirect {
+func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 	r := &Redirect{Status: defaultRedirectStatus}
 	s := d.section(n, path, redirectKeys.names()...)
 	if s == nil {
@@ -942,8 +971,10 @@ func (d *decoder) redirect(n *yaml.Node, path string) *Redirect {
 		if to, ok := d.str(v, p); ok {
 			if msg := checkRedirectTarget(to); msg != "" {
 				d.errorf(deref(v), p, "%s", msg)
+			} else if t, msg := redirectTemplate(to, m); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
 			} else {
-				r.To = to
+				r.To, r.Target = to, t
 			}
 		}
 	} else if s.missing("to") {
@@ -960,6 +991,10 @@ func (d *decoder) redirect(n *yaml.Node, path string) *Redirect {
 		}
 	}
 	d.setBool(s, "keep_path", &r.KeepPath)
+	if r.KeepPath && r.Target != nil {
+		d.errorf(deref(s.get("keep_path")), join(path, "keep_path"), "to has placeholders; write {rest} and {query} where the path and query go instead of keep_path")
+		r.KeepPath = false
+	}
 	return r
 }
 

@@ -195,14 +195,18 @@ type AccessLog struct {
 // Route is one entry of routes:. Exactly one of Static, Respond, Redirect
 // and Proxy is non-nil.
 type Route struct {
-	Host     string      // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
-	Path     string      // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
-	Headers  HeaderRules // applied on every route kind
-	Static   *Static
-	Respond  *Respond
-	Redirect *Redirect
-	Proxy    *Proxy
-	Pos      Pos // where the route starts
+	Host      string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
+	Path      string       // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
+	Match     Match        // further matchers (methods, exact path, path_regex, headers, query, remote); the zero Match matches every request
+	Rewrite   *Rewrite     // internal rewrite of path and query before the handler; nil = none
+	Access    []AccessRule // client address rules, first match wins, no match denies; nil = every client
+	RateLimit *RateLimit   // nil = none
+	Headers   HeaderRules  // applied on every route kind
+	Static    *Static
+	Respond   *Respond
+	Redirect  *Redirect
+	Proxy     *Proxy
+	Pos       Pos // where the route starts
 }
 
 // HeaderRules hold request and response header edits.
@@ -234,9 +238,10 @@ type Respond struct {
 
 // Redirect answers with a redirect.
 type Redirect struct {
-	To       string // absolute URL or absolute path
-	Status   int    // 301 | 302 | 303 | 307 | 308 (default 308)
-	KeepPath bool   // append the rest of the path (after the route's prefix) and the query
+	To       string    // absolute URL or absolute path
+	Target   *Template // To as a template, when it holds placeholders ({path}, {query}, {rest}, captures); nil otherwise
+	Status   int       // 301 | 302 | 303 | 307 | 308 (default 308)
+	KeepPath bool      // append the rest of the path (after the route's prefix) and the query
 }
 
 // Static serves files under Root.
@@ -245,6 +250,8 @@ type Static struct {
 	Index          []string       // default ["index.html"]; empty (not nil) = no index files; plain names, no slashes
 	Browse         bool           // default false: directory listings (HTML, or JSON for clients that ask for it) when no index file exists
 	SPAFallback    string         // "" = off; else a path under Root ("/index.html") served for unknown page paths
+	TryFiles       []Template     // nil = off; else candidate paths under Root, tried in order (a trailing "/" names a directory), the last one served whatever it is unless TryStatus is set
+	TryStatus      int            // 0, or the status (400..599) answered when no candidate of TryFiles exists (a last entry "=404")
 	Hidden         string         // "deny" (default) | "allow"
 	FollowSymlinks string         // "inside_root" (default) | "always" | "never"
 	CacheControl   string         // "" = none

@@ -45,6 +45,13 @@ type Ctx struct {
 	// or static memory.
 	Rest []byte
 
+	// capPath and caps are the normal path the route's path_regex matched
+	// and the indexes of its capture groups (regexp.FindSubmatchIndex),
+	// for templates; nil when the route records no captures (set by the
+	// router).
+	capPath []byte
+	caps    []int
+
 	// Scratch is per-connection memory a handler may use to build header
 	// values or bodies; it is reset (length 0, capacity kept) before each
 	// request. Handlers append to it (never overwrite what is below its

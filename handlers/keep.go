@@ -5,10 +5,10 @@ import "gale/codec"
 // KeepRequest copies c.Req into dst, with its bytes in buf (see
 // codec.Request.CopyTo), makes c.Req dst, and returns buf for reuse. An
 // engine calls it when Serve left a Pending, so that the exchange's
-// request outlives the memory it was parsed from; c.Path and c.Rest move
-// with it when they alias the request's path (else they alias Scratch or
-// static memory, which stay). A request that is dst already is kept as it
-// is.
+// request outlives the memory it was parsed from; c.Path, c.Rest and the
+// path the captures index move with it when they alias the request's path
+// (else they alias Scratch or static memory, which stay). A request that
+// is dst already is kept as it is.
 func (c *Ctx) KeepRequest(dst *codec.Request, buf []byte) []byte {
 	src := c.Req
 	if src == dst {
@@ -17,6 +17,7 @@ func (c *Ctx) KeepRequest(dst *codec.Request, buf []byte) []byte {
 	buf = src.CopyTo(dst, buf)
 	c.Path = moved(c.Path, src.Path, dst.Path)
 	c.Rest = moved(c.Rest, src.Path, dst.Path)
+	c.capPath = moved(c.capPath, src.Path, dst.Path)
 	c.Req = dst
 	return buf
 }

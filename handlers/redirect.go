@@ -18,7 +18,8 @@ type redirectHandler struct {
 	query     []byte // To's query without "?" (nil for none)
 	fragment  []byte // To's fragment with "#" (nil for none)
 	keepPath  bool
-	body      []byte // fixed text, never echoing the request
+	body      []byte           // fixed text, never echoing the request
+	target    *config.Template // To with placeholders; nil = base, query and fragment
 }
 
 var _ Handler = (*redirectHandler)(nil)
@@ -53,7 +54,7 @@ func newRedirect(rc *config.Redirect) (*redirectHandler, error) {
 			return nil, fmt.Errorf("%w: target %q has a space or control byte", ErrBadRedirect, to)
 		}
 	}
-	h := &redirectHandler{status: status, keepPath: rc.KeepPath, body: body}
+	h := &redirectHandler{status: status, keepPath: rc.KeepPath, body: body, target: rc.Target}
 	if i := strings.IndexByte(to, '#'); i >= 0 {
 		h.fragment = []byte(to[i:])
 		to = to[:i]
@@ -68,6 +69,10 @@ func newRedirect(rc *config.Redirect) (*redirectHandler, error) {
 }
 
 func (h *redirectHandler) Serve(c *Ctx) {
+	if h.target != nil {
+		h.serveTemplate(c)
+		return
+	}
 	mark := len(c.Scratch)
 	s := append(c.Scratch, h.base...)
 	var reqQuery []byte
@@ -99,6 +104,27 @@ func (h *redirectHandler) Serve(c *Ctx) {
 	c.Scratch = s
 	c.Resp.Status = h.status
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
+	c.Resp.Add(hdrContentType, ctTextPlain)
+	c.Resp.Body = h.body
+}
+
+// serveTemplate answers with the expansion of a To with placeholders. A
+// path-only target whose expansion starts with "//" or "/\\" (a capture
+// of "/evil.example" after a leading "/") has its extra slashes dropped,
+// so the Location never becomes a network-path reference.
+func (h *redirectHandler) serveTemplate(c *Ctx) {
+	mark := len(c.Scratch)
+	c.Scratch = appendTemplate(c.Scratch, h.target, c, true)
+	loc := c.scratchSince(mark)
+	if len(loc) > 0 && loc[0] == '/' {
+		i := 1
+		for i < len(loc) && (loc[i] == '/' || loc[i] == '\\') {
+			i++
+		}
+		loc = loc[i-1:]
+	}
+	c.Resp.Status = h.status
+	c.Resp.Add(hdrLocation, loc)
 	c.Resp.Add(hdrContentType, ctTextPlain)
 	c.Resp.Body = h.body
 }

@@ -19,12 +19,14 @@ var (
 	ErrNoHandler      = errors.New("handlers: route has no handler (one of static, proxy, respond, redirect)")
 	ErrManyHandlers   = errors.New("handlers: route has more than one handler")
 	ErrDuplicateRoute = errors.New("handlers: another route has the same host and path")
+	ErrRouteConflict  = errors.New("handlers: another route with the same host and path could match the same requests, and the precedence does not order them")
 	ErrBadPath        = errors.New("handlers: route path must start with \"/\"")
 	ErrPathNotNormal  = errors.New("handlers: route path is not in normal form (requests are matched after normalising, so it would never match)")
 	ErrBadHost        = errors.New("handlers: bad route host")
 	ErrBadStatic      = errors.New("handlers: bad static route")
 	ErrBadRedirect    = errors.New("handlers: bad redirect route")
 	ErrBadRespond     = errors.New("handlers: bad respond route")
+	ErrBadLimit       = errors.New("handlers: bad rate limit")
 	ErrNoProxy        = errors.New("handlers: proxy route, but no proxy handler factory was given to Build (WithProxy)")
 )
 
@@ -45,6 +47,11 @@ type Route struct {
 	forwards bool      // the handler forwards requests (proxy) and applies the header rules itself
 	reqOps   headerOps // request header rules
 	respOps  headerOps // response header rules
+	match    matcher   // Conf.Match
+	rewrite  *config.Rewrite
+	access   accessRules // nil = every client
+	limit    *limiter    // nil = no rate limit
+	order    int         // index in the file, the last tie-break of the precedence
 }
 
 // ApplyRequestHeaders applies the route's request header rules (remove,
@@ -148,20 +155,22 @@ func (rt *Router) build(cfg *config.Config) error {
 	mime := newMimeTable(cfg.MimeTypes)
 	rt.gen = buildGen.Add(1)
 	rt.mime = mime
-	type key struct{ host, path string }
-	seen := map[key]bool{}
 	for i := range cfg.Routes {
 		rc := &cfg.Routes[i]
+		for j := range i {
+			if routesConflict(&cfg.Routes[j], rc) {
+				if rc.Match.Kinds() == 0 {
+					return routeError(cfg, rc, ErrDuplicateRoute)
+				}
+				return routeError(cfg, rc, ErrRouteConflict)
+			}
+		}
 		r, err := rt.compileRoute(rc)
 		if err != nil {
 			return routeError(cfg, rc, err)
 		}
+		r.order = i
 		host := normalizeHost(rc.Host)
-		k := key{host, rc.Path}
-		if seen[k] {
-			return routeError(cfg, rc, ErrDuplicateRoute)
-		}
-		seen[k] = true
 		var g *group
 		switch {
 		case host == "":
@@ -190,17 +199,7 @@ func (rt *Router) build(cfg *config.Config) error {
 		g.routes = append(g.routes, r)
 		rt.routes = append(rt.routes, r)
 	}
-	sortGroup := func(g *group) {
-		// Longest prefix first; equal lengths never match the same path
-		// ("/a/" and "/ab" are disjoint), the path breaks ties for a
-		// deterministic order.
-		slices.SortStableFunc(g.routes, func(a, b *Route) int {
-			if len(a.prefix) != len(b.prefix) {
-				return len(b.prefix) - len(a.prefix)
-			}
-			return strings.Compare(a.Conf.Path, b.Conf.Path)
-		})
-	}
+	sortGroup := func(g *group) { slices.SortStableFunc(g.routes, precedence) }
 	for _, g := range rt.exact {
 		sortGroup(g)
 	}
@@ -211,6 +210,50 @@ func (rt *Router) build(cfg *config.Config) error {
 		sortGroup(rt.nohost)
 	}
 	return nil
+}
+
+// precedence orders the routes of a host group as the router tries them:
+// routes with an exact path (match.path) first, the longest first; then
+// the longest path prefix (equal lengths never match one path: "/a/" and
+// "/ab" are disjoint, and the path orders them); among routes of one
+// prefix, those with a path_regex first, then those with more matcher
+// kinds. Routes that tie on all of that are refused by Build unless a
+// matcher tells them apart (config.RoutesConflict), so no request can
+// match two of them; the file order only makes the sort deterministic.
+func precedence(a, b *Route) int {
+	ea, eb := a.match.exact != nil, b.match.exact != nil
+	switch {
+	case ea != eb:
+		if ea {
+			return -1
+		}
+		return 1
+	case ea && len(a.match.exact) != len(b.match.exact):
+		return len(b.match.exact) - len(a.match.exact)
+	case len(a.prefix) != len(b.prefix):
+		return len(b.prefix) - len(a.prefix)
+	}
+	if c := strings.Compare(a.Conf.Path, b.Conf.Path); c != 0 {
+		return c
+	}
+	if ra, rb := a.match.re != nil, b.match.re != nil; ra != rb {
+		if ra {
+			return -1
+		}
+		return 1
+	}
+	if a.match.kinds != b.match.kinds {
+		return b.match.kinds - a.match.kinds
+	}
+	return a.order - b.order
+}
+
+// routesConflict is config.RoutesConflict for routes whose hosts may not
+// be in normal form yet (a Config built in code).
+func routesConflict(a, b *config.Route) bool {
+	na, nb := *a, *b
+	na.Host, nb.Host = normalizeHost(a.Host), normalizeHost(b.Host)
+	return config.RoutesConflict(&na, &nb)
 }
 
 func routeError(cfg *config.Config, rc *config.Route, err error) error {
@@ -234,6 +277,15 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 		subtree: strings.HasSuffix(rc.Path, "/"),
 		reqOps:  compileHeaderOps(rc.Headers.Request),
 		respOps: compileHeaderOps(rc.Headers.Response),
+		match:   compileMatcher(&rc.Match, usesCaptures(rc)),
+		rewrite: rc.Rewrite,
+		access:  accessRules(rc.Access),
+	}
+	if rc.RateLimit != nil {
+		if rc.RateLimit.Interval <= 0 {
+			return nil, fmt.Errorf("%w: rate_limit without a rate", ErrBadLimit)
+		}
+		r.limit = newLimiter(rc.RateLimit)
 	}
 	n := 0
 	if rc.Static != nil {
@@ -339,31 +391,61 @@ func (rt *Router) Routes() []*Route { return rt.routes }
 
 // Match returns the route for a Host value (as sent: any case, optional
 // port and trailing dot; nil for none) and a request path in normal form
-// (Ctx.Path; see normpath.go), and the rest of
-// the path after the route's prefix (see Ctx.Rest; it aliases path or
-// static memory). It returns nil when no route of the selected host group
-// matches. It does not allocate and is safe for concurrent use.
+// (Ctx.Path; see normpath.go), and the rest of the path after the route's
+// prefix (see Ctx.Rest; it aliases path or static memory). It knows the
+// request by its host and path only: routes whose matchers read more of
+// it (methods, headers, query, remote) are passed over. It returns nil
+// when no route of the selected host group matches. It does not allocate
+// and is safe for concurrent use.
 func (rt *Router) Match(host, path []byte) (*Route, []byte) {
+	return rt.lookup(host, path, nil, nil)
+}
+
+// lookup returns the first route of the host group, in precedence order,
+// whose prefix, exact path and matchers hold for the exchange c (nil: a
+// request known by host and path only), and its Rest. Each route tried is
+// reported to tr when it is not nil (Explain).
+func (rt *Router) lookup(host, path []byte, c *Ctx, tr *trace) (*Route, []byte) {
 	g := rt.hostGroup(host)
+	tr.group(rt, g, host)
 	if g == nil {
 		return nil, nil
 	}
 	for _, r := range g.routes {
-		p := r.prefix
-		if len(path) < len(p) || string(path[:len(p)]) != string(p) {
-			continue
-		}
-		if r.subtree {
-			return r, path[len(p)-1:]
-		}
-		if len(path) == len(p) {
-			return r, slash
-		}
-		if path[len(p)] == '/' {
-			return r, path[len(p):]
+		rest, ok := r.prefixRest(path)
+		switch {
+		case !ok:
+			tr.tried(r, mkPrefix)
+		case r.match.exact != nil && string(path) != string(r.match.exact):
+			tr.tried(r, mkExact)
+		default:
+			k := r.match.check(c, path)
+			tr.tried(r, k)
+			if k == mkNone {
+				return r, rest
+			}
 		}
 	}
 	return nil, nil
+}
+
+// prefixRest reports whether the route's path prefix matches path, and the
+// rest of path after it.
+func (r *Route) prefixRest(path []byte) ([]byte, bool) {
+	p := r.prefix
+	if len(path) < len(p) || string(path[:len(p)]) != string(p) {
+		return nil, false
+	}
+	if r.subtree {
+		return path[len(p)-1:], true
+	}
+	if len(path) == len(p) {
+		return slash, true
+	}
+	if path[len(p)] == '/' {
+		return path[len(p):], true
+	}
+	return nil, false
 }
 
 var slash = []byte("/")
@@ -400,25 +482,32 @@ func normalizeHost(h string) string {
 }
 
 // Serve resets c.Resp, normalises the request path (setting c.Path),
-// routes c.Req by it (setting c.Route and c.Rest), applies the route's
-// request header rules to c.Req, runs the handler and then applies the
-// route's response header rules to c.Resp (proxy routes apply both
-// themselves; see ApplyResponseHeaders). A path refused by the
-// normalisation is answered 400 and one without a matching route 404
-// (c.Route nil either way). It runs on the connection's event loop; it
-// does not allocate beyond what the handler does once c's path memory has
-// grown to the longest path seen.
+// routes c.Req by it (setting c.Route and c.Rest), checks the route's
+// access rules (403) and rate limit (429), applies its rewrite (setting
+// c.Path, c.Rest and c.Req.Query), applies the route's request header
+// rules to c.Req, runs the handler and then applies the route's response
+// header rules to c.Resp (proxy routes apply both themselves; see
+// ApplyResponseHeaders). A path refused by the normalisation is answered
+// 400 and one without a matching route 404 (c.Route nil either way). It
+// runs on the connection's event loop; it does not allocate beyond what
+// the handler does once c's path memory has grown to the longest path
+// seen (a path_regex whose groups a template names costs one allocation).
 func (rt *Router) Serve(c *Ctx) {
 	c.Resp.Reset()
 	c.Route, c.Rest = nil, nil
+	c.capPath, c.caps = nil, nil
 	if !c.normalizePath() {
 		c.Error(400)
 		return
 	}
-	r, rest := rt.Match(c.Req.Host, c.Path)
+	r, rest := rt.lookup(c.Req.Host, c.Path, c, nil)
 	c.Route, c.Rest = r, rest
 	if r == nil {
 		c.Error(404)
+		return
+	}
+	if !r.admit(c) || !r.applyRewrite(c) {
+		r.ApplyResponseHeaders(&c.Resp)
 		return
 	}
 	if r.forwards {
@@ -430,4 +519,75 @@ func (rt *Router) Serve(c *Ctx) {
 	if c.Resp.Head == nil && c.Resp.Pending == nil { // a pre-rendered head has the rules already; a pending response applies them when it is answered
 		r.ApplyResponseHeaders(&c.Resp)
 	}
+}
+
+// admit applies the route's access rules and rate limit to the exchange:
+// it answers 403 or 429 and reports false when one refuses it.
+func (r *Route) admit(c *Ctx) bool {
+	if r.access != nil {
+		if ok, _ := r.access.allows(ClientAddr(c)); !ok {
+			c.Error(403)
+			return false
+		}
+	}
+	return r.limit == nil || r.limit.limit(c)
+}
+
+// applyRewrite applies the route's rewrite: the path template's expansion,
+// normalised as a request path is (a path that would climb above "/" is
+// answered 400 and reports false), becomes c.Path, and c.Rest its part
+// after the route's prefix (all of it when the prefix does not match the
+// new path); the query template's expansion, when there is one, becomes
+// c.Req.Query. Templates read the path and query as they were before the
+// rewrite. The new bytes live in c.Scratch.
+func (r *Route) applyRewrite(c *Ctx) bool {
+	rw := r.rewrite
+	if rw == nil {
+		return true
+	}
+	mark := len(c.Scratch)
+	c.Scratch = appendTemplate(c.Scratch, &rw.Path, c, false)
+	raw := c.scratchSince(mark)
+	at := len(c.Scratch)
+	var ok bool
+	if c.Scratch, ok = AppendNormalPath(c.Scratch, raw); !ok {
+		c.Scratch = c.Scratch[:mark]
+		c.Error(400)
+		return false
+	}
+	path := c.scratchSince(at)
+	if rw.Query != nil {
+		q := len(c.Scratch)
+		c.Scratch = appendTemplate(c.Scratch, rw.Query, c, false)
+		c.Req.Query = nil
+		if len(c.Scratch) > q {
+			c.Req.Query = c.scratchSince(q)
+		}
+	}
+	c.Path = path
+	if rest, ok := r.prefixRest(path); ok {
+		c.Rest = rest
+	} else {
+		c.Rest = path
+	}
+	return true
+}
+
+// usesCaptures reports whether any template of the route names a capture
+// group of its path_regex, so that matching must record them.
+func usesCaptures(rc *config.Route) bool {
+	if rc.Rewrite != nil && (rc.Rewrite.Path.HasCaptures() || rc.Rewrite.Query != nil && rc.Rewrite.Query.HasCaptures()) {
+		return true
+	}
+	if rc.Redirect != nil && rc.Redirect.Target != nil && rc.Redirect.Target.HasCaptures() {
+		return true
+	}
+	if rc.Static != nil {
+		for _, t := range rc.Static.TryFiles {
+			if t.HasCaptures() {
+				return true
+			}
+		}
+	}
+	return false
 }

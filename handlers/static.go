@@ -53,14 +53,16 @@ type staticHandler struct {
 	symlinks     symlinkMode
 	cacheControl []byte // Cache-Control value; nil for none
 	mime         *mimeTable
-	browse       bool       // list directories without an index file
-	spa          []byte     // clean path of the SPA fallback file; nil = off
-	errPages     []errPage  // custom error pages by status-400 (400..599); path "" = none
-	routePath    string     // the route's path prefix, for listing titles
-	server       []byte     // Server field of pre-rendered heads; nil = none
-	respOps      *headerOps // the route's response header rules, rendered into heads
-	keyPrefix    []byte     // prefix of this route's cache keys
-	encodings    bool       // the route serves some content coding (responses vary on Accept-Encoding)
+	browse       bool              // list directories without an index file
+	spa          []byte            // clean path of the SPA fallback file; nil = off
+	try          []config.Template // try_files candidates; nil = off
+	tryStatus    int               // the status when no candidate exists; 0 = the last candidate is the fallback
+	errPages     []errPage         // custom error pages by status-400 (400..599); path "" = none
+	routePath    string            // the route's path prefix, for listing titles
+	server       []byte            // Server field of pre-rendered heads; nil = none
+	respOps      *headerOps        // the route's response header rules, rendered into heads
+	keyPrefix    []byte            // prefix of this route's cache keys
+	encodings    bool              // the route serves some content coding (responses vary on Accept-Encoding)
 
 	cache   *cache.Cache
 	prof    cache.Profile // how this route's files are represented
@@ -121,6 +123,7 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 		}
 	}
 	h.index = sc.Index
+	h.try, h.tryStatus = sc.TryFiles, sc.TryStatus
 	if sc.CacheControl != "" {
 		if strings.ContainsAny(sc.CacheControl, "\r\n\x00") {
 			return nil, fmt.Errorf("%w: cache_control has a control byte", ErrBadStatic)
@@ -221,52 +224,69 @@ func (h *staticHandler) Serve(c *Ctx) {
 	}
 	var ri reqInfo
 	ri.scan(c.Req)
-	rest := c.Rest
-	if len(rest) == 0 || rest[0] != '/' {
-		h.fail(c, 400)
+	if h.try != nil {
+		h.serveTry(c, &ri)
 		return
 	}
-	mark := len(c.Scratch)
-	var status int
-	c.Scratch, status = appendDecodedPath(c.Scratch, rest)
+	clean, dir, status := h.cleanRest(c, c.Rest)
 	if status != 0 {
 		h.fail(c, status)
 		return
 	}
-	clean, dir, ok := cleanPath(c.Scratch[mark:len(c.Scratch):len(c.Scratch)])
-	if !ok {
-		h.fail(c, 400)
-		return
-	}
-	if len(rest) == 1 && !endsWithSlash(c.Path) {
+	if len(c.Rest) == 1 && !endsWithSlash(c.Path) {
 		dir = false // "/a" matched by route "/a": the router's Rest "/" is not the client's slash
-	}
-	if !h.allowHidden && hasHiddenSegment(clean) {
-		h.fail(c, 404)
-		return
 	}
 	e, err := h.entry(c, clean)
 	if err != nil {
 		h.loadFailed(c, &ri, err, clean, dir)
 		return
 	}
+	h.serveClean(c, &ri, e, clean, dir)
+}
+
+// cleanRest decodes and cleans a path under the root (Ctx.Rest, or a
+// try_files candidate) into c.Scratch: the clean path, whether it names a
+// directory (a trailing slash), or the status that refuses it (hidden
+// segments are 404 unless allowed).
+func (h *staticHandler) cleanRest(c *Ctx, rest []byte) ([]byte, bool, int) {
+	if len(rest) == 0 || rest[0] != '/' {
+		return nil, false, 400
+	}
+	mark := len(c.Scratch)
+	var status int
+	c.Scratch, status = appendDecodedPath(c.Scratch, rest)
+	if status != 0 {
+		return nil, false, status
+	}
+	clean, dir, ok := cleanPath(c.Scratch[mark:len(c.Scratch):len(c.Scratch)])
+	if !ok {
+		return nil, false, 400
+	}
+	if !h.allowHidden && hasHiddenSegment(clean) {
+		return nil, false, 404
+	}
+	return clean, dir, 0
+}
+
+// serveClean answers with the entry e of the clean path.
+func (h *staticHandler) serveClean(c *Ctx, ri *reqInfo, e *cache.Entry, clean []byte, dir bool) {
 	switch e.Kind {
 	case cache.KindFile, cache.KindLarge:
 		if dir {
 			h.fail(c, 404) // "/file/": a file is not a directory
 			return
 		}
-		h.serveEntry(c, &ri, e)
+		h.serveEntry(c, ri, e)
 	case cache.KindDir:
 		if !dir {
 			h.redirectToDir(c)
 			return
 		}
-		h.serveDir(c, &ri, clean)
+		h.serveDir(c, ri, clean)
 	case cache.KindDenied:
 		h.fail(c, 403)
 	default:
-		h.notFound(c, &ri, clean)
+		h.notFound(c, ri, clean)
 	}
 }
 

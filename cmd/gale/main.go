@@ -3,6 +3,8 @@
 //
 //	gale serve -c gale.yaml     run (bare "gale" is "gale serve")
 //	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
+//	gale route -c FILE METHOD URL [-H 'Name: value'] [--from ADDR]
+//	                            explain which route a request takes
 //	gale version                print the version
 //	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse]
@@ -34,6 +36,8 @@ var version = "dev"
 const usage = `usage:
   gale [serve] [-c FILE]                     run the server (default config: ./gale.yaml)
   gale validate -c FILE                      check a config file
+  gale route -c FILE METHOD URL [-H 'Name: value']... [--from ADDR]
+                                             explain which route a request would take, and why
   gale version                               print the version
   gale schema                                print the config file's JSON Schema (draft-07)
   gale file-server [--root DIR] [--listen ADDR] [--browse]
@@ -60,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdServe(args, stdout, stderr)
 	case "validate":
 		return cmdValidate(args, stdout, stderr)
+	case "route":
+		return cmdRoute(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -1,0 +1,68 @@
+//go:build !race
+
+package handlers
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// Matchers, access rules, a rate limit (passing and refusing) and a
+// rewrite without captures allocate nothing on a reused Ctx.
+func TestAccessAllocs(t *testing.T) {
+	rt := yamlRouter(t, t.TempDir(), `
+  - path: /limited/
+    rate_limit: {rate: 1000000/s, burst: 1000000}
+    respond: {body: ok}
+  - path: /refused/
+    rate_limit: {rate: 1/m}
+    respond: {body: ok}
+  - path: /header/
+    rate_limit: {rate: 1000000/s, burst: 1000000, header: X-Api-Key}
+    respond: {body: ok}
+  - path: /v6/
+    rate_limit: {rate: 1000000/s, burst: 1000000, ipv6_prefix: 56}
+    respond: {body: ok}
+  - path: /matched/
+    match: {methods: [GET], headers: {X-A: ["1", "2"]}, query: {q: "a b"}, remote: [127.0.0.0/8, "::1"]}
+    access: [{deny: 127.0.0.3}, {allow: all}]
+    rewrite: "/matched/new{rest}?x=1&{query}"
+    respond: {body: ok}
+  - path: /denied/
+    access: [{deny: all}]
+    respond: {body: ok}
+`)
+	tests := []struct {
+		name, from, target string
+		headers            []string
+		status             int
+	}{
+		{"rate limit passes", "127.0.0.2:1", "/limited/x", nil, 200},
+		{"rate limit refuses", "127.0.0.2:1", "/refused/x", nil, 429},
+		{"header key", "127.0.0.2:1", "/header/x", []string{"X-Api-Key", "k1"}, 200},
+		{"ipv6 key", "[2001:db8::1]:1", "/v6/x", nil, 200},
+		{"matchers, access, rewrite", "127.0.0.2:1", "/matched/x/y?q=a+b", []string{"X-A", "2"}, 200},
+		{"access denies", "127.0.0.2:1", "/denied/", nil, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request("GET", "example.com", tt.target, tt.headers...)
+			nh, query := len(req.Headers), req.Query
+			c := newCtx(req)
+			c.Remote = netip.MustParseAddrPort(tt.from)
+			run := func() {
+				c.Scratch = c.Scratch[:0]
+				req.Headers, req.Query = req.Headers[:nh], query
+				rt.Serve(c)
+			}
+			run()
+			run()
+			if c.Resp.Status != tt.status {
+				t.Fatalf("status %d; want %d", c.Resp.Status, tt.status)
+			}
+			if n := testing.AllocsPerRun(500, run); n != 0 {
+				t.Errorf("%v allocations per request; want 0", n)
+			}
+		})
+	}
+}
