@@ -131,7 +131,8 @@ type Server struct {
 	loopMu   sync.Mutex // guards registration into loopList
 
 	open     atomic.Int64 // client connections open in gnet across loops (for stop)
-	draining atomic.Bool
+	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay)
+	draining atomic.Bool  // the graceful stop is under way (after the drain delay)
 
 	px proxyLoops // the proxy state of each loop (upstream.go)
 
@@ -156,12 +157,13 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log.Warn(warn)
 	}
 	files := newFileCache(cfg, budget)
-	set, err := compileBudget(cfg, budget, handlers.WithCache(files))
+	stopping := new(atomic.Bool)
+	set, err := compileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
 	if err != nil {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, budget: budget}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, budget: budget, stopping: stopping}
 	s.set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
@@ -267,7 +269,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	defer func() { s.ops.reloaded(err) }()
-	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files))
+	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
 	if err != nil {
 		return nil, err
 	}
@@ -332,10 +334,12 @@ func listenAddrs(c *config.Config) []string {
 	return a
 }
 
-// Stop stops gracefully: new connections are refused, idle connections
-// close, responses in flight finish with "Connection: close", and once no
-// connection is left (or ctx ends) the engine stops. It returns when Run
-// has returned or ctx is done.
+// Stop stops gracefully. Health ready routes answer 503 at once; for
+// timeouts.drain (when set) everything else is served as usual; then new
+// connections are refused, idle connections close, responses in flight
+// finish with "Connection: close", and once no connection is left (or ctx
+// ends) the engine stops. It returns when Run has returned or ctx is done.
+// StopTimeout is the deadline to give ctx.
 func (s *Server) Stop(ctx context.Context) error {
 	select {
 	case <-s.booted:
@@ -343,6 +347,18 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	s.stopping.Store(true)
+	if d := s.set.Load().cfg.Server.Timeouts.Drain; d > 0 {
+		// Readiness fails first, while everything else is served as
+		// usual, so that load balancers stop sending before any
+		// connection is refused.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	s.draining.Store(true)
 	for _, l := range s.loopSlice() {
@@ -376,6 +392,13 @@ wait:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// StopTimeout is how long a graceful stop may take under the current
+// config: timeouts.drain, then timeouts.shutdown.
+func (s *Server) StopTimeout() time.Duration {
+	t := s.set.Load().cfg.Server.Timeouts
+	return t.Drain + t.Shutdown
 }
 
 // Stats sums every loop's counters.
