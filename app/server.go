@@ -66,7 +66,8 @@ type Server struct {
 	loopList atomic.Pointer[[]*loop]
 	loopMu   sync.Mutex // guards registration into loopList
 
-	open atomic.Int64 // client connections open in gnet across loops (for stop)
+	open     atomic.Int64 // client connections open in gnet across loops (for stop)
+	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay; sh.Draining follows it)
 
 	files *cache.Cache // the file cache of static routes (cache.go)
 
@@ -89,12 +90,13 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log.Warn(warn)
 	}
 	files := wire.NewFileCache(cfg, budget)
-	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files))
+	stopping := new(atomic.Bool)
+	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
 	if err != nil {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping}
 	s.sh.Budget, s.sh.Log = budget, log
 	s.sh.Set.Store(set)
 	s.startProxies(set)
@@ -201,7 +203,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	defer func() { s.ops.reloaded(err) }()
-	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files))
+	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +268,12 @@ func listenAddrs(c *config.Config) []string {
 	return a
 }
 
-// Stop stops gracefully: new connections are refused, idle connections
-// close, responses in flight finish with "Connection: close", and once no
-// connection is left (or ctx ends) the engine stops. It returns when Run
-// has returned or ctx is done.
+// Stop stops gracefully. Health ready routes answer 503 at once; for
+// timeouts.drain (when set) everything else is served as usual; then new
+// connections are refused, idle connections close, responses in flight
+// finish with "Connection: close", and once no connection is left (or ctx
+// ends) the engine stops. It returns when Run has returned or ctx is done.
+// StopTimeout is the deadline to give ctx.
 func (s *Server) Stop(ctx context.Context) error {
 	select {
 	case <-s.booted:
@@ -277,6 +281,18 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	s.stopping.Store(true)
+	if d := s.sh.Set.Load().Cfg.Server.Timeouts.Drain; d > 0 {
+		// Readiness fails first, while everything else is served as
+		// usual, so that load balancers stop sending before any
+		// connection is refused.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	s.sh.Draining.Store(true)
 	for _, l := range s.loopSlice() {
@@ -310,6 +326,13 @@ wait:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// StopTimeout is how long a graceful stop may take under the current
+// config: timeouts.drain, then timeouts.shutdown.
+func (s *Server) StopTimeout() time.Duration {
+	t := s.sh.Set.Load().Cfg.Server.Timeouts
+	return t.Drain + t.Shutdown
 }
 
 // Stats sums every loop's counters.

@@ -170,6 +170,7 @@ var timeoutsKeys = sectionKey("timeouts", "Time limits.",
 	durationKey("idle", "60s", "Keep-alive wait for the next request."),
 	durationKey("write", "60s", "Longest time without progress while output is pending."),
 	durationKey("shutdown", "30s", "Graceful stop deadline."),
+	durationKey("drain", "", "On a stop, how long health ready routes answer 503 while everything else is served as usual, before the graceful stop begins; absent = no delay."),
 )
 
 var http2Keys = sectionKey("http2", "HTTP/2 settings (RFC 9113); a reload applies them to connections accepted afterwards.",
@@ -357,6 +358,7 @@ var routeKeys = func() *keySpec {
 		proxyKeys,
 		respondKeys,
 		redirectKeys,
+		enumKey("health", healthKinds, "", `A health endpoint for probes: "live" answers 200 while the process runs; "ready" answers 200, and 503 from the moment a graceful stop begins.`),
 	)
 	r.oneOf = handlerKinds
 	return r

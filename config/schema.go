@@ -276,6 +276,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 			d.setDuration(t, "idle", &sv.Timeouts.Idle)
 			d.setDuration(t, "write", &sv.Timeouts.Write)
 			d.setDuration(t, "shutdown", &sv.Timeouts.Shutdown)
+			d.setDuration(t, "drain", &sv.Timeouts.Drain)
 		}
 	}
 	listSet := false
@@ -487,7 +488,10 @@ func (d *decoder) resolve(p string) string {
 
 // handlerKinds are the keys that give a route its handler, in the order
 // messages list them.
-var handlerKinds = []string{"static", "proxy", "respond", "redirect"}
+var handlerKinds = []string{"static", "proxy", "respond", "redirect", "health"}
+
+// healthKinds are the options of a health route.
+var healthKinds = []string{"live", "ready"}
 
 // routes decodes the route list and checks that no two routes share host
 // and path.
@@ -613,6 +617,10 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 			r.Respond = d.respond(s.get(k), join(path, k))
 		case "redirect":
 			r.Redirect = d.redirect(s.get(k), join(path, k), &r.Match)
+		case "health":
+			if h, ok := d.enum(s.get(k), join(path, k), healthKinds...); ok {
+				r.Health = h
+			}
 		case "proxy":
 			r.Proxy = d.proxy(s.get(k), join(path, k))
 			if r.Proxy != nil && r.Rewrite != nil && (r.Proxy.StripPrefix || r.Proxy.Rewrite != "") {

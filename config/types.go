@@ -154,6 +154,7 @@ type Timeouts struct {
 	Idle       time.Duration // default 60s: keep-alive wait for the next request
 	Write      time.Duration // default 60s: longest time without progress while output is pending
 	Shutdown   time.Duration // default 30s: graceful stop deadline
+	Drain      time.Duration // 0 (default) = none: on a stop, health ready routes answer 503 this long before the graceful stop begins
 }
 
 // HTTP2 holds the HTTP/2 settings (RFC 9113): what a connection advertises
@@ -192,8 +193,8 @@ type AccessLog struct {
 	Keep     int    // rotated files kept, default 5; 0 = none
 }
 
-// Route is one entry of routes:. Exactly one of Static, Respond, Redirect
-// and Proxy is non-nil.
+// Route is one entry of routes:. Exactly one of Static, Respond, Redirect,
+// Proxy is non-nil, or Health is set.
 type Route struct {
 	Host      string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
 	Path      string       // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
@@ -206,7 +207,8 @@ type Route struct {
 	Respond   *Respond
 	Redirect  *Redirect
 	Proxy     *Proxy
-	Pos       Pos // where the route starts
+	Health    string // "live" or "ready": a health endpoint; "" = not one
+	Pos       Pos    // where the route starts
 }
 
 // HeaderRules hold request and response header edits.

@@ -27,6 +27,7 @@ var (
 	ErrBadRedirect    = errors.New("handlers: bad redirect route")
 	ErrBadRespond     = errors.New("handlers: bad respond route")
 	ErrBadLimit       = errors.New("handlers: bad rate limit")
+	ErrBadHealth      = errors.New("handlers: bad health route")
 	ErrNoProxy        = errors.New("handlers: proxy route, but no proxy handler factory was given to Build (WithProxy)")
 )
 
@@ -112,8 +113,9 @@ type ProxyFactory func(rt *Route) (Handler, error)
 type Option func(*buildOptions)
 
 type buildOptions struct {
-	proxy ProxyFactory
-	cache *cache.Cache
+	proxy    ProxyFactory
+	cache    *cache.Cache
+	stopping *atomic.Bool
 }
 
 // WithCache gives Build the file cache static routes serve from (one per
@@ -123,6 +125,13 @@ type buildOptions struct {
 // Router.Close.
 func WithCache(c *cache.Cache) Option {
 	return func(o *buildOptions) { o.cache = c }
+}
+
+// WithStopping gives Build the server's stopping flag, which health
+// ready routes read: set from the moment a graceful stop begins. Without
+// it they are always ready.
+func WithStopping(f *atomic.Bool) Option {
+	return func(o *buildOptions) { o.stopping = f }
 }
 
 // buildGen numbers Builds, so that the cache keys of routers built one
@@ -300,6 +309,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	if rc.Proxy != nil {
 		n++
 	}
+	if rc.Health != "" {
+		n++
+	}
 	switch {
 	case n == 0:
 		return nil, ErrNoHandler
@@ -319,6 +331,8 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 		r.Handler, err = newRespond(rc.Respond)
 	case rc.Redirect != nil:
 		r.Handler, err = newRedirect(rc.Redirect)
+	case rc.Health != "":
+		r.Handler, err = newHealth(rc.Health, rt.opts.stopping)
 	case rc.Proxy != nil:
 		if rt.opts.proxy == nil {
 			return nil, ErrNoProxy

@@ -13,7 +13,7 @@ import (
 // concurrent use (atomics, or values set before the engine starts).
 type Shared struct {
 	Set      atomic.Pointer[Settings] // the settings of new requests, swapped on reload
-	Draining atomic.Bool              // a graceful stop began: responses close their connections
+	Draining atomic.Bool              // the graceful stop is under way (after any drain delay): responses close their connections
 	Budget   *fds.Budget              // every descriptor held, and client connections
 	Access   *accesslog.Log           // nil when the access log is off
 	Log      *slog.Logger

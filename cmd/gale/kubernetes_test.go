@@ -115,9 +115,9 @@ func readManifests(t *testing.T, dir string) map[string]k8sObject {
 
 // TestKubernetesManifests checks the example manifests against the config
 // their ConfigMap holds: the config loads and compiles, the probes ask for
-// paths a route of the config answers 200 on, on the port gale listens on,
-// which the Service targets; the grace period covers the preStop delay and
-// the graceful stop; the pod runs as non-root on a read-only root file
+// the config's health routes, on the port gale listens on, which the
+// Service targets; the grace period covers the drain delay and the
+// graceful stop; the pod runs as non-root on a read-only root file
 // system with resource requests.
 func TestKubernetesManifests(t *testing.T) {
 	m := readManifests(t, k8sDir)
@@ -183,38 +183,42 @@ func TestKubernetesManifests(t *testing.T) {
 		portOf("the Service", p.TargetPort)
 	}
 
-	// Probes: each path is answered 200 by a respond route of the config.
-	answers200 := func(path string) bool {
+	// Probes: the readiness probe asks a health ready route, the liveness
+	// probe a health live route.
+	healthRoute := func(path string) string {
 		for _, r := range cfg.Routes {
-			if r.Host == "" && r.Path == path && r.Respond != nil && r.Respond.Status == 200 {
-				return true
+			if r.Host == "" && r.Path == path {
+				return r.Health
 			}
 		}
-		return false
+		return ""
 	}
 	for _, pr := range []struct {
 		name string
 		p    probe
 		want string
-	}{{"readinessProbe", c.ReadinessProbe, "/readyz"}, {"livenessProbe", c.LivenessProbe, "/livez"}} {
+		kind string
+	}{{"readinessProbe", c.ReadinessProbe, "/readyz", "ready"}, {"livenessProbe", c.LivenessProbe, "/livez", "live"}} {
 		if pr.p.HTTPGet.Path != pr.want {
 			t.Errorf("%s asks for %q, want %q", pr.name, pr.p.HTTPGet.Path, pr.want)
 		}
-		if !answers200(pr.p.HTTPGet.Path) {
-			t.Errorf("%s asks for %q, which no route of the config answers 200", pr.name, pr.p.HTTPGet.Path)
+		if k := healthRoute(pr.p.HTTPGet.Path); k != pr.kind {
+			t.Errorf("%s asks for %q, which is not a health %s route (%q)", pr.name, pr.p.HTTPGet.Path, pr.kind, k)
 		}
 		portOf(pr.name, pr.p.HTTPGet.Port)
 	}
 
-	// Stopping: the grace period covers the preStop delay and the
-	// graceful stop, with room for the process to exit.
+	// Stopping: a delay before connections are refused (gale's drain, or
+	// a preStop sleep), and a grace period that covers it and the graceful
+	// stop, with room for the process to exit.
 	pre := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	drain := cfg.Server.Timeouts.Drain
 	grace := time.Duration(pod.TerminationGracePeriodSeconds) * time.Second
-	if pre <= 0 {
-		t.Error("no preStop delay: endpoints are removed while the pod already refuses connections")
+	if pre+drain <= 0 {
+		t.Error("no drain delay: endpoints are removed while the pod already refuses connections")
 	}
-	if grace <= pre+cfg.Server.Timeouts.Shutdown {
-		t.Errorf("terminationGracePeriodSeconds %s does not cover preStop %s + server.timeouts.shutdown %s", grace, pre, cfg.Server.Timeouts.Shutdown)
+	if grace <= pre+drain+cfg.Server.Timeouts.Shutdown {
+		t.Errorf("terminationGracePeriodSeconds %s does not cover preStop %s + server.timeouts.drain %s + shutdown %s", grace, pre, drain, cfg.Server.Timeouts.Shutdown)
 	}
 
 	// Running: non-root, read-only root, requests set, nothing written

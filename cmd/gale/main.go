@@ -258,8 +258,8 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 				continue
 			}
 			notify(log, sdnotify.Stopping)
-			log.Info("stopping", "signal", sig.String(), "deadline", cfg.Server.Timeouts.Shutdown.String())
-			ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.Timeouts.Shutdown)
+			log.Info("stopping", "signal", sig.String(), "deadline", srv.StopTimeout().String())
+			ctx, cancel := context.WithTimeout(context.Background(), srv.StopTimeout())
 			err := srv.Stop(ctx)
 			cancel()
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {

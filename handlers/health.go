@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// healthHandler answers probes: a liveness route while the process runs,
+// a readiness route until a graceful stop begins (Kubernetes' /livez and
+// /readyz; a load balancer stops sending once readiness fails, before
+// connections are refused). Its answers are never cached. Serve does not
+// allocate.
+type healthHandler struct {
+	ready    bool         // a readiness route
+	stopping *atomic.Bool // the server's stopping flag; nil = never stopping
+}
+
+var _ Handler = (*healthHandler)(nil)
+
+var (
+	valNoStore    = []byte("no-store")
+	valTextPlain  = []byte("text/plain; charset=utf-8")
+	valAllowProbe = []byte("GET, HEAD")
+	bodyOK        = []byte("ok\n")
+	bodyStopping  = []byte("stopping\n")
+)
+
+func newHealth(kind string, stopping *atomic.Bool) (*healthHandler, error) {
+	switch kind {
+	case "live":
+		return &healthHandler{}, nil
+	case "ready":
+		return &healthHandler{ready: true, stopping: stopping}, nil
+	}
+	return nil, fmt.Errorf("%w: health %q (want live or ready)", ErrBadHealth, kind)
+}
+
+func (h *healthHandler) Serve(c *Ctx) {
+	switch string(c.Req.Method) {
+	case "GET", "HEAD":
+	default:
+		c.Error(405)
+		c.Resp.Add(hdrAllow, valAllowProbe)
+		return
+	}
+	c.Resp.Status, c.Resp.Body = 200, bodyOK
+	if h.ready && h.stopping != nil && h.stopping.Load() {
+		c.Resp.Status, c.Resp.Body = 503, bodyStopping
+	}
+	c.Resp.Add(hdrContentType, valTextPlain)
+	c.Resp.Add(hdrCacheControl, valNoStore)
+}
