@@ -180,7 +180,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.access, err = accesslog.Open(cfg.AccessLog)
+		s.access, err = accesslog.Open(cfg.AccessLog, log)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
