@@ -1,7 +1,9 @@
 package accesslog
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -35,12 +37,15 @@ type Log struct {
 
 	queue   chan *bytebufferpool.ByteBuffer
 	done    chan struct{}
-	dropped atomic.Uint64
+	reopen  chan struct{} // Reopen's requests, coalesced (capacity 1)
+	dropped atomic.Uint64 // lines dropped: queue full, or the write failed
 	stamp   atomic.Pointer[logStamp]
 	once    sync.Once
+	log     *slog.Logger // the process log, for drops and failed reopens
 
-	f    *os.File // owned by the writer goroutine
-	size int64
+	f        *os.File // owned by the writer goroutine
+	size     int64
+	reported uint64 // drops the writer has logged
 }
 
 type logStamp struct {
@@ -49,9 +54,10 @@ type logStamp struct {
 }
 
 // Open opens the log c describes (its path "-" is stdout) and starts its
-// writer goroutine, which owns the file from then on. It is safe to call
-// from any goroutine; the Log must be closed with Close.
-func Open(c config.AccessLog) (*Log, error) {
+// writer goroutine, which owns the file from then on. Drops and failures
+// are reported to log. It is safe to call from any goroutine; the Log
+// must be closed with Close.
+func Open(c config.AccessLog, log *slog.Logger) (*Log, error) {
 	a := &Log{
 		json:     c.Format == "json",
 		path:     c.Path,
@@ -59,6 +65,8 @@ func Open(c config.AccessLog) (*Log, error) {
 		keep:     c.Keep,
 		queue:    make(chan *bytebufferpool.ByteBuffer, 256),
 		done:     make(chan struct{}),
+		reopen:   make(chan struct{}, 1),
+		log:      log,
 	}
 	if a.path == "-" {
 		a.f = os.Stdout
@@ -96,26 +104,103 @@ func (a *Log) Submit(lines []byte) []byte {
 	select {
 	case a.queue <- b:
 	default:
-		a.dropped.Add(1)
+		a.dropped.Add(uint64(bytes.Count(b.B, newline)))
 		bytebufferpool.Put(b)
 	}
 	return lines[:0]
 }
 
+var newline = []byte{'\n'}
+
+// Dropped is how many lines were dropped: the writer had fallen behind
+// by more than its queue holds, or writing them failed (a full disk).
+func (a *Log) Dropped() uint64 { return a.dropped.Load() }
+
+// Reopen has the writer close the file and open its path again, after
+// the lines queued before: after a rotation by another program (logrotate
+// renames the file, then signals), new lines go to a new file at the
+// path, and each line is written once, to one of the two. It never
+// blocks; requests made while one is pending are one. A log to stdout
+// ignores it.
+func (a *Log) Reopen() {
+	select {
+	case a.reopen <- struct{}{}:
+	default:
+	}
+}
+
 func (a *Log) writer() {
 	defer close(a.done)
-	for b := range a.queue {
-		if a.path != "-" && a.maxBytes > 0 && a.size+int64(len(b.B)) > a.maxBytes && a.size > 0 {
-			a.rotate()
+	for {
+		select {
+		case b, ok := <-a.queue:
+			if !ok {
+				if a.f != nil && a.f != os.Stdout {
+					_ = a.f.Close()
+				}
+				return
+			}
+			a.write(b)
+		case <-a.reopen:
+			a.drainQueued()
+			a.reopenFile()
 		}
-		if a.f != nil {
-			n, _ := a.f.Write(b.B)
-			a.size += int64(n)
-		}
-		bytebufferpool.Put(b)
 	}
-	if a.f != nil && a.f != os.Stdout {
+}
+
+// drainQueued writes what is queued now, so that lines submitted before a
+// reopen was asked go to the old file.
+func (a *Log) drainQueued() {
+	for n := len(a.queue); n > 0; n-- {
+		b, ok := <-a.queue
+		if !ok {
+			return
+		}
+		a.write(b)
+	}
+}
+
+// write writes one buffer of lines, rotating first when it would pass
+// max_bytes; lines it cannot write are counted as dropped.
+func (a *Log) write(b *bytebufferpool.ByteBuffer) {
+	defer bytebufferpool.Put(b)
+	if a.path != "-" && a.maxBytes > 0 && a.size+int64(len(b.B)) > a.maxBytes && a.size > 0 {
+		a.rotate()
+	}
+	if a.f == nil {
+		a.dropped.Add(uint64(bytes.Count(b.B, newline)))
+	} else {
+		n, err := a.f.Write(b.B)
+		a.size += int64(n)
+		if err != nil {
+			a.dropped.Add(uint64(bytes.Count(b.B[n:], newline)))
+		}
+	}
+	a.reportDrops()
+}
+
+// reportDrops writes one process log line when lines were dropped since
+// the last report.
+func (a *Log) reportDrops() {
+	d := a.dropped.Load()
+	if d == a.reported || a.log == nil {
+		return
+	}
+	a.log.Warn("access log: lines dropped (the disk is slow or full)", "path", a.path, "dropped", d-a.reported, "total", d)
+	a.reported = d
+}
+
+// reopenFile closes the file and opens its path again (writer only).
+func (a *Log) reopenFile() {
+	if a.path == "-" {
+		return
+	}
+	if a.f != nil {
 		_ = a.f.Close()
+		a.f = nil
+	}
+	if err := a.open(); err != nil && a.log != nil {
+		a.log.Error("access log: reopen failed; lines are dropped until the next reopen", "path", a.path, "err", err.Error())
 	}
 }
 

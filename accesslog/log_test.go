@@ -24,7 +24,7 @@ var testRemote = netip.MustParseAddr("192.0.2.7")
 // test ends.
 func openLog(t *testing.T, format string) *Log {
 	t.Helper()
-	a, err := Open(config.AccessLog{Path: filepath.Join(t.TempDir(), "access.log"), Format: format})
+	a, err := Open(config.AccessLog{Path: filepath.Join(t.TempDir(), "access.log"), Format: format}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestWriteAndRotate(t *testing.T) {
 		if err := os.WriteFile(path, []byte(strings.Repeat("-", 59)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		a, err := Open(config.AccessLog{Path: path, Format: "combined", MaxBytes: 100, Keep: keep})
+		a, err := Open(config.AccessLog{Path: path, Format: "combined", MaxBytes: 100, Keep: keep}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestSubmitNeverBlocks(t *testing.T) {
 		t.Fatalf("Submit left %q", lines)
 	}
 	if n := a.dropped.Load(); n != 1 {
-		t.Fatalf("%d batches dropped, want 1", n)
+		t.Fatalf("%d lines dropped, want 1", n)
 	}
 	if b := <-a.queue; string(b.B) != "line\n" {
 		t.Fatalf("queued %q, want the first batch", b.B)

@@ -92,6 +92,14 @@ func (o *opsState) reloaded(err error) {
 	o.lastReload.Store(time.Now().UnixNano())
 }
 
+// ReopenLogs has the access log reopen its file (SIGUSR1, after a
+// rotation by another program). It does not block.
+func (s *Server) ReopenLogs() {
+	if s.sh.Access != nil {
+		s.sh.Access.Reopen()
+	}
+}
+
 // ReloadRejected counts a reload whose config file did not load (it never
 // reached Reload).
 func (s *Server) ReloadRejected() { s.ops.reloaded(errRejected) }
@@ -125,6 +133,7 @@ func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)
 	s.writeReloadMetrics(w)
+	s.writeAccessLogMetrics(w)
 	writeProcessMetrics(w, s.ops.started)
 }
 
@@ -251,6 +260,15 @@ func (s *Server) writeProxyMetrics(w *metrics.Writer) {
 	counter("gale_upstream_tunnels_total", "Upgraded connections tunnelled.", p.Tunnels)
 	w.Family("gale_upstream_connections_open", metrics.Gauge, "Connections to upstreams open, pooled or in use.")
 	w.Int("gale_upstream_connections_open", p.Open)
+}
+
+// writeAccessLogMetrics writes what the access log lost.
+func (s *Server) writeAccessLogMetrics(w *metrics.Writer) {
+	if s.sh.Access == nil {
+		return
+	}
+	w.Family("gale_access_log_dropped_total", metrics.Counter, "Access log lines dropped: the writer fell behind, or writing failed (a full disk).")
+	w.Uint("gale_access_log_dropped_total", s.sh.Access.Dropped())
 }
 
 // writeReloadMetrics writes the reload counters.

@@ -114,7 +114,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.sh.Access, err = accesslog.Open(cfg.AccessLog)
+		s.sh.Access, err = accesslog.Open(cfg.AccessLog, log)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}

@@ -30,7 +30,7 @@ func allocsOnce(f func()) float64 {
 // themselves, so its writer never receives a line.
 func openTestLog(t *testing.T, format string) *accesslog.Log {
 	t.Helper()
-	a, err := accesslog.Open(config.AccessLog{Path: filepath.Join(t.TempDir(), "access.log"), Format: format})
+	a, err := accesslog.Open(config.AccessLog{Path: filepath.Join(t.TempDir(), "access.log"), Format: format}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

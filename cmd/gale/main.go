@@ -214,7 +214,8 @@ func fileExists(p string) bool {
 }
 
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
-// server was started from one). It tells the service manager about each
+// server was started from one), SIGUSR1 reopens the access log file (after
+// logrotate moved it, as nginx does). It tells the service manager about each
 // step (see notify).
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
@@ -224,7 +225,7 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
 	runErr := make(chan error, 1)
@@ -251,6 +252,11 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			}
 			return 0
 		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				srv.ReopenLogs()
+				log.Info("access log reopened")
+				continue
+			}
 			if sig == syscall.SIGHUP {
 				notify(log, sdnotify.Reloading)
 				reload(srv, file, log)
