@@ -494,6 +494,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			"respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool",
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
+			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}
 	case "nginx":
 		return []string{
