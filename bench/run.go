@@ -41,6 +41,7 @@ type options struct {
 	UpstreamPool int               `json:"upstream_pool"`
 	Out          string            `json:"out"`
 	GaleBin      string            `json:"gale_bin,omitempty"`
+	NoMetrics    bool              `json:"no_metrics,omitempty"` // gale runs without a metrics listener (a -gale-bin from before metrics:)
 	WrkBin       string            `json:"wrk_bin,omitempty"`
 	H2loadBin    string            `json:"h2load_bin,omitempty"`
 	H2Requests   int64             `json:"h2_requests"`    // h2load -n of a measured run (0 in the flag: h2RequestsPerSecond × Seconds)
@@ -72,6 +73,7 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 	fs.IntVar(&o.UpstreamPool, "upstream-pool", 0, "idle upstream keep-alive connections the proxies may keep (nginx keepalive, Caddy max_idle_conns_per_host); 0 = max(128, connections)")
 	fs.StringVar(&o.Out, "out", "", "output directory (default bench/out/<timestamp> under the module root)")
 	fs.StringVar(&o.GaleBin, "gale-bin", "", "prebuilt gale binary (default: go build ./cmd/gale into the output directory)")
+	fs.BoolVar(&o.NoMetrics, "no-metrics", false, "run gale without its metrics listener (for a -gale-bin from before metrics: existed); the balance table then has no per-loop counts")
 	fs.StringVar(&o.WrkBin, "wrk-bin", "", "wrk binary (default: wrk on PATH)")
 	fs.StringVar(&o.H2loadBin, "h2load-bin", "", "h2load binary for the HTTP/2 workloads (default: h2load on PATH)")
 	fs.Int64Var(&o.H2Requests, "h2-requests", 0, fmt.Sprintf("requests per measured h2load run (-n); 0 = %d per -seconds; the warm-up makes the same number per -warmup second", h2RequestsPerSecond))
@@ -567,7 +569,7 @@ func (r *runner) measure(j job) (m measurement) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
 		Pool: r.opts.UpstreamPool, Settings: serverSettings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
-	if j.spec.Name == "gale" {
+	if j.spec.Name == "gale" && !r.opts.NoMetrics {
 		if env.MetricsPort, err = freePort(); err != nil {
 			return fail("failed", "%v", err)
 		}
