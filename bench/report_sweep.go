@@ -331,10 +331,54 @@ func joinSummaries(ss []summary, f func(float64) string) string {
 	return strings.Join(cells, " / ")
 }
 
+// loopBalance is a variant's per-loop figures from gale's own counters,
+// median per rank over rounds (ranks by requests, busiest loop first).
+type loopBalance struct {
+	Requests, Shares, Accepted []summary
+}
+
+// balanceLoops returns the median over rounds, rank by rank, of each
+// loop's requests, share of requests and accepted connections during the
+// run (Requests[0].N == 0 when no round has gale's counters). A loop that
+// took no connection is not in gale's metrics and counts zero.
+func balanceLoops(ms []measurement, wid, label string, rate float64, loops int) loopBalance {
+	var req, share, acc [][]float64
+	for _, m := range ms {
+		if m.Workload != wid || m.Label != label || m.Rate != rate || m.Status != "ok" || len(m.Loops) == 0 {
+			continue
+		}
+		n := max(loops, len(m.Loops))
+		for len(req) < n {
+			req, share, acc = append(req, nil), append(share, nil), append(acc, nil)
+		}
+		for i := 0; i < n; i++ {
+			var l loopRun
+			if i < len(m.Loops) {
+				l = m.Loops[i]
+			}
+			req[i] = append(req[i], float64(l.Requests))
+			share[i] = append(share[i], l.Share)
+			acc[i] = append(acc[i], float64(l.Accepted))
+		}
+	}
+	var out loopBalance
+	for i := range max(loops, len(req)) {
+		var r, s, a []float64
+		if i < len(req) {
+			r, s, a = req[i], share[i], acc[i]
+		}
+		out.Requests = append(out.Requests, summarize(r))
+		out.Shares = append(out.Shares, summarize(s))
+		out.Accepted = append(out.Accepted, summarize(a))
+	}
+	return out
+}
+
 // renderBalance writes how evenly each multi-loop variant's work spread
-// over its loops: the connections each loop held (from the epoll
-// instances' watch lists) and, with lock_os_thread, each loop thread's
-// share of the CPU time.
+// over its loops: the requests and connections each loop took during the
+// run (gale's own per-loop counters), the connections each held halfway
+// through (from the epoll instances' watch lists) and, with
+// lock_os_thread, each loop thread's share of the CPU time.
 func renderBalance(b *strings.Builder, res *results, labs []string, wid string) {
 	rate := scalingRate(res)
 	var rows []string
@@ -351,18 +395,23 @@ func renderBalance(b *strings.Builder, res *results, labs []string, wid string) 
 				who = "round-robin"
 			}
 		}
+		reqs, shareCol, acc := "—", "—", "—"
+		if lb := balanceLoops(res.Measurements, wid, l, rate, loops); lb.Requests[0].N > 0 {
+			reqs, acc = joinSummaries(lb.Requests, fmtInt), joinSummaries(lb.Accepted, fmtInt)
+			shareCol = joinSummaries(lb.Shares, func(v float64) string { return fmtPct(100 * v) })
+		}
 		conns := "—"
 		if c := balanceConns(res.Measurements, wid, l, rate, loops, rp); c[0].N > 0 {
 			conns = joinSummaries(c, fmtInt)
 		}
 		shares := "— (needs lock_os_thread: true)"
-		if conns == "—" && settingOf(ss, "lock_os_thread") != "true" {
-			continue // a run recorded before connections were counted
+		if reqs == "—" && conns == "—" && settingOf(ss, "lock_os_thread") != "true" {
+			continue // a run recorded before loops were counted
 		}
 		if settingOf(ss, "lock_os_thread") == "true" {
 			shares = joinSummaries(balanceShares(res.Measurements, wid, l, rate, loops+1), func(v float64) string { return fmtPct(100 * v) })
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %d | %t | %s | %s | %s |", l, loops, rp, who, conns, shares))
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |", l, loops, who, reqs, shareCol, acc, conns, shares))
 	}
 	if len(rows) == 0 {
 		return
@@ -371,11 +420,12 @@ func renderBalance(b *strings.Builder, res *results, labs []string, wid string) 
 	if rate > 0 {
 		fmt.Fprintf(b, "At %s req/s offered. ", fmtInt(rate))
 	}
-	b.WriteString("gale counts connections and requests per loop but does not publish them yet, so the bench reads them from outside. " +
-		"**Connections per loop**: every gnet event loop has an epoll instance of its own, and `/proc/PID/fdinfo` lists the sockets each one watches; halfway through each run the bench counts the established TCP connections of each (the accepting reactor, which holds only the listener when reuse_port is off, is left out), most first, median per rank over rounds. " +
+	b.WriteString("Medians per rank over rounds, busiest loop first. " +
+		"**Requests, share and connections accepted per loop** are gale's own per-loop counters (`gale_requests_total` and `gale_connections_accepted_total` by `loop`, from its metrics listener), scraped right before and right after each measured run: the differences are the run's alone, the checks and the warm-up left out; loops are ranked by requests, and the accepted connections are those of the same loops (— in runs recorded before the bench read them). " +
+		"**Held at mid-run**: every gnet event loop has an epoll instance of its own, and `/proc/PID/fdinfo` lists the sockets each one watches; halfway through each run the bench counts the established TCP connections of each (the accepting reactor, which holds only the listener when reuse_port is off, is left out), ranked on their own. " +
 		"**CPU per loop**: with `lock_os_thread: true` every loop runs on an OS thread of its own, so each thread's on-CPU time (`/proc/PID/task/TID/schedstat`) is its loop's work; shares are of gale's whole CPU time, busiest first, and the share after the loops' is the busiest other thread of the Go runtime. " +
 		"Even loops show equal numbers; a kernel hash that put more connections on one loop shows one larger.\n\n")
-	b.WriteString("| variant | loops | reuse_port | who spreads connections | connections per loop | share of CPU per thread |\n|---|---:|---|---|---|---|\n")
+	b.WriteString("| variant | loops | who spreads connections | requests per loop | share of requests | connections accepted per loop | connections held at mid-run | share of CPU per thread |\n|---|---:|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r + "\n")
 	}

@@ -41,6 +41,7 @@ type options struct {
 	UpstreamPool int               `json:"upstream_pool"`
 	Out          string            `json:"out"`
 	GaleBin      string            `json:"gale_bin,omitempty"`
+	NoMetrics    bool              `json:"no_metrics,omitempty"` // gale runs without a metrics listener (a -gale-bin from before metrics:)
 	WrkBin       string            `json:"wrk_bin,omitempty"`
 	H2loadBin    string            `json:"h2load_bin,omitempty"`
 	H2Requests   int64             `json:"h2_requests"`    // h2load -n of a measured run (0 in the flag: h2RequestsPerSecond × Seconds)
@@ -72,6 +73,7 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 	fs.IntVar(&o.UpstreamPool, "upstream-pool", 0, "idle upstream keep-alive connections the proxies may keep (nginx keepalive, Caddy max_idle_conns_per_host); 0 = max(128, connections)")
 	fs.StringVar(&o.Out, "out", "", "output directory (default bench/out/<timestamp> under the module root)")
 	fs.StringVar(&o.GaleBin, "gale-bin", "", "prebuilt gale binary (default: go build ./cmd/gale into the output directory)")
+	fs.BoolVar(&o.NoMetrics, "no-metrics", false, "run gale without its metrics listener (for a -gale-bin from before metrics: existed); the balance table then has no per-loop counts")
 	fs.StringVar(&o.WrkBin, "wrk-bin", "", "wrk binary (default: wrk on PATH)")
 	fs.StringVar(&o.H2loadBin, "h2load-bin", "", "h2load binary for the HTTP/2 workloads (default: h2load on PATH)")
 	fs.Int64Var(&o.H2Requests, "h2-requests", 0, fmt.Sprintf("requests per measured h2load run (-n); 0 = %d per -seconds; the warm-up makes the same number per -warmup second", h2RequestsPerSecond))
@@ -486,6 +488,12 @@ type measurement struct {
 	// (one per gnet event loop, and the accepting reactor's) watched
 	// halfway through the run, most connections first.
 	EpollSets []epollSet `json:"epoll_sets,omitempty"`
+	// Loops are gale's own per-loop counters over the measured run: the
+	// differences between a scrape of its metrics right before and one
+	// right after, busiest loop first. LoopsError says why they are
+	// missing when gale was measured without them.
+	Loops      []loopRun `json:"loops,omitempty"`
+	LoopsError string    `json:"loops_error,omitempty"`
 }
 
 // job is one measurement to make.
@@ -561,6 +569,11 @@ func (r *runner) measure(j job) (m measurement) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
 		Pool: r.opts.UpstreamPool, Settings: serverSettings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
+	if j.spec.Name == "gale" && !r.opts.NoMetrics {
+		if env.MetricsPort, err = freePort(); err != nil {
+			return fail("failed", "%v", err)
+		}
+	}
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
 	}
@@ -621,6 +634,9 @@ func (r *runner) measure(j job) (m measurement) {
 			return fail("failed", "upstream stats: %v", err)
 		}
 	}
+	// The scrapes stay outside the CPU readings: what they cost gale is
+	// not the load's.
+	loops0, loopsErr := scrapeIf(l.MetricsURL)
 	m.LoadAvgBefore = loadAvg()
 	m.CPUMHzBefore = cpuMHz(serverCPUs)
 	s0, err := sampleTree(p.pid())
@@ -660,6 +676,7 @@ func (r *runner) measure(j job) (m measurement) {
 	s1, serr := sampleTree(p.pid())
 	srv1, cli1 := readCPUTimes(serverCPUs), readCPUTimes(r.clientCPUs)
 	m.Threads = busiestThreads(th0, threadTimes(s1.PIDs), 8)
+	m.Loops, m.LoopsError = loopsAfter(l.MetricsURL, loops0, loopsErr)
 	m.OpenLoop = olres
 	close(stopSampler)
 	m.SampledRSSKiB = <-sampled
@@ -727,6 +744,30 @@ func (r *runner) measure(j job) (m measurement) {
 		return fail("failed", "server exited during the run: %s", p.logTail(300))
 	}
 	return m
+}
+
+// scrapeIf scrapes gale's per-loop counters when it serves metrics.
+func scrapeIf(url string) (map[string]loopSample, error) {
+	if url == "" {
+		return nil, nil
+	}
+	return scrapeLoops(url)
+}
+
+// loopsAfter scrapes the counters again after the run and returns each
+// loop's share of the run, or why there is none.
+func loopsAfter(url string, before map[string]loopSample, beforeErr error) ([]loopRun, string) {
+	if url == "" {
+		return nil, ""
+	}
+	if beforeErr != nil {
+		return nil, "scrape before the run: " + beforeErr.Error()
+	}
+	after, err := scrapeLoops(url)
+	if err != nil {
+		return nil, "scrape after the run: " + err.Error()
+	}
+	return loopDeltas(before, after), ""
 }
 
 // check checks the workload's response with the client of its protocol.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // installHint is printed when a tool is missing.
@@ -38,6 +40,9 @@ type serverEnv struct {
 	// UserConfig is the user's own gale config (sweep -config); gale then
 	// runs it with the bench's listen address and the variant's settings.
 	UserConfig string
+	// MetricsPort is gale's metrics listener's 127.0.0.1 port (0: none),
+	// scraped for its per-loop counters before and after the run.
+	MetricsPort int
 }
 
 // launch is how to start a server for one measurement.
@@ -45,6 +50,8 @@ type launch struct {
 	Argv   []string // program and arguments (taskset is added by startProc)
 	Env    []string // added environment
 	Config string   // path of the generated config file
+	// MetricsURL is where gale serves its metrics ("" for the peers).
+	MetricsURL string
 }
 
 // serverSpec is one server under test.
@@ -137,6 +144,9 @@ func galeConfig(e serverEnv, w workload) string {
 	default:
 		fmt.Fprintf(&b, "listen: [\"127.0.0.1:%d\"]\n", e.Port)
 	}
+	if e.MetricsPort > 0 {
+		fmt.Fprintf(&b, "metrics: {listen: \"127.0.0.1:%d\"}\n", e.MetricsPort)
+	}
 	b.WriteString("server:\n")
 	base := []setting{{"event_loops", fmt.Sprint(e.Workers)}, {"reuse_port", "true"}}
 	for _, s := range e.Settings {
@@ -188,7 +198,25 @@ func (s *serverSpec) prepareGale(e serverEnv, w workload) (launch, error) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return launch{}, err
 	}
-	return launch{Argv: []string{s.Bin, "serve", "-c", path}, Config: path}, nil
+	l := launch{Argv: []string{s.Bin, "serve", "-c", path}, Config: path}
+	if e.MetricsPort > 0 {
+		l.MetricsURL = fmt.Sprintf("http://127.0.0.1:%d%s", e.MetricsPort, metricsPath(text))
+	}
+	return l, nil
+}
+
+// metricsPath returns the metrics.path of a gale config's text, or gale's
+// default.
+func metricsPath(text string) string {
+	var c struct {
+		Metrics struct {
+			Path string `yaml:"path"`
+		} `yaml:"metrics"`
+	}
+	if yaml.Unmarshal([]byte(text), &c) != nil || c.Metrics.Path == "" {
+		return "/metrics"
+	}
+	return c.Metrics.Path
 }
 
 // nginxConfig renders nginx.conf: its own prefix, pid and temp paths under
@@ -466,6 +494,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			"respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool",
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
+			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}
 	case "nginx":
 		return []string{

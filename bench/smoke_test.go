@@ -84,6 +84,12 @@ func TestSmokeGale(t *testing.T) {
 			if m.Wrk.Requests == 0 || m.CPUSeconds <= 0 || m.PeakRSSKiB == 0 || !m.CheckBefore.OK || !m.CheckAfter.OK {
 				t.Errorf("implausible measurement %+v", m)
 			}
+			// gale's own count of the run's requests: every one wrk
+			// completed, plus at most one in flight per connection when
+			// wrk stopped.
+			if n := loopRequests(m.Loops); len(m.Loops) == 0 || n < uint64(m.Wrk.Requests) || n > uint64(m.Wrk.Requests)+64 {
+				t.Errorf("%s: gale counted %d requests on %+v (%s), wrk %d", m.Workload, n, m.Loops, m.LoopsError, m.Wrk.Requests)
+			}
 		} else {
 			reasons = append(reasons, m.Workload+": "+m.Reason)
 		}
@@ -183,7 +189,7 @@ func TestSmokeSweepOpenLoop(t *testing.T) {
 	cfg, _ := userConfigFixture(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"sweep", "-config", cfg, "-url", "/index.html=3", "-url", "/app.js", "-vary", "event_loops=1",
+	code := run([]string{"sweep", "-config", cfg, "-url", "/index.html=3", "-url", "/app.js", "-vary", "event_loops=2",
 		"-rates", "1000", "-rounds", "1", "-seconds", "1", "-warmup", "0", "-gale-bin", bin, "-out", out, "-pin-harness=false"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stderr.String(), stdout.String())
@@ -196,7 +202,7 @@ func TestSmokeSweepOpenLoop(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Measurements) != 2 || res.Custom == nil || len(res.Custom.Mix) != 2 {
+	if len(res.Measurements) != 3 || res.Custom == nil || len(res.Custom.Mix) != 2 {
 		t.Fatalf("%d measurements, custom %+v", len(res.Measurements), res.Custom)
 	}
 	for _, m := range res.Measurements {
@@ -207,9 +213,11 @@ func TestSmokeSweepOpenLoop(t *testing.T) {
 		if m.Rate != 1000 || m.CPUSeconds <= 0 || len(m.Threads) == 0 || ol.Non2xx != 0 {
 			t.Errorf("%s: rate %v cpu %v threads %d non-2xx %d", m.Label, m.Rate, m.CPUSeconds, len(m.Threads), ol.Non2xx)
 		}
+		checkLoopCounts(t, m)
 	}
 	md := stdout.String()
-	for _, want := range []string{"**Warning: 1 round(s) cannot measure the noise floor", "| baseline (A/A) | 1,000 |", "/index.html=3,/app.js=1", "sustained rate"} {
+	for _, want := range []string{"**Warning: 1 round(s) cannot measure the noise floor", "| baseline (A/A) | 1,000 |", "/index.html=3,/app.js=1", "sustained rate",
+		"### Per-loop balance", "| event_loops=2 | 2 | kernel (SO_REUSEPORT) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -219,6 +227,33 @@ func TestSmokeSweepOpenLoop(t *testing.T) {
 	}
 	if log, err := os.ReadFile(filepath.Join(out, "runs", "r1-custom-baseline-1000rps", "access.log")); err != nil || !strings.Contains(string(log), "GET /app.js") {
 		t.Errorf("the site's access log was not moved into the run directory: %v", err)
+	}
+}
+
+// checkLoopCounts checks an open-loop run's per-loop counts from gale's
+// metrics: one loop per event loop of the variant (the user's config has
+// one), each with requests, adding up to the run's: every request the
+// generator completed and at most those it sent.
+func checkLoopCounts(t *testing.T, m measurement) {
+	t.Helper()
+	want := 1
+	if settingOf(m.Settings, "event_loops") == "2" {
+		want = 2
+	}
+	ol := m.OpenLoop
+	n := loopRequests(m.Loops)
+	if len(m.Loops) != want || n < uint64(ol.Completed) || n > uint64(ol.Sent) {
+		t.Fatalf("%s: %d loop(s) %+v (%s), %d requests; the generator completed %d of %d sent", m.Label, len(m.Loops), m.Loops, m.LoopsError, n, ol.Completed, ol.Sent)
+	}
+	var share float64
+	for _, l := range m.Loops {
+		if l.Requests == 0 || l.Accepted == 0 {
+			t.Errorf("%s: loop %s took %d requests on %d connections", m.Label, l.Loop, l.Requests, l.Accepted)
+		}
+		share += l.Share
+	}
+	if share < 0.999 || share > 1.001 {
+		t.Errorf("%s: shares add up to %v", m.Label, share)
 	}
 }
 
