@@ -107,11 +107,11 @@ func newBudget(fdLimit int64, cfg *config.Config) (*fds.Budget, string, error) {
 // admit takes a client connection's place and descriptor in the budget,
 // and reports whether both were available.
 func (s *Server) admit() bool {
-	if !s.budget.Join() {
+	if !s.sh.Budget.Join() {
 		return false
 	}
-	if !s.budget.Acquire(1) {
-		s.budget.Leave()
+	if !s.sh.Budget.Acquire(1) {
+		s.sh.Budget.Leave()
 		return false
 	}
 	return true
@@ -123,8 +123,8 @@ func (s *Server) admit() bool {
 // garbage). gnet writes the bytes before it closes, so the loop's buffer
 // can be reused.
 func (s *Server) refuse(c gnet.Conn, l *loop) ([]byte, gnet.Action) {
-	l.stats.Rejected.Add(1)
-	if s.draining.Load() {
+	l.Stats.Rejected.Add(1)
+	if s.sh.Draining.Load() {
 		return nil, gnet.Close
 	}
 	if s.anyTLS {
@@ -132,7 +132,7 @@ func (s *Server) refuse(c gnet.Conn, l *loop) ([]byte, gnet.Action) {
 			return nil, gnet.Close
 		}
 	}
-	l.refused = codec.AppendErrorResponse(l.refused[:0], 503, false, true, s.set.Load().serverHeader)
+	l.refused = codec.AppendErrorResponse(l.refused[:0], 503, false, true, s.sh.Set.Load().ServerHeader)
 	return l.refused, gnet.Close
 }
 
@@ -140,8 +140,8 @@ func (s *Server) refuse(c gnet.Conn, l *loop) ([]byte, gnet.Action) {
 // closed it: its descriptor, and its place unless a tunnel took the
 // place over (the tunnel leaves when it ends).
 func (s *Server) leave(cs *conn) {
-	s.budget.Release(1)
-	if !cs.detached {
-		s.budget.Leave()
+	s.sh.Budget.Release(1)
+	if !cs.Detached {
+		s.sh.Budget.Leave()
 	}
 }

@@ -55,7 +55,7 @@ routes:
     static: {root: ./site}
 `, strings.TrimPrefix(up.URL, "http://")), map[string]string{"small.txt": "small\n"})
 	writeBigFile(t, filepath.Join(ts.dir, "site", "big.bin"), 8<<20)
-	budget := ts.srv.budget
+	budget := ts.srv.sh.Budget
 	used := func() int64 { return ts.srv.Stats().Budget.Used }
 	base := used()
 	if base != 1 {
@@ -141,14 +141,14 @@ func TestReloadGivesRootsBack(t *testing.T) {
 	if used() != 1 {
 		t.Fatalf("at start %d descriptors; want 1 (the static root)", used())
 	}
-	ts.srv.budget.SetLimit(used())
+	ts.srv.sh.Budget.SetLimit(used())
 	if _, err := ts.srv.Reload(cfg); err == nil || !strings.Contains(err.Error(), "no descriptors left") {
 		t.Fatalf("reload without room: %v", err)
 	}
 	if used() != 1 {
 		t.Fatalf("a refused reload holds %d descriptors; want 1", used())
 	}
-	ts.srv.budget.SetLimit(1 << 20)
+	ts.srv.sh.Budget.SetLimit(1 << 20)
 	if _, err := ts.srv.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ routes:
 `, strings.TrimPrefix(up.URL, "http://")), nil)
 			srv.Store(ts.srv)
 			t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
-			budget := ts.srv.budget
+			budget := ts.srv.sh.Budget
 			defer budget.SetLimit(1 << 20)
 			conn := ts.dial()
 			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))

@@ -1,232 +1,71 @@
 package app
 
 import (
-	"net"
-	"net/netip"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
-	"gale/accesslog"
-	"gale/codec"
+	"gale/app/h1"
+	"gale/app/h2conn"
+	"gale/app/tlsconn"
+	"gale/app/wire"
 	"gale/config"
-	"gale/handlers"
 )
 
-const (
-	// batch is how many pipelined requests one connection may answer per
-	// turn before other connections on its loop get theirs.
-	batch = 16
-	// inlineBody is the largest body copied into the loop's output buffer;
-	// larger in-memory bodies are referenced in place by a writev.
-	inlineBody = 4 << 10
-	// maxPendingInput bounds the bytes a client may send while its
-	// connection parses nothing (output paused or a transfer in progress);
-	// past it the connection is closed, since gnet cannot stop reading.
-	maxPendingInput = 1 << 20
-	// lingerTime is how long a closing connection keeps reading (and
-	// discarding) after its final response, so that unread request bytes
-	// do not turn the close into a reset that destroys the response.
-	lingerTime = 2 * time.Second
-)
-
-// conn is one client connection's state. It is owned by its loop.
+// conn is one client connection: its transport, the TLS layer under it
+// when its listener is TLS, and the protocol engine that speaks over it.
+// Every connection starts with the HTTP/1.1 engine and may move to the
+// HTTP/2 one before its first request (protocol.go). It is owned by its
+// loop.
 type conn struct {
-	loop   *loop
-	c      gnet.Conn
-	idx    int            // position in loop.conns
-	remote netip.AddrPort // client address
+	wire.Conn // the transport: every byte to and from the client goes through it
+	loop      *loop
+	idx       int // position in loop.conns
 
-	req  codec.Request
-	ctx  handlers.Ctx
-	body codec.BodyReader
-	sink h1Sink // the response sink of a handler that answers later (h1_sink.go)
-	src  h1Body // the request body, for a handler that forwards it (h1_body.go)
-
-	inBody     bool  // the current request's body is still arriving (and is discarded)
-	headStart  int64 // when the current partial request head started; 0 = none
-	lastActive int64 // last progress: a response written or body bytes read
-	queued     int64 // bytes ever handed to gnet for the client
-	leftSeen   int64 // bytes that had left gnet's buffer at the previous sweep; -1 = nothing was waiting
-	outSince   int64 // when bytes last left gnet's buffer while some waited
-
-	closeAfter  bool  // the response being written is the last one
-	closing     bool  // the last response is written; close once it drained
-	linger      bool  // keep reading after the last response before closing
-	lingerUntil int64 // when a lingering close gives up waiting for the client
-	paused      bool  // parsing stopped until the output drains
-	woke        bool  // a Wake for the next batch is pending
-	dead        bool  // gnet closed the connection; touch nothing
-	detached    bool  // a tunnel took the socket over, and the connection's place in the budget
-
-	xfer *transfer // large body being sent off the loop, or waiting to start
-
-	// The exchange answered later (handlers.Pending: a static route
-	// waiting for a file load, the proxy waiting for its upstream), and
-	// its request, copied out of the inbound buffer (pending.go).
-	pending  handlers.Pending
-	kept     codec.Request
-	keptBuf  []byte
-	inResume bool // pending.Resume is running: an end it reports waits for it (endNow, endResume)
-	endClose bool // the pending exchange ended during Resume and asked to close
-	endParse bool // the pending exchange ended during Resume: parse what follows
-
-	px *proxyConn // proxy state (upstream.go); nil until the first proxied request
-
-	st staticConn // static routes: the file cache's completion of a load (static_glue.go)
-
-	tls     *tlsConn         // TLS transport (tls_conn.go); nil for plain connections
-	h2      *h2conn          // the HTTP/2 engine (h2_conn.go); nil while the connection speaks HTTP/1.1
+	h1      h1.Conn          // the HTTP/1.1 engine
+	h2      *h2conn.Conn     // the HTTP/2 engine; nil while the connection speaks HTTP/1.1
+	tls     *tlsconn.Conn    // the TLS layer under the transport; nil for plain connections
 	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
 }
 
-// The transport seam. Everything the connection reads from or writes to
-// its client goes through these methods, so that a transport (plain TCP
-// here, TLS in tls*.go) can sit between the codec and gnet without the
-// state machine knowing which one it talks to. On a plain connection each
-// is a direct gnet call. All of them must be called on the connection's
-// loop.
-
-// inbound returns the request bytes received and not yet consumed. The
-// slice aliases the connection's buffer and is valid until consume or the
-// end of the current event handler call.
-func (cs *conn) inbound() []byte {
-	if cs.tls != nil {
-		return cs.tls.inbound()
-	}
-	b, _ := cs.c.Peek(-1)
-	return b
-}
-
-// consume drops the first n bytes returned by inbound; n < 0 drops all.
-func (cs *conn) consume(n int) {
-	if cs.tls != nil {
-		cs.tls.consume(n)
-		if n >= 0 {
-			return
-		}
-	}
-	_, _ = cs.c.Discard(n)
-}
-
-// inboundBuffered is how many received bytes wait to be consumed.
-func (cs *conn) inboundBuffered() int {
-	if cs.tls != nil {
-		return cs.c.InboundBuffered() + cs.tls.inboundBuffered()
-	}
-	return cs.c.InboundBuffered()
-}
-
-// send queues b for the client. b may be reused once send returns. A
-// failing write closes the connection (cs.dead is set by OnClose).
-func (cs *conn) send(b []byte) {
-	if cs.tls != nil {
-		cs.tls.send(b)
-		return
-	}
-	cs.write(b)
-}
-
-// sendv queues bs for the client, in order, like send.
-func (cs *conn) sendv(bs [][]byte) {
-	if cs.tls != nil {
-		cs.tls.sendv(bs)
-		return
-	}
-	n, _ := cs.c.Writev(bs)
-	cs.queued += int64(n)
-}
-
-// write hands b to gnet, counting what it queued: every byte for the
-// client goes through here or sendv, so that queued minus what is still
-// buffered is what left, the measure of write progress.
-func (cs *conn) write(b []byte) {
-	n, _ := cs.c.Write(b)
-	cs.queued += int64(n)
-}
-
-// outboundBuffered is how many bytes were sent but have not yet left for
-// the socket.
-func (cs *conn) outboundBuffered() int { return cs.c.OutboundBuffered() }
-
-// writeStalled reports, from the sweep, whether bytes wait for the client
-// and none of them left for longer than limit. Progress is bytes leaving
-// gnet's buffer, not its size: a buffer that keeps growing because more
-// is queued while the client reads nothing is no progress.
-func (cs *conn) writeStalled(now, limit int64) bool {
-	out := cs.outboundBuffered()
-	if out == 0 {
-		cs.leftSeen = -1
-		return false
-	}
-	left := cs.queued - int64(out)
-	if left != cs.leftSeen {
-		cs.leftSeen, cs.outSince = left, now
-		return false
-	}
-	return now-cs.outSince > limit
-}
-
-// closeWrite ends the connection's output half (after the final response)
-// while reading goes on.
-func (cs *conn) closeWrite() {
-	if cs.tls != nil {
-		cs.tls.closeWrite()
-		return
-	}
-	_ = unix.Shutdown(cs.c.Fd(), unix.SHUT_WR)
-}
-
 func newConn(l *loop, c gnet.Conn) *conn {
-	cs := &conn{loop: l, c: c}
-	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		cs.remote = ta.AddrPort()
-	}
-	cs.ctx.Req = &cs.req
-	cs.ctx.Remote = cs.remote
-	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
-	cs.sink.cs = cs
-	cs.ctx.Sink = &cs.sink // handlers.ResponseSink, likewise
-	cs.src.cs = cs
-	cs.ctx.Body = &cs.src // handlers.BodySource
-	cs.ctx.Cache = cs     // handlers.CacheAccess, for static routes
-	cs.req.ContentLength = -1
+	cs := &conn{loop: l}
+	cs.Init(&l.Loop, c, time.Now().UnixNano())
+	cs.h1.Open(&cs.Conn, &l.h1)
 	cs.protos = config.DefaultProtocols(false) // until attachTransport knows the listener
-	cs.lastActive = time.Now().UnixNano()
-	cs.leftSeen = -1
 	return cs
+}
+
+// engine is the protocol engine the connection speaks now.
+func (cs *conn) engine() wire.Engine {
+	if cs.h2 != nil {
+		return cs.h2
+	}
+	return &cs.h1
 }
 
 // release drops what the connection holds once gnet has closed it.
 func (cs *conn) release() {
-	if cs.xfer != nil && !cs.xfer.started {
-		cs.xfer.abandon()
-	}
-	cs.pendingClosed()
-	cs.sink.release()
+	cs.h1.Release()
 	if cs.h2 != nil {
-		cs.h2.release()
+		cs.h2.Release()
 	}
 	if cs.tls != nil {
-		cs.tls.release()
+		cs.tls.Release()
 	}
-	cs.ctx.Resp.Reset()
 }
 
-// idleNow reports whether the connection is between requests with
-// nothing to send.
-func (cs *conn) idleNow() bool {
-	return cs.headStart == 0 && !cs.inBody && cs.xfer == nil && !cs.closing && cs.pending == nil &&
-		cs.outboundBuffered() == 0 && cs.inboundBuffered() == 0
-}
-
+// onTraffic runs the connection's OnTraffic: the TLS handshake while it
+// is not done, the choice of protocol, then the engine.
 func (cs *conn) onTraffic() gnet.Action {
-	cs.woke = false
 	if cs.tls != nil {
-		if a, handled := cs.tls.onTraffic(); handled {
+		if a, handled := cs.tls.Traffic(); handled {
+			if a == gnet.None && cs.tls.Failed() {
+				// An alert is on its way: the sweep closes after it.
+				cs.h1.CloseAfterAlert()
+			}
 			return a
 		}
 	}
@@ -236,480 +75,20 @@ func (cs *conn) onTraffic() gnet.Action {
 		}
 	}
 	if cs.h2 != nil {
-		if cs.tls != nil {
-			return cs.tls.afterH2(cs.h2.onTraffic())
-		}
-		return cs.h2.onTraffic()
+		return cs.h2.Traffic()
 	}
-	if cs.pending != nil {
-		return cs.resumePending()
-	}
-	if x := cs.xfer; x != nil {
-		if !x.finished() {
-			if cs.inboundBuffered() > maxPendingInput {
-				return gnet.Close
-			}
-			return gnet.None
-		}
-		cs.xfer = nil
-		if x.err != nil || cs.closeAfter {
-			return gnet.Close
-		}
-		cs.lastActive = time.Now().UnixNano()
-	}
-	if cs.closing {
-		cs.consume(-1)
-		return gnet.None
-	}
-	if cs.paused {
-		if cs.inboundBuffered() > maxPendingInput {
-			return gnet.Close
-		}
-		return gnet.None
-	}
-	if cs.tls != nil {
-		return cs.tls.afterServe(cs.serve())
-	}
-	return cs.serve()
+	return cs.h1.Traffic()
 }
 
-// serve parses and answers the requests buffered on the connection, up to
-// batch of them, and writes all their responses with one call.
-func (cs *conn) serve() gnet.Action {
-	l := cs.loop
-	set := l.srv.set.Load()
-	buf := cs.inbound()
-	if len(buf) == 0 {
-		return gnet.None
-	}
-	now := time.Now().UnixNano()
-	l.out = l.out[:0]
-	l.bodies = l.bodies[:0]
-	off, served := 0, 0
-	for {
-		if cs.inBody {
-			n, _, done, err := cs.body.Next(buf[off:])
-			off += n
-			if err != nil {
-				// The response went out already; the framing of
-				// whatever follows is unknown.
-				cs.closeAfter, off = true, len(buf)
-				break
-			}
-			if n > 0 {
-				cs.lastActive = now
-			}
-			if done {
-				cs.inBody = false
-				continue
-			}
-			if n == 0 || off == len(buf) {
-				break
-			}
-			continue
-		}
-		if cs.closeAfter || cs.xfer != nil {
-			if cs.closeAfter {
-				// Nothing after the last response is parsed.
-				if off < len(buf) {
-					cs.linger = true
-				}
-				off = len(buf)
-			}
-			break
-		}
-		if off == len(buf) {
-			break
-		}
-		if served == batch || len(l.out)+cs.outboundBuffered() > set.maxOut {
-			if served == batch && !cs.woke {
-				cs.woke = true
-				_ = cs.c.Wake(nil)
-			} else if served < batch {
-				cs.paused = true
-			}
-			break
-		}
-		n, err := codec.Parse(buf[off:], &cs.req, &set.limits)
-		if err == codec.ErrNeedMore {
-			if cs.headStart == 0 {
-				cs.headStart = now
-			}
-			break
-		}
-		cs.headStart = 0
-		if err != nil {
-			status := 400
-			if ce, ok := err.(*codec.Error); ok {
-				status = ce.Status
-			}
-			l.stats.ParseErrors.Add(1)
-			cs.writeError(set, status)
-			cs.closeAfter, cs.linger = true, true
-			off = len(buf)
-			break
-		}
-		off += n
-		served++
-		cs.answer(set, now)
-		if cs.pending != nil {
-			break // answered later; nothing further is parsed meanwhile
-		}
-		cs.expectBody(set)
-	}
-	if off > 0 {
-		cs.consume(off)
-		l.stats.BytesIn.Add(uint64(off))
-	}
-	return cs.endBatch(now)
-}
-
-// expectBody follows an answered request with its body, which is read and
-// discarded so that the next request parses (or, when the connection
-// closes after the response, drained while lingering).
-func (cs *conn) expectBody(set *settings) {
-	req := cs.ctx.Req
-	if !req.HasBody() {
-		return
-	}
-	if cs.closeAfter {
-		cs.linger = true // the body is not read: drain it while closing
-		return
-	}
-	cs.body.Init(req, set.limits.BodyBytes)
-	cs.inBody = true
-}
-
-// endBatch hands what serve answered to the client and moves the
-// connection on: to the pending exchange, which may take what follows
-// its head now that earlier responses are out, to a transfer, or to
-// closing after the last response.
-func (cs *conn) endBatch(now int64) gnet.Action {
-	cs.flush()
-	if cs.dead {
-		return gnet.None
-	}
-	if cs.pending != nil {
-		return cs.resumePending()
-	}
-	if cs.xfer != nil {
-		cs.startTransfer()
-		return gnet.None
-	}
-	if cs.closeAfter {
-		return cs.finish(now)
-	}
-	return gnet.None
-}
-
-// finish begins closing after the last response: at once when everything
-// is sent and no request bytes may be left unread, else after a drain and
-// a linger.
-func (cs *conn) finish(now int64) gnet.Action {
-	if cs.tls != nil {
-		cs.tls.closeNotify()
-	}
-	cs.closing = true
-	if cs.inBody {
-		cs.linger = true
-	}
-	if cs.outboundBuffered() > 0 {
-		return gnet.None // the sweep continues once the output drained
-	}
-	if !cs.linger {
-		return gnet.Close
-	}
-	cs.startLinger(now)
-	return gnet.None
-}
-
-func (cs *conn) startLinger(now int64) {
-	cs.closeWrite()
-	cs.lingerUntil = now + int64(lingerTime)
-	cs.consume(-1)
-}
-
-// answer routes the parsed request, runs its handler and renders the
-// response into the loop's output, unless the handler answers later.
-func (cs *conn) answer(set *settings, now int64) {
-	req := &cs.req
-	ctx := &cs.ctx
-	ctx.Req = req
-	ctx.Resp.Reset()
-	ctx.Scratch = ctx.Scratch[:0]
-	ctx.Route, ctx.Path, ctx.Rest = nil, nil, nil
-	cs.sink.start(req, set)
-	cs.src.start(req, set)
-
-	// A Content-Length over limits.body_bytes never gets here: Parse
-	// answers it with 413.
-	switch {
-	case req.Form == codec.AsteriskForm:
-		// "OPTIONS *" asks about the server as a whole: nothing to say
-		// beyond a success (net/http answers the same).
-		ctx.Resp.Status = 200
-	case req.Form == codec.AuthorityForm:
-		// CONNECT: gale is not a forward proxy.
-		ctx.Error(405)
-		ctx.Resp.Close = true
-	case cs.toHTTPS != nil:
-		cs.toHTTPS.serve(ctx)
-	default:
-		set.router.Serve(ctx)
-	}
-	if ctx.Resp.Pending != nil {
-		cs.pend(ctx.Resp.Pending)
-		return
-	}
-	cs.respond(set, now)
-}
-
-// respond renders the exchange's response (Ctx.Resp) into the loop's
-// output, or hands a large body to a transfer, and counts and logs it.
-func (cs *conn) respond(set *settings, now int64) {
-	l := cs.loop
-	ctx := &cs.ctx
-	req := ctx.Req
-	resp := &ctx.Resp
-	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.srv.draining.Load() ||
-		(req.Expect100 && req.HasBody())
-	head := codec.ResponseHead{
-		Status:        resp.Status,
-		Version:       req.Version,
-		Headers:       resp.Headers,
-		ContentLength: -1,
-		Close:         closeConn,
-		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
-		Server:        set.serverHeader,
-	}
-	isHead := string(req.Method) == "HEAD"
-	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
-	body := resp.Body
-	size := resp.BodySize()
-	if !bodyless {
-		head.ContentLength = size
-	}
-	mark := len(l.out)
-	if resp.Head != nil {
-		l.out = handlers.AppendHead(l.out, resp.Head, head.Close, head.KeepAlive10)
-	} else {
-		l.out = codec.AppendResponseHead(l.out, &head)
-	}
-	sent := int64(0)
-	if !isHead && !bodyless && size > 0 {
-		switch {
-		case size > int64(set.maxOut):
-			// Too large for the loop's buffers: the head and the body
-			// go out from a goroutine once earlier output drained.
-			held := transferFDs(resp)
-			if !l.srv.budget.Acquire(held) {
-				// No descriptors for the transfer: 503 rather than a
-				// body the loop would have to buffer whole.
-				size = cs.answerInstead(&head, mark, 503)
-				closeConn = true
-				break
-			}
-			x := newTransfer(cs, l.out[mark:], resp, set.write, held)
-			l.out = l.out[:mark]
-			cs.xfer = x
-			resp.File = nil // the transfer owns it now
-		case resp.File != nil || resp.Parts != nil:
-			if err := cs.appendFileBody(resp, size); err != nil {
-				// The file changed or failed under us: answer 500
-				// rather than a body that does not match its head.
-				size = cs.answerInstead(&head, mark, 500)
-				closeConn = true
-			}
-		case len(body) <= inlineBody:
-			l.out = append(l.out, body...)
-		default:
-			l.bodies = append(l.bodies, segment{at: len(l.out), body: body})
-		}
-		sent = size
-	}
-	if resp.File != nil {
-		_ = resp.File.Close()
-		resp.File = nil
-	}
-	if closeConn {
-		cs.closeAfter = true
-	}
-	cs.lastActive = now
-	var rec accesslog.Record
-	if l.srv.access != nil {
-		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
-	}
-	cs.record(&rec, head.Status, sent, now)
-	cs.forgetLoad()
-}
-
-// record counts one answered request and writes its access log line,
-// which names what rec says of the request. The line is formatted into
-// the loop's buffer before record returns, so rec's slices need to be
-// valid only now (see accesslog.Record).
-func (cs *conn) record(rec *accesslog.Record, status int, bodyBytes, now int64) {
-	l := cs.loop
-	l.stats.Requests.Add(1)
-	if c := status / 100; c >= 1 && c <= 5 {
-		l.stats.ByClass[c].Add(1)
-	}
-	if l.srv.access != nil {
-		l.alog = l.srv.access.AppendLine(l.alog, cs.remote.Addr(), rec, status, bodyBytes, now)
-		if len(l.alog) >= accesslog.FlushBytes {
-			l.flushAccessLog(true)
-		}
-	}
-}
-
-// writeError renders a fixed error response that echoes nothing of the
-// request and closes the connection. Its log line names no request: the
-// head could not be parsed (or has not ended), and cs.req holds nothing
-// of it.
-func (cs *conn) writeError(set *settings, status int) {
-	l := cs.loop
-	l.out = codec.AppendErrorResponse(l.out, status, false, true, set.serverHeader)
-	var rec accesslog.Record
-	cs.record(&rec, status, 0, time.Now().UnixNano())
-}
-
-// flush hands the loop's output to the connection: one write, or one
-// writev when large bodies are referenced in place.
-func (cs *conn) flush() {
-	l := cs.loop
-	if len(l.out) == 0 && len(l.bodies) == 0 {
-		return
-	}
-	total := len(l.out)
-	if len(l.bodies) == 0 {
-		cs.send(l.out)
-	} else {
-		l.iov = l.iov[:0]
-		prev := 0
-		for i := range l.bodies {
-			s := &l.bodies[i]
-			if s.at > prev {
-				l.iov = append(l.iov, l.out[prev:s.at])
-			}
-			l.iov = append(l.iov, s.body)
-			total += len(s.body)
-			prev = s.at
-			s.body = nil
-		}
-		if prev < len(l.out) {
-			l.iov = append(l.iov, l.out[prev:])
-		}
-		cs.sendv(l.iov)
-		clear(l.iov)
-	}
-	l.stats.BytesOut.Add(uint64(total))
-	l.out = l.out[:0]
-	l.bodies = l.bodies[:0]
-}
-
-// answerInstead replaces the response whose head was rendered at mark of
-// the loop's output with the fixed error response for status, closing
-// the connection after it, and returns the new body's size. The
-// response's File, if any, is closed.
-func (cs *conn) answerInstead(head *codec.ResponseHead, mark, status int) int64 {
-	l := cs.loop
-	ctx := &cs.ctx
-	l.out = l.out[:mark]
-	ctx.Error(status)
-	head.Status, head.Headers, head.ContentLength, head.Close = status, ctx.Resp.Headers, int64(len(ctx.Resp.Body)), true
-	l.out = codec.AppendResponseHead(l.out, head)
-	l.out = append(l.out, ctx.Resp.Body...)
-	return head.ContentLength
-}
-
-// check runs on the loop from the sweep. It enforces the timeouts, moves
-// closing and paused connections along, and reports whether the
-// connection must be closed now.
-func (cs *conn) check(now int64, set *settings) bool {
-	if cs.dead {
+// check runs on the loop from the sweep. It enforces the handshake's
+// timeouts, then the engine's, and reports whether the connection must
+// be closed now.
+func (cs *conn) check(now int64, set *wire.Settings) bool {
+	if cs.Dead {
 		return false
 	}
-	if cs.tls != nil && cs.tls.handshaking() {
-		return cs.tls.checkHandshake(now)
+	if cs.tls != nil && cs.tls.Handshaking() {
+		return cs.tls.CheckHandshake(now)
 	}
-	if cs.h2 != nil {
-		return cs.h2.check(now, set)
-	}
-	if cs.xfer != nil && cs.xfer.started {
-		return false // the transfer goroutine enforces the write timeout
-	}
-	if cs.writeStalled(now, set.write) {
-		cs.loop.stats.TimedOut.Add(1)
-		return true
-	}
-	if cs.outboundBuffered() > 0 {
-		return false
-	}
-	if cs.pending != nil {
-		// The proxy enforces its own deadlines; a file load gets the
-		// idle timeout.
-		if cs.loadOverdue(now, set.idle) {
-			cs.loop.stats.TimedOut.Add(1)
-			return true
-		}
-		return false
-	}
-	switch {
-	case cs.xfer != nil:
-		cs.startTransfer()
-		return false
-	case cs.closing:
-		if !cs.linger {
-			return true
-		}
-		if cs.lingerUntil == 0 {
-			cs.startLinger(now)
-			return false
-		}
-		return now > cs.lingerUntil
-	case cs.paused:
-		cs.paused = false
-		if !cs.woke {
-			cs.woke = true
-			_ = cs.c.Wake(nil)
-		}
-		return false
-	case cs.inBody:
-		if now-cs.lastActive > set.readBody {
-			cs.loop.stats.TimedOut.Add(1)
-			return true
-		}
-	case cs.headStart != 0:
-		if now-cs.headStart > set.readHeader {
-			cs.loop.stats.TimedOut.Add(1)
-			if !cs.proto && !cs.protos.H1() {
-				cs.loop.stats.NoPreface.Add(1)
-				return true // part of a preface, on a listener that answers nothing over HTTP/1.1
-			}
-			l := cs.loop
-			l.out = l.out[:0]
-			cs.writeError(set, 408)
-			cs.flush()
-			if cs.dead {
-				return false
-			}
-			cs.closing, cs.linger, cs.closeAfter = true, false, true
-			cs.headStart = 0
-			return cs.outboundBuffered() == 0
-		}
-	default:
-		if now-cs.lastActive > set.idle {
-			cs.loop.stats.TimedOut.Add(1)
-			return true
-		}
-	}
-	return false
-}
-
-func growLen(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), 2*cap(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
+	return cs.engine().Check(now, set)
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"io"
+	"log/slog"
 	"net"
 
 	"github.com/panjf2000/gnet/v2"
@@ -43,3 +45,11 @@ func (f *fakeConn) Context() any              { return nil }
 func (f *fakeConn) EventLoop() gnet.EventLoop { return nil }
 func (f *fakeConn) SetContext(any)            {}
 func (f *fakeConn) Fd() int                   { return -1 }
+
+// bareServer returns a Server that is never run, for tests that drive a
+// connection through fakeConn: it logs nowhere and has no settings yet.
+func bareServer() *Server {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.sh.Log = s.log
+	return s
+}

@@ -4,8 +4,6 @@ package app
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"os"
 	"runtime"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -70,12 +69,12 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
+	s := bareServer()
+	s.sh.Set.Store(set)
 	for _, path := range []string{"/hello", "/index.html"} {
 		t.Run(path, func(t *testing.T) {
 			fc := &fakeConn{}
@@ -91,8 +90,8 @@ routes:
 				fc.in = reqs[next]
 				next++
 				cs.onTraffic()
-				if len(fc.in) != 0 || cs.closing {
-					t.Fatalf("left %d bytes, closing %v", len(fc.in), cs.closing)
+				if len(fc.in) != 0 || cs.h2.Closing() {
+					t.Fatalf("left %d bytes, closing %v", len(fc.in), cs.h2.Closing())
 				}
 			}
 			for range 20 {
@@ -114,13 +113,7 @@ routes:
 func waitCached(t *testing.T, cs *conn, serve func()) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		busy := false
-		for _, ex := range cs.h2.ex {
-			if ex != nil && ex.pending != nil {
-				busy = true
-			}
-		}
-		if !busy {
+		if cs.h2.Pending() == 0 {
 			return
 		}
 		time.Sleep(time.Millisecond) // polls for the cache worker's result
@@ -161,8 +154,8 @@ func TestH2TLSServeAllocs(t *testing.T) {
 		fc.in = append(fc.in[:0], records[next]...)
 		next++
 		cs.onTraffic()
-		if len(fc.out) == 0 || len(fc.in) != 0 || cs.closing {
-			t.Fatalf("wrote %d bytes, left %d, closing %v", len(fc.out), len(fc.in), cs.closing)
+		if len(fc.out) == 0 || len(fc.in) != 0 || cs.h2.Closing() {
+			t.Fatalf("wrote %d bytes, left %d, closing %v", len(fc.out), len(fc.in), cs.h2.Closing())
 		}
 		fc.out = fc.out[:0]
 	}

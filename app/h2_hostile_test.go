@@ -148,9 +148,9 @@ func openFiles(t *testing.T, path string) int {
 func awaitBudget(t *testing.T, ts *tlsTestServer, used int64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.budget.Snapshot().Used != used {
+	for ts.srv.sh.Budget.Snapshot().Used != used {
 		if time.Now().After(deadline) {
-			t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.budget.Snapshot().Used, used)
+			t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.sh.Budget.Snapshot().Used, used)
 		}
 		time.Sleep(10 * time.Millisecond) // polls the counter
 	}
@@ -165,16 +165,16 @@ func awaitBudget(t *testing.T, ts *tlsTestServer, used int64) {
 func TestH2StreamFilesCounted(t *testing.T) {
 	ts := h2Hostile(t, "", map[string]string{"large.bin": strings.Repeat("L", 2<<20)})
 	path := filepath.Join(ts.dir, "site", "large.bin")
-	used := ts.srv.budget.Snapshot().Used
+	used := ts.srv.sh.Budget.Snapshot().Used
 	hc := dialH2C(t, ts.plainAddr(), 0, 0).decodeHeaders()
 	if f, err := hc.fr.ReadFrame(); err != nil || f.Header().Type != http2.FrameSettings {
 		t.Fatalf("first frame %v, %v", f, err) // gale counted the connection before it answered
 	}
 	_ = hc.fr.WriteSettingsAck()
-	b := ts.srv.budget.Snapshot()
+	b := ts.srv.sh.Budget.Snapshot()
 	const room = 3
-	ts.srv.budget.SetLimit(b.Used + room)
-	defer ts.srv.budget.SetLimit(b.Limit)
+	ts.srv.sh.Budget.SetLimit(b.Used + room)
+	defer ts.srv.sh.Budget.SetLimit(b.Limit)
 
 	var ids []uint32
 	hc.burst(func(fr *http2.Framer) {
@@ -197,7 +197,7 @@ func TestH2StreamFilesCounted(t *testing.T) {
 		}
 	}
 	open := openFiles(t, path)
-	t.Logf("%d streams 200, %d 503; %d descriptors open on the file, budget %+v", ok, refused, open, ts.srv.budget.Snapshot())
+	t.Logf("%d streams 200, %d 503; %d descriptors open on the file, budget %+v", ok, refused, open, ts.srv.sh.Budget.Snapshot())
 	if ok != room || refused != len(ids)-room {
 		t.Fatalf("%d streams answered 200 and %d 503, want %d and %d", ok, refused, room, len(ids)-room)
 	}
@@ -223,7 +223,7 @@ func TestH2WriterFailureClosesFiles(t *testing.T) {
 cache: {max_file_bytes: 1KiB}
 `, map[string]string{"big.bin": strings.Repeat("B", 2<<20), "part.bin": strings.Repeat("p", 8<<10)})
 	path := filepath.Join(ts.dir, "site", "part.bin")
-	used := ts.srv.budget.Snapshot().Used
+	used := ts.srv.sh.Budget.Snapshot().Used
 	hc := dialH2C(t, ts.plainAddr(), 1<<30, 4<<10)
 	hc.burst(func(fr *http2.Framer) {
 		_ = fr.WriteWindowUpdate(0, 1<<30)
@@ -234,9 +234,9 @@ cache: {max_file_bytes: 1KiB}
 	})
 	// gale takes the connection and the streams' files...
 	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.budget.Snapshot().Used < used+2 {
+	for ts.srv.sh.Budget.Snapshot().Used < used+2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.budget.Snapshot().Used-used)
+			t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.sh.Budget.Snapshot().Used-used)
 		}
 		time.Sleep(time.Millisecond) // polls the counter
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,8 +13,8 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// The HTTP/2 writer's zero-copy path on cleartext connections
-// (h2_splice.go), over real sockets: whole downloads byte for byte, a
+// The HTTP/2 writer's zero-copy path on cleartext connections (package
+// h2conn, splice.go), over real sockets: whole downloads byte for byte, a
 // reader that stops, a file truncated under the download, and the copying
 // path when the descriptor budget has no room for the pipe.
 
@@ -102,14 +101,14 @@ func TestH2SpliceDownload(t *testing.T) {
 	ts := h2Hostile(t, spliceSite, nil)
 	big := offsetPattern(48<<20+123, 1)
 	writeSite(t, ts, "big.bin", big)
-	used := ts.srv.budget.Snapshot().Used
+	used := ts.srv.sh.Budget.Snapshot().Used
 
 	hc, id := startDownload(t, ts, "/big.bin")
 	head, _, err := hc.readData(id, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := ts.srv.budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
+	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
 		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d (with the pipe)", n, writerDescriptors+pipeDescriptors)
 	}
 	rest, ended, err := hc.readData(id, 0)
@@ -150,12 +149,12 @@ func TestH2SpliceSlowReader(t *testing.T) {
 	t.Parallel()
 	ts := h2Hostile(t, spliceSite+"server: {timeouts: {write: 1s}}\n", nil)
 	writeSite(t, ts, "big.bin", offsetPattern(64<<20, 3))
-	used := ts.srv.budget.Snapshot().Used
+	used := ts.srv.sh.Budget.Snapshot().Used
 	hc, id := startDownload(t, ts, "/big.bin")
 	if _, _, err := hc.readData(id, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n := ts.srv.budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
+	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
 		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d (with the pipe)", n, writerDescriptors+pipeDescriptors)
 	}
 	start := time.Now()
@@ -180,7 +179,7 @@ func TestH2SpliceTruncated(t *testing.T) {
 	size := 64 << 20
 	want := offsetPattern(size, 4)
 	path := writeSite(t, ts, "big.bin", want)
-	used := ts.srv.budget.Snapshot().Used
+	used := ts.srv.sh.Budget.Snapshot().Used
 	hc, id := startDownload(t, ts, "/big.bin")
 	head, _, err := hc.readData(id, 1<<20)
 	if err != nil {
@@ -210,15 +209,15 @@ func TestH2SpliceNoPipe(t *testing.T) {
 	ts := h2Hostile(t, spliceSite, nil)
 	big := offsetPattern(24<<20+7, 5)
 	writeSite(t, ts, "big.bin", big)
-	b := ts.srv.budget.Snapshot()
-	ts.srv.budget.SetLimit(b.Used + writerDescriptors)
-	defer ts.srv.budget.SetLimit(b.Limit)
+	b := ts.srv.sh.Budget.Snapshot()
+	ts.srv.sh.Budget.SetLimit(b.Used + writerDescriptors)
+	defer ts.srv.sh.Budget.SetLimit(b.Limit)
 	hc, id := startDownload(t, ts, "/big.bin")
 	head, _, err := hc.readData(id, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := ts.srv.budget.Snapshot()
+	after := ts.srv.sh.Budget.Snapshot()
 	if n := after.Used - b.Used; n != writerDescriptors || after.Refused == b.Refused {
 		t.Fatalf("the downloading connection holds %d descriptors (%d refusals), want %d and the pipe refused", n, after.Refused-b.Refused, writerDescriptors)
 	}
@@ -229,53 +228,4 @@ func TestH2SpliceNoPipe(t *testing.T) {
 	}
 	hc.c.Close()
 	awaitBudget(t, ts, b.Used)
-}
-
-// TestH2SpliceBatchAllocs sends batches of frame headers and file regions
-// through the pipe to a real socket: no allocation per batch or frame.
-func TestH2SpliceBatchAllocs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			_, _ = io.Copy(io.Discard, c)
-			c.Close()
-		}
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, offsetPattern(1<<20, 6), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := &h2writer{nc: nc, wakeFn: func() {}, max: 1 << 30, timeout: 5 * time.Second}
-	if w.pipe = openPipe(nc.(*net.TCPConn), nil, pipeFor(256<<10)); w.pipe == nil {
-		t.Fatal("no pipe")
-	}
-	defer w.pipe.close(nil)
-	hdr := make([]byte, 9)
-	batch := make([]writeItem, 0, 64)
-	for off := int64(0); off < 512<<10; off += 16 << 10 {
-		batch = append(batch, writeItem{b: hdr}, writeItem{f: f, off: off, n: 16 << 10})
-	}
-	n := testing.AllocsPerRun(50, func() {
-		if err := w.spliceBatch(batch); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if n != 0 {
-		t.Fatalf("%.1f allocations per batch of %d frames, want 0", n, len(batch)/2)
-	}
 }

@@ -6,44 +6,31 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"gale/cache"
+	"gale/app/h1"
+	"gale/app/tlsconn"
+	"gale/app/wire"
 )
 
-// loop is the state of one event loop. All fields but stats are touched
-// only on that loop.
+// loop is the state of one event loop: the services its engines share
+// (wire.Loop), its connections, and the loop's state of the TLS transport
+// and of the HTTP/1.1 engine. All fields but Stats are touched only on
+// that loop.
 type loop struct {
-	srv       *Server
-	el        gnet.EventLoop
-	conns     []*conn   // open connections, for the sweep; conn.idx is the position
-	out       []byte    // response bytes of one OnTraffic call, written with one Write
-	iov       [][]byte  // out split around large bodies referenced in place
-	bodies    []segment // large bodies between out's bytes
-	fileBuf   []byte    // small file bodies are read here
-	alog      []byte    // access log lines not yet handed to the writer
-	tlsOut    []byte    // TLS records written on the loop, handed to gnet with one Write (tls_conn.go)
-	tlsIn     []byte    // plaintext decrypted on the loop, lent to one connection at a time (tls_conn.go)
-	tlsLent   *tlsConn  // the connection whose plain aliases tlsIn, or nil
-	sweepFn   gnet.Runnable
-	victims   []*conn // scratch for the sweep
-	visit     []*conn // the connections a sweep or drain walks (snapshot)
-	refused   []byte  // the 503 of a connection refused in OnOpen (budget.go)
-	stats     Stats
-	sinkBuf   []byte      // response bytes an HTTP/1.1 sink gathered, until its Flush (h1_sink.go)
-	sinkOwner *h1Sink     // the sink whose bytes sinkBuf holds
-	sinkSegs  []segment   // body pieces an HTTP/1.1 sink references in place, between sinkBuf's bytes
-	sinkIov   [][]byte    // scratch for the sink's writev
-	view      *cache.View // this loop's view of the file cache (static_glue.go); nil until a static request
-}
-
-// segment places an in-memory body (referenced, not copied) at offset at
-// of the loop's out buffer.
-type segment struct {
-	at   int
-	body []byte
+	wire.Loop
+	srv     *Server
+	conns   []*conn      // open connections, for the sweep; conn.idx is the position
+	tls     tlsconn.Loop // the TLS buffers of the loop's connections
+	sweepFn gnet.Runnable
+	victims []*conn // scratch for the sweep
+	visit   []*conn // the connections a sweep or drain walks (snapshot)
+	refused []byte  // the 503 of a connection refused in OnOpen (budget.go)
+	h1      h1.Loop // the HTTP/1.1 engine's state of the loop
 }
 
 func newLoop(s *Server, el gnet.EventLoop) *loop {
-	l := &loop{srv: s, el: el, out: make([]byte, 0, 64<<10)}
+	l := &loop{srv: s}
+	l.Init(&s.sh, el)
+	l.h1.Loop = &l.Loop
 	l.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		l.sweep()
 		return nil
@@ -56,15 +43,15 @@ func (l *loop) open(c gnet.Conn) {
 	cs.idx = len(l.conns)
 	l.conns = append(l.conns, cs)
 	c.SetContext(cs)
-	l.stats.Accepted.Add(1)
-	l.stats.Open.Add(1)
+	l.Stats.Accepted.Add(1)
+	l.Stats.Open.Add(1)
 }
 
 func (l *loop) closed(cs *conn) {
-	if cs.dead {
+	if cs.Dead {
 		return
 	}
-	cs.dead = true
+	cs.Dead = true
 	last := len(l.conns) - 1
 	if cs.idx <= last && l.conns[cs.idx] == cs {
 		l.conns[cs.idx] = l.conns[last]
@@ -73,7 +60,7 @@ func (l *loop) closed(cs *conn) {
 		l.conns = l.conns[:last]
 	}
 	cs.release()
-	l.stats.Open.Add(-1)
+	l.Stats.Open.Add(-1)
 }
 
 // snapshot copies the open connections into l.visit for a walk that may
@@ -89,7 +76,7 @@ func (l *loop) snapshot() []*conn {
 // drained, and resumes connections that paused for output to drain.
 func (l *loop) sweep() {
 	now := time.Now().UnixNano()
-	set := l.srv.set.Load()
+	set := l.srv.sh.Set.Load()
 	l.victims = l.victims[:0]
 	for _, cs := range l.snapshot() {
 		if cs.check(now, set) {
@@ -98,12 +85,12 @@ func (l *loop) sweep() {
 	}
 	clear(l.visit)
 	for i, cs := range l.victims {
-		if !cs.dead {
-			_ = l.el.Close(cs.c)
+		if !cs.Dead {
+			_ = l.EL.Close(cs.C)
 		}
 		l.victims[i] = nil
 	}
-	l.flushAccessLog(false)
+	l.FlushAccessLog()
 }
 
 // drain starts a graceful stop on this loop: idle connections close now,
@@ -111,37 +98,19 @@ func (l *loop) sweep() {
 func (l *loop) drain() {
 	l.victims = l.victims[:0]
 	for _, cs := range l.snapshot() {
-		if cs.dead {
+		if cs.Dead {
 			continue // closed by a failed write earlier in this walk
 		}
-		if cs.h2 != nil {
-			cs.h2.goAway()
-			if !cs.dead && cs.closing && cs.h2.pendingOutput() == 0 {
-				l.victims = append(l.victims, cs)
-			}
-			continue
-		}
-		if cs.idleNow() || (cs.closing && cs.outboundBuffered() == 0) {
+		if cs.engine().Drain() {
 			l.victims = append(l.victims, cs)
-		} else {
-			cs.closeAfter = true
 		}
 	}
 	for i, cs := range l.victims {
-		if !cs.dead {
-			_ = l.el.Close(cs.c)
+		if !cs.Dead {
+			_ = l.EL.Close(cs.C)
 		}
 		l.victims[i] = nil
 	}
 	clear(l.visit)
-	l.flushAccessLog(true)
-}
-
-func (l *loop) flushAccessLog(force bool) {
-	if len(l.alog) == 0 || l.srv.access == nil {
-		return
-	}
-	if force || len(l.alog) > 0 {
-		l.alog = l.srv.access.Submit(l.alog)
-	}
+	l.FlushAccessLog()
 }

@@ -95,8 +95,8 @@ func (o *opsState) reloaded(err error) {
 // ReopenLogs has the access log reopen its file (SIGUSR1, after a
 // rotation by another program). It does not block.
 func (s *Server) ReopenLogs() {
-	if s.access != nil {
-		s.access.Reopen()
+	if s.sh.Access != nil {
+		s.sh.Access.Reopen()
 	}
 }
 
@@ -186,13 +186,13 @@ func (s *Server) writeLoopMetrics(w *metrics.Writer) {
 	for _, c := range loopCounters {
 		w.Family(c.name, c.typ, c.help)
 		for i, l := range loops {
-			w.Int(c.name, c.read(&l.stats), "loop", loopLabel(i))
+			w.Int(c.name, c.read(&l.Stats), "loop", loopLabel(i))
 		}
 	}
 	w.Family("gale_responses_total", metrics.Counter, "Responses by status class, by event loop.")
 	for i, l := range loops {
 		for c := 1; c < len(statusClasses); c++ {
-			w.Uint("gale_responses_total", l.stats.ByClass[c].Load(), "loop", loopLabel(i), "class", statusClasses[c])
+			w.Uint("gale_responses_total", l.Stats.ByClass[c].Load(), "loop", loopLabel(i), "class", statusClasses[c])
 		}
 	}
 	w.Family("gale_event_loops", metrics.Gauge, "Event loops that have taken a connection.")
@@ -201,7 +201,7 @@ func (s *Server) writeLoopMetrics(w *metrics.Writer) {
 
 // writeBudgetMetrics writes the descriptor budget's state.
 func (s *Server) writeBudgetMetrics(w *metrics.Writer) {
-	b := s.budget.Snapshot()
+	b := s.sh.Budget.Snapshot()
 	w.Family("gale_descriptors_limit", metrics.Gauge, "Descriptors gale may hold (the budget under RLIMIT_NOFILE).")
 	w.Int("gale_descriptors_limit", b.Limit)
 	w.Family("gale_descriptors_used", metrics.Gauge, "Descriptors held: clients, upstreams, duplicated sockets, open files, tunnels.")
@@ -264,11 +264,11 @@ func (s *Server) writeProxyMetrics(w *metrics.Writer) {
 
 // writeAccessLogMetrics writes what the access log lost.
 func (s *Server) writeAccessLogMetrics(w *metrics.Writer) {
-	if s.access == nil {
+	if s.sh.Access == nil {
 		return
 	}
 	w.Family("gale_access_log_dropped_total", metrics.Counter, "Access log lines dropped: the writer fell behind, or writing failed (a full disk).")
-	w.Uint("gale_access_log_dropped_total", s.access.Dropped())
+	w.Uint("gale_access_log_dropped_total", s.sh.Access.Dropped())
 }
 
 // writeReloadMetrics writes the reload counters.

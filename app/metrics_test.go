@@ -131,7 +131,7 @@ func TestMetricsCounts(t *testing.T) {
 	get("/missing", 404)
 	get("/nothere", 404)
 	get("/api/x", 502)
-	if _, err := ts.srv.Reload(ts.srv.set.Load().cfg); err != nil {
+	if _, err := ts.srv.Reload(ts.srv.sh.Set.Load().Cfg); err != nil {
 		t.Fatal(err)
 	}
 	ts.srv.ReloadRejected()

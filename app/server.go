@@ -1,7 +1,12 @@
 // Package app runs gale: it owns the gnet engine and its event handler,
-// the per-connection state machine, timeouts, graceful stop and
-// configuration reload. It decides when a request is logged; package
-// accesslog formats and writes the lines.
+// the loops, the listeners, the choice of each connection's protocol,
+// the timeout sweep, graceful stop and configuration reload. The
+// protocols have rooms of their own below it: the HTTP/1.1 engine
+// (app/h1), the HTTP/2 engine (app/h2conn) and the TLS transport
+// (app/tlsconn), over what they share (app/wire: the connection's
+// transport, the per-loop services, the compiled settings, and the
+// wire.Engine interface through which app drives an engine). Package
+// accesslog formats and writes the request lines the engines record.
 //
 // Every connection belongs to one event loop for its whole life and all of
 // its state is touched only from that loop (gnet calls OnOpen, OnTraffic and
@@ -22,11 +27,9 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/wire"
 	"gale/cache"
-	"gale/codec"
 	"gale/config"
-	"gale/fds"
-	"gale/h2"
 	"gale/handlers"
 )
 
@@ -34,80 +37,15 @@ import (
 // therefore enforced with up to this much slack.
 const tick = 100 * time.Millisecond
 
-// settings is everything a request reads from the configuration, swapped
-// as a whole on reload. Loops load it once per OnTraffic call.
-type settings struct {
-	cfg          *config.Config
-	router       *handlers.Router
-	limits       codec.Limits
-	serverHeader []byte
-	readHeader   int64 // nanoseconds
-	readBody     int64
-	idle         int64
-	write        int64
-	maxOut       int       // server.max_buffered_output
-	http2        h2.Config // server.http2, for new HTTP/2 connections
-	http2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
-	dirs         int64     // descriptors the router holds (static roots), counted in the budget
-}
-
-// compile builds the settings of cfg outside a server (tests): nothing is
-// counted in a descriptor budget.
-func compile(cfg *config.Config, opts ...handlers.Option) (*settings, error) {
-	return compileBudget(cfg, nil, opts...)
-}
-
-// compileBudget builds the settings of cfg, counting the descriptors its
-// router holds open in b (it fails when b has no room for them) and
-// giving b to the proxy routes.
-func compileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*settings, error) {
-	_, h2On := compileHTTP2(cfg)
-	for i := range cfg.Listen {
-		l := &cfg.Listen[i]
-		if err := speaks(cfg, h2On, listenerWhere(cfg, l), l.Protocols); err != nil {
-			return nil, err
-		}
-	}
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
-	if err != nil {
-		return nil, err
-	}
-	dirs := int64(rt.OpenDirs())
-	if !b.Acquire(dirs) {
-		_ = rt.Close()
-		return nil, fmt.Errorf("server: no descriptors left for the %d root directories of static routes", dirs)
-	}
-	s := &settings{
-		cfg:    cfg,
-		router: rt,
-		limits: codec.Limits{
-			RequestLine: cfg.Server.Limits.RequestLine,
-			HeaderBytes: cfg.Server.Limits.HeaderBytes,
-			BodyBytes:   cfg.Server.Limits.BodyBytes,
-		},
-		readHeader: int64(cfg.Server.Timeouts.ReadHeader),
-		readBody:   int64(cfg.Server.Timeouts.ReadBody),
-		idle:       int64(cfg.Server.Timeouts.Idle),
-		write:      int64(cfg.Server.Timeouts.Write),
-		maxOut:     cfg.Server.MaxBufferedOutput,
-		dirs:       dirs,
-	}
-	if cfg.Server.ServerHeader != "" {
-		s.serverHeader = []byte(cfg.Server.ServerHeader)
-	}
-	s.http2, s.http2On = compileHTTP2(cfg)
-	return s, nil
-}
-
 // Check compiles cfg as New and a reload do (routes, handlers, upstreams)
 // without starting anything, so that a config it accepts is one the
 // server runs: `gale validate` calls it after config.Load.
 func Check(cfg *config.Config) error {
-	s, err := compile(cfg)
+	s, err := wire.Compile(cfg)
 	if err != nil {
 		return err
 	}
-	return s.router.Close()
+	return s.Router.Close()
 }
 
 // Server is a running (or ready to run) gale instance. Its exported
@@ -115,11 +53,9 @@ func Check(cfg *config.Config) error {
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	log    *slog.Logger
-	set    atomic.Pointer[settings]
-	access *accesslog.Log // nil when the access log is off
-	addrs  []string       // resolved "host:port" per listener
-	budget *fds.Budget    // every descriptor held, and client connections (budget.go)
+	log   *slog.Logger
+	sh    wire.Shared // what the loops and engines read: settings, budget, access log, stop flag, proxy state
+	addrs []string    // resolved "host:port" per listener
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -131,18 +67,15 @@ type Server struct {
 	loopMu   sync.Mutex // guards registration into loopList
 
 	open     atomic.Int64 // client connections open in gnet across loops (for stop)
-	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay)
-	draining atomic.Bool  // the graceful stop is under way (after the drain delay)
+	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay; sh.Draining follows it)
 
-	px proxyLoops // the proxy state of each loop (upstream.go)
-
-	files *cache.Cache // the file cache of static routes (static_glue.go)
+	files *cache.Cache // the file cache of static routes (cache.go)
 
 	ops opsState // the metrics listener and reload counters (metrics.go)
 
-	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (tls.go)
+	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
 	anyTLS     bool             // some listener is TLS or redirect_to_https
-	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (tls.go)
+	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -156,15 +89,16 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if warn != "" {
 		log.Warn(warn)
 	}
-	files := newFileCache(cfg, budget)
+	files := wire.NewFileCache(cfg, budget)
 	stopping := new(atomic.Bool)
-	set, err := compileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
+	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
 	if err != nil {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, budget: budget, stopping: stopping}
-	s.set.Store(set)
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping}
+	s.sh.Budget, s.sh.Log = budget, log
+	s.sh.Set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
 		a, err := resolveListen(l.Address)
@@ -180,7 +114,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
-		s.access, err = accesslog.Open(cfg.AccessLog, log)
+		s.sh.Access, err = accesslog.Open(cfg.AccessLog, log)
 		if err != nil {
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
@@ -197,7 +131,7 @@ func (s *Server) Booted() <-chan struct{} { return s.booted }
 // Run serves until Stop is called or the engine fails. It blocks.
 func (s *Server) Run() error {
 	defer close(s.stopped)
-	cfg := s.set.Load().cfg
+	cfg := s.sh.Set.Load().Cfg
 	sc := cfg.Server
 	lb := gnet.RoundRobin
 	switch sc.LoadBalancing {
@@ -246,8 +180,8 @@ func (s *Server) Run() error {
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
 	s.closeMetrics()
-	if s.access != nil {
-		s.access.Close()
+	if s.sh.Access != nil {
+		s.sh.Access.Close()
 	}
 	s.files.Close()
 	s.stopProxies()
@@ -269,18 +203,18 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	defer func() { s.ops.reloaded(err) }()
-	set, err := compileBudget(cfg, s.budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
+	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
 	if err != nil {
 		return nil, err
 	}
-	old := s.set.Load().cfg
+	old := s.sh.Set.Load().Cfg
 	for i := range s.listeners {
 		// The running listeners keep their protocols until a restart.
 		where := "running listener " + s.addrs[i]
 		if i < len(cfg.Listen) && cfg.Listen[i].Address == old.Listen[i].Address {
-			where = listenerWhere(cfg, &cfg.Listen[i])
+			where = wire.ListenerWhere(cfg, &cfg.Listen[i])
 		}
-		if err := speaks(cfg, set.http2On, where, s.listeners[i].protos); err != nil {
+		if err := wire.Speaks(cfg, set.HTTP2On, where, s.listeners[i].protos); err != nil {
 			s.retire(set)
 			return nil, err
 		}
@@ -310,7 +244,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	notes = append(notes, cacheNotes(old, cfg)...)
 	notes = append(notes, metricsNotes(old, cfg)...)
 	s.startProxies(set)
-	prev := s.set.Swap(set)
+	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them
 	// Loops load the settings once per OnTraffic call and finish with
 	// them before they return, so after a grace period nothing uses the
@@ -321,9 +255,9 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 
 // retire closes what a replaced router holds and gives its descriptors
 // back to the budget.
-func (s *Server) retire(set *settings) {
-	_ = set.router.Close()
-	s.budget.Release(set.dirs)
+func (s *Server) retire(set *wire.Settings) {
+	_ = set.Router.Close()
+	s.sh.Budget.Release(set.Dirs)
 }
 
 func listenAddrs(c *config.Config) []string {
@@ -349,7 +283,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return ctx.Err()
 	}
 	s.stopping.Store(true)
-	if d := s.set.Load().cfg.Server.Timeouts.Drain; d > 0 {
+	if d := s.sh.Set.Load().Cfg.Server.Timeouts.Drain; d > 0 {
 		// Readiness fails first, while everything else is served as
 		// usual, so that load balancers stop sending before any
 		// connection is refused.
@@ -360,10 +294,10 @@ func (s *Server) Stop(ctx context.Context) error {
 			t.Stop()
 		}
 	}
-	s.draining.Store(true)
+	s.sh.Draining.Store(true)
 	for _, l := range s.loopSlice() {
 		l := l
-		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		_ = l.EL.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			l.drain()
 			return nil
 		}))
@@ -397,7 +331,7 @@ wait:
 // StopTimeout is how long a graceful stop may take under the current
 // config: timeouts.drain, then timeouts.shutdown.
 func (s *Server) StopTimeout() time.Duration {
-	t := s.set.Load().cfg.Server.Timeouts
+	t := s.sh.Set.Load().Cfg.Server.Timeouts
 	return t.Drain + t.Shutdown
 }
 
@@ -405,9 +339,9 @@ func (s *Server) StopTimeout() time.Duration {
 func (s *Server) Stats() StatsSnapshot {
 	var d StatsSnapshot
 	for _, l := range s.loopSlice() {
-		l.stats.addTo(&d)
+		addStats(&d, &l.Stats)
 	}
-	d.Budget = s.budget.Snapshot()
+	d.Budget = s.sh.Budget.Snapshot()
 	return d
 }
 
@@ -443,7 +377,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	l := s.loopFor(c.EventLoop())
-	if s.draining.Load() || !s.admit() {
+	if s.sh.Draining.Load() || !s.admit() {
 		return s.refuse(c, l)
 	}
 	s.open.Add(1)
@@ -482,8 +416,8 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 // not on a loop, so it only posts a sweep to every loop.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	for _, l := range s.loopSlice() {
-		_ = l.el.Execute(context.Background(), l.sweepFn)
+		_ = l.EL.Execute(context.Background(), l.sweepFn)
 	}
-	s.proxyTick()
+	s.sh.Proxies.Tick()
 	return tick, gnet.None
 }

@@ -1,29 +1,13 @@
 package app
 
 import (
-	"sync/atomic"
-
+	"gale/app/wire"
 	"gale/fds"
 )
 
-// Stats are one event loop's counters. Only the owning loop writes them;
-// any goroutine may read them (atomics keep the reads race-free, and an
-// uncontended atomic add costs the loop a few nanoseconds). Sum the loops'
+// Stats are one event loop's counters (see wire.Stats). Sum the loops'
 // Stats with Server.Stats.
-type Stats struct {
-	Accepted    atomic.Uint64    // connections opened
-	Open        atomic.Int64     // connections currently open
-	Requests    atomic.Uint64    // requests answered (including errors)
-	ByClass     [6]atomic.Uint64 // responses by status class: index 1 = 1xx ... 5 = 5xx
-	BytesIn     atomic.Uint64    // request bytes consumed
-	BytesOut    atomic.Uint64    // response bytes handed to the socket layer
-	TimedOut    atomic.Uint64    // connections closed by a timeout
-	Rejected    atomic.Uint64    // connections refused by the descriptor budget, limits.connections, while stopping, or beyond a client address's share of TLS handshakes
-	ParseErrors atomic.Uint64    // requests answered with a codec error
-	H2Conns     atomic.Uint64    // connections that chose HTTP/2 (ALPN h2 or the h2c preface)
-	H2Requests  atomic.Uint64    // HTTP/2 streams answered (included in Requests)
-	NoPreface   atomic.Uint64    // connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface
-}
+type Stats = wire.Stats
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
@@ -34,7 +18,8 @@ type StatsSnapshot struct {
 	Budget                                                                 fds.Snapshot // the descriptor budget, process-wide
 }
 
-func (s *Stats) addTo(d *StatsSnapshot) {
+// addStats adds the counters of s to d.
+func addStats(d *StatsSnapshot, s *Stats) {
 	d.Accepted += s.Accepted.Load()
 	d.Open += s.Open.Load()
 	d.Requests += s.Requests.Load()

@@ -5,7 +5,6 @@ package app
 import (
 	"crypto/tls"
 	"io"
-	"log/slog"
 	"net"
 	"runtime"
 	"slices"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/tlsconn"
+	"gale/app/wire"
 	"gale/config"
 )
 
@@ -117,19 +118,20 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := compile(cfg)
+	set, err := wire.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.set.Store(set)
-	tl, err := newTLSListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 })
+	s := bareServer()
+	s.sh.Set.Store(set)
+	tl, err := tlsconn.NewListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	fc := &tlsFakeConn{}
 	cs := newConn(newLoop(s, nil), fc)
-	cs.tls = newTLSConn(cs, tl)
+	cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, tl)
+	cs.SetLayer(cs.tls)
 
 	// The handshake, pumped by hand: the test plays the loop.
 	mc := &memConn{}
@@ -139,7 +141,7 @@ routes:
 	go func() { done <- client.Handshake() }()
 	deadline := time.Now().Add(5 * time.Second)
 	var hsErr error
-	for hsDone := false; !hsDone || cs.tls.handshaking(); {
+	for hsDone := false; !hsDone || cs.tls.Handshaking(); {
 		if time.Now().After(deadline) {
 			t.Fatal("handshake did not complete")
 		}

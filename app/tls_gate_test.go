@@ -1,34 +1,9 @@
 package app
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 )
-
-// TestShareKey groups IPv6 clients by /64 and IPv4 ones (mapped or not)
-// by address.
-func TestShareKey(t *testing.T) {
-	cases := []struct{ a, b string }{
-		{"[2001:db8:1:2:aaaa::1]:1", "[2001:db8:1:2:ffff::9]:2"},
-		{"[2001:db8:1:2::1%eth0]:1", "[2001:db8:1:2::2]:1"},
-		{"[::ffff:192.0.2.7]:1", "192.0.2.7:9"},
-	}
-	for _, c := range cases {
-		ka, kb := shareKey(netip.MustParseAddrPort(c.a)), shareKey(netip.MustParseAddrPort(c.b))
-		if ka != kb {
-			t.Errorf("%s and %s: keys %v and %v, want one", c.a, c.b, ka, kb)
-		}
-	}
-	for _, c := range [][2]string{
-		{"[2001:db8:1:2::1]:1", "[2001:db8:1:3::1]:1"},
-		{"192.0.2.7:1", "192.0.2.8:1"},
-	} {
-		if shareKey(netip.MustParseAddrPort(c[0])) == shareKey(netip.MustParseAddrPort(c[1])) {
-			t.Errorf("%s and %s share a key", c[0], c[1])
-		}
-	}
-}
 
 // TestTLSGateBookkeeping: once handshakes have ended, whether they
 // succeeded, were refused or waited and closed, no slot, claim or waiter
@@ -52,9 +27,9 @@ func TestTLSGateBookkeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.waitTLSInput(3)
-	g := ts.srv.listeners[0].tls.gate
-	if a, w := g.active.Load(), g.waiting.Load(); a != 2 || w != 1 {
-		t.Fatalf("active %d, waiting %d; want 2 and 1", a, w)
+	ln := ts.srv.listeners[0].tls
+	if c := ln.Handshakes(); c.Active != 2 || c.Waiting != 1 {
+		t.Fatalf("active %d, waiting %d; want 2 and 1", c.Active, c.Waiting)
 	}
 	queued.Close()
 	h1.Close()
@@ -63,21 +38,10 @@ func TestTLSGateBookkeeping(t *testing.T) {
 	}
 	h2.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for g.active.Load() != 0 || g.waiting.Load() != 0 || claims(g) != 0 {
+	for c := ln.Handshakes(); c.Active != 0 || c.Waiting != 0 || c.Claims != 0; c = ln.Handshakes() {
 		if time.Now().After(deadline) {
-			t.Fatalf("active %d, waiting %d, claims %d left", g.active.Load(), g.waiting.Load(), claims(g))
+			t.Fatalf("active %d, waiting %d, claims %d left", c.Active, c.Waiting, c.Claims)
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-func claims(g *handshakeGate) int {
-	n := 0
-	for i := range g.shards {
-		s := &g.shards[i]
-		s.mu.Lock()
-		n += len(s.n)
-		s.mu.Unlock()
-	}
-	return n
 }

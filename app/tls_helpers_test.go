@@ -169,3 +169,17 @@ func startTLSServer(t *testing.T, yamlText string, files map[string]string, extr
 func (ts *tlsTestServer) clientConfig(serverName string) *tls.Config {
 	return &tls.Config{RootCAs: ts.ca.pool, ServerName: serverName}
 }
+
+// fragmented re-frames the handshake bytes of a one-record ClientHello
+// into records of at most n payload bytes.
+func fragmented(hello []byte, n int) []byte {
+	const recordHeaderLen = 5
+	var out []byte
+	for p := hello[recordHeaderLen:]; len(p) > 0; {
+		k := min(n, len(p))
+		out = append(out, hello[0], hello[1], hello[2], byte(k>>8), byte(k))
+		out = append(out, p[:k]...)
+		p = p[k:]
+	}
+	return out
+}

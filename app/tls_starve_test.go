@@ -27,18 +27,12 @@ func (ts *tlsTestServer) tlsInputTaken() int {
 	total := 0
 	for _, l := range ts.srv.loopSlice() {
 		done := make(chan int, 1)
-		err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		err := l.EL.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			n := 0
 			for _, cs := range l.conns {
-				t := cs.tls
-				if t == nil {
-					continue
-				}
-				t.sh.mu.Lock()
-				if t.phase != tlsWaiting || len(t.sh.in) > 0 {
+				if cs.tls != nil && cs.tls.InputTaken() {
 					n++
 				}
-				t.sh.mu.Unlock()
 			}
 			done <- n
 			return nil

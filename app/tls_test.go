@@ -493,10 +493,10 @@ func TestTLSFailedHandshake(t *testing.T) {
 	}
 	tl := ts.srv.listeners[0].tls
 	deadline := time.Now().Add(3 * time.Second)
-	for tl.gate.active.Load() != 0 && time.Now().Before(deadline) {
+	for tl.Handshakes().Active != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := tl.gate.active.Load(); n != 0 {
+	if n := tl.Handshakes().Active; n != 0 {
 		t.Fatalf("%d handshake slots still taken", n)
 	}
 	ts.dialTLS(ts.clientConfig("localhost"))

@@ -1,0 +1,73 @@
+package h1
+
+import (
+	"gale/app/wire"
+	"gale/codec"
+	"gale/handlers"
+)
+
+// requestBody is the HTTP/1.1 connection's handlers.BodySource: the request
+// body de-framed from the connection's inbound bytes by codec.BodyReader
+// (Content-Length, or chunked coding with its extensions and trailer
+// fields dropped). Framing bytes are consumed as they are framed; payload
+// bytes stay in the inbound buffer, at its front, until the handler
+// consumes them, so a handler that forwards them copies nothing. start
+// prepares it for each request; it is used on the connection's loop
+// only.
+type requestBody struct {
+	cs    *Conn
+	br    codec.BodyReader
+	ready int   // payload bytes at the front of the inbound buffer, framed but not consumed
+	ended bool  // the body ends with those bytes
+	raw   int64 // body bytes consumed from the inbound buffer, framing included
+}
+
+var _ handlers.BodySource = (*requestBody)(nil)
+
+// start prepares the source for req's body, bounded by limits.body_bytes.
+func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
+	b.br.Init(req, set.Limits.BodyBytes)
+	b.ready, b.raw = 0, 0
+	b.ended = !req.HasBody()
+}
+
+// Next frames what arrived up to the next payload bytes.
+func (b *requestBody) Next() ([]byte, bool, error) {
+	for b.ready == 0 && !b.ended {
+		in := b.cs.Inbound()
+		if len(in) == 0 {
+			break
+		}
+		n, payload, done, err := b.br.Next(in)
+		if err != nil {
+			return nil, false, err
+		}
+		// The framing before the payload goes now; the payload waits.
+		if framing := n - len(payload); framing > 0 { // (gnet's Discard(0) drops everything)
+			b.cs.Consume(framing)
+			b.raw += int64(framing)
+		}
+		b.ready, b.ended = len(payload), done
+		if n == 0 {
+			break
+		}
+	}
+	if b.ready == 0 {
+		return nil, b.ended, nil
+	}
+	return b.cs.Inbound()[:b.ready:b.ready], b.ended, nil
+}
+
+// Consume drops n payload bytes that Next returned.
+func (b *requestBody) Consume(n int) {
+	n = min(n, b.ready)
+	if n <= 0 {
+		return
+	}
+	b.cs.Consume(n)
+	b.ready -= n
+	b.raw += int64(n)
+}
+
+// Raw is how many bytes of the body, framing included, were consumed.
+func (b *requestBody) Raw() int64 { return b.raw }

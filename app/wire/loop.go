@@ -1,0 +1,63 @@
+package wire
+
+import (
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/cache"
+	"gale/proxy"
+)
+
+// Loop holds the per-loop services that every engine uses. All fields but
+// Stats are touched only on that loop.
+type Loop struct {
+	Shared  *Shared
+	EL      gnet.EventLoop
+	Out     []byte    // response bytes of one OnTraffic call, written with one Write
+	Iov     [][]byte  // Out split around large bodies referenced in place
+	Bodies  []Segment // large bodies between Out's bytes
+	FileBuf []byte    // small file bodies are read here
+	Alog    []byte    // access log lines not yet handed to the writer
+	Stats   Stats
+	view    *cache.View // this loop's view of the file cache; nil until a static request
+}
+
+// Segment places an in-memory body (referenced, not copied) at offset At
+// of the loop's Out buffer.
+type Segment struct {
+	At   int
+	Body []byte
+}
+
+// Init makes l the services of event loop el (nil in tests that drive an
+// engine without gnet), reading sh.
+func (l *Loop) Init(sh *Shared, el gnet.EventLoop) {
+	l.Shared, l.EL, l.Out = sh, el, make([]byte, 0, 64<<10)
+}
+
+// CacheView returns the loop's view of the file cache c, made on first
+// use and again when the cache changed.
+func (l *Loop) CacheView(c *cache.Cache) *cache.View {
+	if l.view == nil || l.view.Cache() != c {
+		l.view = c.NewView()
+	}
+	return l.view
+}
+
+// Proxy returns the loop's proxy state, made on the first proxied request.
+func (l *Loop) Proxy() *proxy.Loop { return l.Shared.Proxies.For(l, l.Shared.Log) }
+
+// FlushAccessLog hands the access log lines gathered on the loop to the
+// writer.
+func (l *Loop) FlushAccessLog() {
+	if len(l.Alog) == 0 || l.Shared.Access == nil {
+		return
+	}
+	l.Alog = l.Shared.Access.Submit(l.Alog)
+}
+
+// CacheResult is a finished load of the file cache, stored by the load's
+// Done callback for the exchange that waits for it.
+type CacheResult struct {
+	Entry *cache.Entry
+	Err   error
+}

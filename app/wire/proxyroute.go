@@ -1,0 +1,78 @@
+package wire
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"gale/config"
+	"gale/fds"
+	"gale/handlers"
+	"gale/proxy"
+)
+
+// proxyOption gives handlers.Build the factory of proxy routes, which
+// count their descriptors in b.
+func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
+	loops := cfg.Server.EventLoops
+	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
+		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})
+	})
+}
+
+// ProxyLoops holds the proxy state of every event loop, made on a loop's
+// first proxied request. Safe for concurrent use.
+type ProxyLoops struct {
+	mu    sync.Mutex
+	byEl  sync.Map // *Loop -> *proxy.Loop
+	list  atomic.Pointer[[]*proxy.Loop]
+	count int
+}
+
+// For returns the proxy state of loop l, creating it on first use. It
+// runs on l.
+func (p *ProxyLoops) For(l *Loop, log *slog.Logger) *proxy.Loop {
+	if v, ok := p.byEl.Load(l); ok {
+		return v.(*proxy.Loop)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.byEl.Load(l); ok {
+		return v.(*proxy.Loop)
+	}
+	pl := proxy.NewLoop(l.EL, p.count, log)
+	p.count++
+	p.byEl.Store(l, pl)
+	var list []*proxy.Loop
+	if cur := p.list.Load(); cur != nil {
+		list = append(list, *cur...)
+	}
+	list = append(list, pl)
+	p.list.Store(&list)
+	return pl
+}
+
+// Tick posts each loop's proxy sweep (timeouts, idle pools) to its loop.
+func (p *ProxyLoops) Tick() {
+	cur := p.list.Load()
+	if cur == nil {
+		return
+	}
+	for _, pl := range *cur {
+		if el := pl.EventLoop(); el != nil {
+			_ = el.Execute(context.Background(), pl.SweepRunnable())
+		}
+	}
+}
+
+// Stats sums the proxy counters of every loop.
+func (p *ProxyLoops) Stats() proxy.StatsSnapshot {
+	var d proxy.StatsSnapshot
+	if cur := p.list.Load(); cur != nil {
+		for _, pl := range *cur {
+			pl.Stats.Add(&d)
+		}
+	}
+	return d
+}
