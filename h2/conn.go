@@ -117,9 +117,10 @@ const (
 // connFlow holds the connection's flow-control windows (RFC 9113 section
 // 6.9).
 type connFlow struct {
-	send    int64 // what we may still send
-	recv    int64 // what the peer may still send
-	unacked int64 // consumed, not yet granted back
+	send     int64 // what we may still send
+	sentData bool  // DATA went out since the peer's last connection WINDOW_UPDATE (defence.go)
+	recv     int64 // what the peer may still send
+	unacked  int64 // consumed, not yet granted back
 }
 
 // The connection errors of the state machine.

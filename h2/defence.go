@@ -16,6 +16,11 @@ package h2
 //     or on closed streams, and every CONTINUATION frame): each takes one from a budget of 1000,
 //     refilled by one for every 4 KiB of DATA payload either way and by 8
 //     for each stream that completes normally. Empty: ENHANCE_YOUR_CALM.
+//     A WINDOW_UPDATE that returns credit for DATA we sent on its stream
+//     (or, on stream 0, on the connection) since the previous one is
+//     progress, not counted: a client that acknowledges every frame,
+//     however small the frames its window allows, must never be cut off,
+//     while updates that follow no DATA are a flood like any other.
 //   - Queued control output: a frame the peer makes us queue (SETTINGS
 //     ACK, PING ACK, RST_STREAM) while SetBacklog's figure plus len(Out)
 //     is over 64 KiB counts; over 100 of them before the output drains
@@ -66,6 +71,17 @@ func (b *defenceBudget) idle() *Error {
 		return errIdleFlood
 	}
 	return nil
+}
+
+// windowUpdate counts a WINDOW_UPDATE, unless DATA went out on its stream
+// (or the connection) since the previous one: sent reports that, and is
+// cleared.
+func (b *defenceBudget) windowUpdate(sent *bool) *Error {
+	if *sent {
+		*sent = false
+		return nil
+	}
+	return b.idle()
 }
 
 // progress refills the idle budget for n payload bytes.

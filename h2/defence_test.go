@@ -2,10 +2,12 @@ package h2
 
 import (
 	"bytes"
+	"errors"
 	"runtime"
 	"testing"
 
 	"gale/codec"
+	"gale/h2/hpack"
 
 	"golang.org/x/net/http2"
 )
@@ -353,5 +355,56 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 	if cl.h.count("reset") != 1 || cl.h.count("data") != 1 || cl.c.Streams() != 0 {
 		t.Fatalf("events %v", cl.h.events)
+	}
+}
+
+// TestWindowUpdatesAckingSmallFrames: a client whose stream window lets
+// only 100-byte DATA frames through, and that returns credit for every
+// frame on the stream and on the connection (two WINDOW_UPDATEs per 100
+// bytes, far more than 4 KiB of DATA refills), downloads a body of 20
+// times the idle budget's frames without being cut off; the same updates
+// with no DATA in between are a flood.
+func TestWindowUpdatesAckingSmallFrames(t *testing.T) {
+	const frame, total = 100, 2 * idleBudget * 10 * 100
+	cl := newClient(t, nil, http2.Setting{ID: http2.SettingInitialWindowSize, Val: frame})
+	var st *Stream
+	cl.h.onRequest = func(s *Stream, _ *codec.Request) {
+		st = s
+		cl.c.WriteHeaders(s, hpack.AppendStatus(nil, 200), false)
+	}
+	cl.flush()
+	cl.frames()
+	cl.get(1, "/")
+	cl.flush()
+	body := bytes.Repeat([]byte("x"), frame)
+	sent := 0
+	for sent < total {
+		n := cl.c.WriteData(st, body, sent+frame == total)
+		if n != frame {
+			t.Fatalf("WriteData took %d of %d bytes after %d", n, frame, sent)
+		}
+		sent += n
+		for _, f := range cl.frames() {
+			if f.typ == http2.FrameGoAway {
+				t.Fatalf("GOAWAY %v after %d bytes", f.code, sent)
+			}
+		}
+		if sent == total {
+			break
+		}
+		cl.fr.WriteWindowUpdate(1, frame)
+		cl.fr.WriteWindowUpdate(0, frame)
+		cl.flush()
+		if cl.err != nil {
+			t.Fatalf("after %d bytes: %v", sent, cl.err)
+		}
+	}
+	// Without DATA between them, the same updates run out the budget.
+	for i := 0; i < 2*idleBudget; i++ {
+		cl.fr.WriteWindowUpdate(0, 1)
+	}
+	cl.flush()
+	if !errors.Is(cl.err, errIdleFlood) {
+		t.Fatalf("a WINDOW_UPDATE flood after the download: %v", cl.err)
 	}
 }

@@ -159,10 +159,10 @@ func (c *Conn) onWindowUpdate(fh FrameHeader, p []byte) *Error {
 	if err != nil {
 		return err.(*Error)
 	}
-	if e := c.budget.idle(); e != nil {
-		return e
-	}
 	if fh.StreamID == 0 {
+		if e := c.budget.windowUpdate(&c.flow.sentData); e != nil {
+			return e
+		}
 		if incr == 0 {
 			return errConnWindowZero
 		}
@@ -178,7 +178,10 @@ func (c *Conn) onWindowUpdate(fh FrameHeader, p []byte) *Error {
 		if c.idle(fh.StreamID) {
 			return errIdleStream
 		}
-		return nil // closed: ignored (section 5.1)
+		return c.budget.idle() // closed: ignored (section 5.1), but counted
+	}
+	if e := c.budget.windowUpdate(&s.sentData); e != nil {
+		return e
 	}
 	if incr == 0 {
 		return errStreamWindow0
@@ -259,6 +262,7 @@ func (c *Conn) WriteData(s *Stream, p []byte, end bool) int {
 func (c *Conn) debit(s *Stream, n int) {
 	s.sendWindow -= int64(n)
 	c.flow.send -= int64(n)
+	s.sentData, c.flow.sentData = true, true
 	c.budget.progress(n)
 }
 

@@ -32,6 +32,7 @@ type Stream struct {
 	sentHeaders bool  // a final (non-1xx) response header block was queued
 	blocked     bool  // a write found no window: Handler.Writable is due when it grows
 	sendWindow  int64 // what we may still send (section 6.9.1)
+	sentData    bool  // DATA went out on the stream since the peer's last WINDOW_UPDATE for it (defence.go)
 	recvWindow  int64 // what the peer may still send before our next WINDOW_UPDATE
 	recvUnacked int64 // body bytes consumed but not yet granted back
 	length      int64 // content-length, -1 when absent (section 8.1.1)
