@@ -1190,9 +1190,51 @@ func needsUpstream(ws []workload) bool {
 
 // runCompare is the default command: every server × workload × round.
 func runCompare(args []string, stdout, stderr io.Writer) int {
+	o, ws, early, code, ok := parseCompare(args, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := withInterrupt()
+	defer stop()
+	r, err := newRunner(ctx, o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	defer stopAllProcs()
+	for _, n := range early {
+		r.skip(n)
+	}
+	r.resolveServers(o.Servers)
+	if len(r.specs) == 0 {
+		fmt.Fprintln(stderr, "bench: no server to measure")
+		return 1
+	}
+	r.pinSelf()
+	res := r.start("compare", args, ws)
+	res.Notes = r.notes
+	if needsUpstream(ws) {
+		if err := r.startUpstream(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.Upstream = r.upArgv
+		defer r.upstream.stop(2 * time.Second)
+	}
+	total := r.opts.Rounds * len(ws) * len(r.specs)
+	done := r.compareRounds(res, ws, total)
+	return r.finish(res, total, done)
+}
+
+// parseCompare parses the compare command's flags into the options and
+// the workloads to run, with the notes to record before any measurement.
+// When it reports false the command is over and exits with code.
+func parseCompare(args []string, stderr io.Writer) (o options, ws []workload, early []string, code int, ok bool) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
 	servers := fs.String("servers", strings.Join(knownServers, ","), "comma-separated servers to compare: "+strings.Join(knownServers, ","))
 	wls := fs.String("workloads", "all", "comma-separated workload IDs, or all: "+workloadIDs())
 	rate := fs.Float64("rate", 0, "open loop: offer every HTTP/1.1 workload this many requests/s with the harness's open-loop generator instead of wrk, so every server's CPU per request is measured at the same load (HTTP/2 workloads stay closed-loop with h2load)")
@@ -1215,32 +1257,31 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return o, nil, nil, 0, false
 		}
-		return 2
+		return o, nil, nil, 2, false
 	}
 	if err := check(); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
 	names, err := parseServers(*servers)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
-	ws, err := parseWorkloads(*wls)
+	ws, err = parseWorkloads(*wls)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
-	var early []string
 	if (*wls == "all" || *wls == "") && h2loadPath(o) == "" {
 		ws = withoutH2(ws)
 		early = append(early, "h2load not installed: the HTTP/2 workloads were skipped (install with: apt-get install nghttp2-client)")
 	}
 	if *rate < 0 {
 		fmt.Fprintln(stderr, "bench: -rate must not be negative")
-		return 2
+		return o, nil, nil, 2, false
 	}
 	if *rate > 0 {
 		o.Rates = []float64{*rate}
@@ -1249,43 +1290,20 @@ Flags:
 	for _, w := range ws {
 		o.Workloads = append(o.Workloads, w.ID)
 	}
-	ctx, stop := withInterrupt()
-	defer stop()
-	r, err := newRunner(ctx, o, stdout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
-	}
-	defer stopAllProcs()
-	for _, n := range early {
-		r.skip(n)
-	}
-	r.resolveServers(names)
-	if len(r.specs) == 0 {
-		fmt.Fprintln(stderr, "bench: no server to measure")
-		return 1
-	}
-	r.pinSelf()
-	res := r.start("compare", args, ws)
-	res.Notes = r.notes
-	if needsUpstream(ws) {
-		if err := r.startUpstream(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.Upstream = r.upArgv
-		defer r.upstream.stop(2 * time.Second)
-	}
-	total := r.opts.Rounds * len(ws) * len(r.specs)
+	return o, ws, early, 0, true
+}
+
+// compareRounds measures every server on every workload in each round,
+// rotating the order from round to round, and appends the measurements
+// to res. It stops at an interrupt, and returns how many measurements of
+// total it made.
+func (r *runner) compareRounds(res *results, ws []workload, total int) int {
 	done := 0
 	for round := 1; round <= r.opts.Rounds; round++ {
 		order := 0
 		for _, w := range rotate(ws, round-1) {
 			for _, spec := range rotate(r.specs, round-1) {
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break
 				}
 				order++
@@ -1295,7 +1313,7 @@ Flags:
 				}
 				r.announce(j, total, done)
 				m := r.measure(j)
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break // cut short by the interrupt: not a result
 				}
 				done++
@@ -1305,7 +1323,7 @@ Flags:
 			}
 		}
 	}
-	return r.finish(res, total, done)
+	return done
 }
 
 // withoutH2 returns the workloads that are not HTTP/2.
