@@ -282,13 +282,77 @@ func fmtKilo(v float64) string {
 func renderScalingSVG(res *results) string {
 	wid := sweptWorkload(res).ID
 	rate := scalingRate(res)
-	type pt struct {
-		loops int
-		rps   float64
-		cpu   float64
+	d := scalingData(res, wid, rate)
+	names := d.names
+	colour := seriesColours(append([]string{baselineLabel}, names...))
+	colour[names0(names)] = palette[0]
+	const (
+		margin = 10
+		panelW = 300
+		panelH = 200
+		gapX   = 80
+		top    = 60
+	)
+	var xt []float64
+	for i := 1; i <= d.maxLoops; i++ {
+		xt = append(xt, float64(i))
 	}
-	byCPUs := map[string][]pt{}
-	maxLoops, maxRPS, maxCPU := 1, 0.0, 0.0
+	width := 2*margin + 60 + 2*panelW + gapX
+	var body strings.Builder
+	panels := []struct {
+		title string
+		yMax  float64
+		get   func(scalingPoint) float64
+		yFmt  func(float64) string
+	}{
+		{"requests/s", d.maxRPS, func(p scalingPoint) float64 { return p.rps }, fmtKilo},
+		{"server CPU µs per request", d.maxCPU, func(p scalingPoint) float64 { return p.cpu }, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }},
+	}
+	for i, pn := range panels {
+		pp := plotPanel{title: pn.title, xLabel: "event loops", x: float64(margin + 60 + i*(panelW+gapX)), y: top, w: panelW, h: panelH,
+			xMax: float64(d.maxLoops) + 0.5, yMin: 0, yMax: math.Max(pn.yMax*1.1, 1e-9), xTicks: thinTicks(xt, panelW),
+			xTickLabel: func(v float64) string { return strconv.Itoa(int(v)) }, yFmt: pn.yFmt}
+		pp.axes(&body)
+		for k, key := range d.keys {
+			ps := d.byCPUs[key]
+			sort.Slice(ps, func(a, b int) bool { return ps[a].loops < ps[b].loops })
+			var pts []plotPoint
+			for _, p := range ps {
+				pts = append(pts, plotPoint{float64(p.loops), pn.get(p)})
+			}
+			pp.curve(&body, pts, colour[names[k]], names[k])
+		}
+	}
+	ly := float64(top + panelH + 50)
+	lh := legend(&body, names, colour, margin, ly, float64(width-2*margin))
+	height := int(ly + lh + 6)
+	return svgDoc(width, height, scalingHead(res, wid, rate, width, margin)+body.String())
+}
+
+// scalingPoint is one variant of a scaling chart: its event loops and
+// its median requests/s and CPU µs per request.
+type scalingPoint struct {
+	loops int
+	rps   float64
+	cpu   float64
+}
+
+// scalingSeries is what a scaling chart draws: a line of points per
+// server CPU count, and the largest value on each axis.
+type scalingSeries struct {
+	byCPUs         map[string][]scalingPoint // by server CPUs (and GOMAXPROCS)
+	keys           []string                  // of byCPUs, sorted
+	names          []string                  // of each key, for the legend
+	maxLoops       int
+	maxRPS, maxCPU float64
+}
+
+// scalingData gathers the scaling chart's points of workload wid at the
+// offered rate (0 for closed loop) from the variants that have an
+// ok measurement. A variant that does not set event_loops or server_cpus
+// has the run's own.
+func scalingData(res *results, wid string, rate float64) *scalingSeries {
+	d := &scalingSeries{byCPUs: map[string][]scalingPoint{}, maxLoops: 1}
 	for _, v := range scalingRows(res) {
 		s := aggregateAt(res.Measurements, wid, v.Label, rate)
 		if s.OK == 0 {
@@ -305,60 +369,22 @@ func renderScalingSVG(res *results) string {
 		if g := settingOf(v.Settings, "GOMAXPROCS"); g != "" {
 			cpus += " GOMAXPROCS=" + g
 		}
-		byCPUs[cpus] = append(byCPUs[cpus], pt{loops, s.RPS.Median, s.CPU.Median})
-		maxLoops, maxRPS, maxCPU = max(maxLoops, loops), math.Max(maxRPS, s.RPS.Median), math.Max(maxCPU, s.CPU.Median)
+		d.byCPUs[cpus] = append(d.byCPUs[cpus], scalingPoint{loops, s.RPS.Median, s.CPU.Median})
+		d.maxLoops, d.maxRPS, d.maxCPU = max(d.maxLoops, loops), math.Max(d.maxRPS, s.RPS.Median), math.Max(d.maxCPU, s.CPU.Median)
 	}
-	var keys []string
-	for k := range byCPUs {
-		keys = append(keys, k)
+	for k := range d.byCPUs {
+		d.keys = append(d.keys, k)
 	}
-	sort.Strings(keys)
-	var names []string
-	for _, k := range keys {
-		names = append(names, "server CPUs "+k)
+	sort.Strings(d.keys)
+	for _, k := range d.keys {
+		d.names = append(d.names, "server CPUs "+k)
 	}
-	colour := seriesColours(append([]string{baselineLabel}, names...))
-	colour[names0(names)] = palette[0]
-	const (
-		margin = 10
-		panelW = 300
-		panelH = 200
-		gapX   = 80
-		top    = 60
-	)
-	var xt []float64
-	for i := 1; i <= maxLoops; i++ {
-		xt = append(xt, float64(i))
-	}
-	width := 2*margin + 60 + 2*panelW + gapX
-	var body strings.Builder
-	panels := []struct {
-		title string
-		yMax  float64
-		get   func(pt) float64
-		yFmt  func(float64) string
-	}{
-		{"requests/s", maxRPS, func(p pt) float64 { return p.rps }, fmtKilo},
-		{"server CPU µs per request", maxCPU, func(p pt) float64 { return p.cpu }, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }},
-	}
-	for i, pn := range panels {
-		pp := plotPanel{title: pn.title, xLabel: "event loops", x: float64(margin + 60 + i*(panelW+gapX)), y: top, w: panelW, h: panelH,
-			xMax: float64(maxLoops) + 0.5, yMin: 0, yMax: math.Max(pn.yMax*1.1, 1e-9), xTicks: thinTicks(xt, panelW),
-			xTickLabel: func(v float64) string { return strconv.Itoa(int(v)) }, yFmt: pn.yFmt}
-		pp.axes(&body)
-		for k, key := range keys {
-			ps := byCPUs[key]
-			sort.Slice(ps, func(a, b int) bool { return ps[a].loops < ps[b].loops })
-			var pts []plotPoint
-			for _, p := range ps {
-				pts = append(pts, plotPoint{float64(p.loops), pn.get(p)})
-			}
-			pp.curve(&body, pts, colour[names[k]], names[k])
-		}
-	}
-	ly := float64(top + panelH + 50)
-	lh := legend(&body, names, colour, margin, ly, float64(width-2*margin))
-	height := int(ly + lh + 6)
+	return d
+}
+
+// scalingHead returns the scaling chart's title and the line under it,
+// fitted to width within margin.
+func scalingHead(res *results, wid string, rate float64, width, margin int) string {
 	var head strings.Builder
 	what := "closed loop"
 	if rate > 0 {
@@ -368,7 +394,7 @@ func renderScalingSVG(res *results) string {
 	fmt.Fprintf(&head, `<text x="%d" y="20" class="t">%s</text>`+"\n", margin, xmlEscape(fitText(t, fontTitle, float64(width-2*margin))))
 	sub := "medians over rounds; the report's verdicts say which differences lie beyond the A/A noise floor"
 	fmt.Fprintf(&head, `<text x="%d" y="36" class="v">%s</text>`+"\n", margin, xmlEscape(fitText(sub, fontValue, float64(width-2*margin))))
-	return svgDoc(width, height, head.String()+body.String())
+	return head.String()
 }
 
 // names0 returns the first name ("" for none).

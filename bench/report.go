@@ -283,57 +283,17 @@ func renderMarkdown(res *results) string {
 	return b.String()
 }
 
+// renderCompareTables writes a table per workload with a row per server
+// and, when gale is among the servers, the tables of gale's ratios to
+// each peer.
 func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 	hasGale := false
 	for _, l := range labs {
 		hasGale = hasGale || l == "gale"
 	}
-	type ratioRow struct {
-		workload string
-		cells    map[string]headToHead
-	}
 	var ratios []ratioRow
 	for _, wid := range res.Workloads {
-		w, _ := findWorkload(wid)
-		fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
-		b.WriteString("| server" + rowColumns)
-		if hasGale {
-			b.WriteString(" gale ÷ server req/s | gale ÷ server CPU/req |")
-		}
-		b.WriteString("\n|---" + rowAlign)
-		if hasGale {
-			b.WriteString("---:|---:|")
-		}
-		b.WriteString("\n")
-		stats := map[string]seriesStats{}
-		for _, l := range labs {
-			stats[l] = aggregate(res.Measurements, wid, l)
-		}
-		rr := ratioRow{workload: wid, cells: map[string]headToHead{}}
-		for _, l := range labs {
-			s := stats[l]
-			if s.Total == 0 {
-				continue
-			}
-			writeRow(b, l, s)
-			if hasGale {
-				if l == "gale" {
-					b.WriteString(" — | — |")
-				} else {
-					h := compare(stats["gale"], s)
-					rr.cells[l] = h
-					if h.Comparable {
-						fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
-					} else {
-						b.WriteString(" — | — |")
-					}
-				}
-			}
-			b.WriteString("\n")
-		}
-		writeSeriesNotes(b, labs, stats)
-		b.WriteString("\n")
-		ratios = append(ratios, rr)
+		ratios = append(ratios, writeWorkloadTable(b, res, wid, labs, hasGale))
 	}
 	if !hasGale {
 		return
@@ -347,6 +307,65 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 	if len(peers) == 0 {
 		return
 	}
+	writeRatioTable(b, ratios, peers)
+	writeRoundRatioTable(b, ratios, peers)
+}
+
+// ratioRow is gale against each peer on one workload.
+type ratioRow struct {
+	workload string
+	cells    map[string]headToHead // by peer
+}
+
+// writeWorkloadTable writes the table of workload wid, a row per server
+// of labs that has measurements, with gale's ratios to it when hasGale,
+// and returns those ratios.
+func writeWorkloadTable(b *strings.Builder, res *results, wid string, labs []string, hasGale bool) ratioRow {
+	w, _ := findWorkload(wid)
+	fmt.Fprintf(b, "## %s: %s (GET %s)\n\n", w.ID, w.Desc, w.Path)
+	b.WriteString("| server" + rowColumns)
+	if hasGale {
+		b.WriteString(" gale ÷ server req/s | gale ÷ server CPU/req |")
+	}
+	b.WriteString("\n|---" + rowAlign)
+	if hasGale {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
+	stats := map[string]seriesStats{}
+	for _, l := range labs {
+		stats[l] = aggregate(res.Measurements, wid, l)
+	}
+	rr := ratioRow{workload: wid, cells: map[string]headToHead{}}
+	for _, l := range labs {
+		s := stats[l]
+		if s.Total == 0 {
+			continue
+		}
+		writeRow(b, l, s)
+		if hasGale {
+			if l == "gale" {
+				b.WriteString(" — | — |")
+			} else {
+				h := compare(stats["gale"], s)
+				rr.cells[l] = h
+				if h.Comparable {
+					fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+				} else {
+					b.WriteString(" — | — |")
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	writeSeriesNotes(b, labs, stats)
+	b.WriteString("\n")
+	return rr
+}
+
+// writeRatioTable writes gale's ratios of medians to each peer, a row per
+// workload.
+func writeRatioTable(b *strings.Builder, ratios []ratioRow, peers []string) {
 	b.WriteString("## gale relative to each peer\n\n")
 	b.WriteString("Ratio of medians, gale ÷ peer, with (rounds in which gale was ahead / rounds both ran). req/s above 1 and CPU/req below 1 favour gale. " +
 		"Counts of rounds are observations, not confidence intervals: a small lead with overlapping ranges is not a ranking.\n\n")
@@ -372,7 +391,11 @@ func renderCompareTables(b *strings.Builder, res *results, labs []string) {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
 
+// writeRoundRatioTable writes gale's CPU per request over each peer's
+// within each round, a row per workload.
+func writeRoundRatioTable(b *strings.Builder, ratios []ratioRow, peers []string) {
 	b.WriteString("CPU per request, gale ÷ peer within each round (a round measures every server on a workload one after the other, so slow drifts of the machine cancel): median (min–max) over rounds.\n\n")
 	b.WriteString("| workload |")
 	for _, p := range peers {

@@ -451,47 +451,62 @@ func sweepSummary(res *results) (warns, lines []string) {
 		return nil, nil
 	}
 	wid := sweptWorkload(res).ID
-	ms := res.Measurements
 	labs := labels(res)
 	place := fmt.Sprintf("On this machine (%s, gale on CPU %s, load on CPU %s)", res.Machine.CPUModel, res.Options.ServerCPUs, res.Options.ClientCPUs)
 	if len(res.Options.Rates) == 0 {
-		bands := map[string]float64{metricRPS.Name: judgeVariant(ms, wid, aaLabel, 0, metricRPS).Band, metricCPU.Name: judgeVariant(ms, wid, aaLabel, 0, metricCPU).Band}
-		warns = noiseWarnings(res.Options.Rounds, bands)
-		var found []string
-		noise := 0
-		for _, l := range labs {
-			if l == baselineLabel || l == aaLabel {
-				continue
-			}
-			jr, jc := judgeVariant(ms, wid, l, 0, metricRPS), judgeVariant(ms, wid, l, 0, metricCPU)
-			var parts []string
-			if jr.Verdict == verdictBetter || jr.Verdict == verdictWorse {
-				parts = append(parts, fmt.Sprintf("%.2f× the baseline's req/s (%s)", jr.Ratios.Median, jr.Verdict))
-			}
-			if jc.Verdict == verdictBetter || jc.Verdict == verdictWorse {
-				parts = append(parts, fmt.Sprintf("%.2f× its CPU per request (%s)", jc.Ratios.Median, jc.Verdict))
-			}
-			if len(parts) > 0 {
-				found = append(found, fmt.Sprintf("`%s` %s", l, strings.Join(parts, ", ")))
-			} else if jr.Verdict == verdictNoise || jc.Verdict == verdictNoise {
-				noise++
-			}
-		}
-		lines = append(lines, fmt.Sprintf("%s the noise floor of this run is %s in req/s and %s in CPU per request (the baseline against itself, %d round(s)).",
-			place, bandPct(bands[metricRPS.Name]), bandPct(bands[metricCPU.Name]), res.Options.Rounds))
-		switch {
-		case len(warns) > 0 && res.Options.Rounds < minVerdictRound:
-			lines = append(lines, "No variant can be judged.")
-		case len(found) == 0:
-			lines = append(lines, fmt.Sprintf("No variant differs from the baseline beyond it (%d within noise).", noise))
-		default:
-			lines = append(lines, "Beyond it: "+strings.Join(found, "; ")+".")
-			if noise > 0 {
-				lines = append(lines, fmt.Sprintf("%d other variant(s) within noise.", noise))
-			}
-		}
-		return warns, lines
+		return closedLoopSummary(res, wid, labs, place)
 	}
+	return openLoopSummary(res, wid, labs, place)
+}
+
+// closedLoopSummary is sweepSummary for a closed-loop sweep of workload
+// wid: each variant's req/s and CPU per request against the baseline's,
+// beyond the noise floor the baseline's A/A copy shows.
+func closedLoopSummary(res *results, wid string, labs []string, place string) (warns, lines []string) {
+	ms := res.Measurements
+	bands := map[string]float64{metricRPS.Name: judgeVariant(ms, wid, aaLabel, 0, metricRPS).Band, metricCPU.Name: judgeVariant(ms, wid, aaLabel, 0, metricCPU).Band}
+	warns = noiseWarnings(res.Options.Rounds, bands)
+	var found []string
+	noise := 0
+	for _, l := range labs {
+		if l == baselineLabel || l == aaLabel {
+			continue
+		}
+		jr, jc := judgeVariant(ms, wid, l, 0, metricRPS), judgeVariant(ms, wid, l, 0, metricCPU)
+		var parts []string
+		if jr.Verdict == verdictBetter || jr.Verdict == verdictWorse {
+			parts = append(parts, fmt.Sprintf("%.2f× the baseline's req/s (%s)", jr.Ratios.Median, jr.Verdict))
+		}
+		if jc.Verdict == verdictBetter || jc.Verdict == verdictWorse {
+			parts = append(parts, fmt.Sprintf("%.2f× its CPU per request (%s)", jc.Ratios.Median, jc.Verdict))
+		}
+		if len(parts) > 0 {
+			found = append(found, fmt.Sprintf("`%s` %s", l, strings.Join(parts, ", ")))
+		} else if jr.Verdict == verdictNoise || jc.Verdict == verdictNoise {
+			noise++
+		}
+	}
+	lines = append(lines, fmt.Sprintf("%s the noise floor of this run is %s in req/s and %s in CPU per request (the baseline against itself, %d round(s)).",
+		place, bandPct(bands[metricRPS.Name]), bandPct(bands[metricCPU.Name]), res.Options.Rounds))
+	switch {
+	case len(warns) > 0 && res.Options.Rounds < minVerdictRound:
+		lines = append(lines, "No variant can be judged.")
+	case len(found) == 0:
+		lines = append(lines, fmt.Sprintf("No variant differs from the baseline beyond it (%d within noise).", noise))
+	default:
+		lines = append(lines, "Beyond it: "+strings.Join(found, "; ")+".")
+		if noise > 0 {
+			lines = append(lines, fmt.Sprintf("%d other variant(s) within noise.", noise))
+		}
+	}
+	return warns, lines
+}
+
+// openLoopSummary is sweepSummary for an open-loop sweep of workload wid:
+// the rates each variant sustained, and at the highest rate offered the
+// CPU per request and the best p99 against the baseline's.
+func openLoopSummary(res *results, wid string, labs []string, place string) (warns, lines []string) {
+	ms := res.Measurements
 	top := res.Options.Rates[len(res.Options.Rates)-1]
 	bands := map[string]float64{metricP99.Name: judgeVariant(ms, wid, aaLabel, top, metricP99).Band, metricCPU.Name: judgeVariant(ms, wid, aaLabel, top, metricCPU).Band}
 	warns = noiseWarnings(res.Options.Rounds, bands)
@@ -499,6 +514,14 @@ func sweepSummary(res *results) (warns, lines []string) {
 		warns = append(warns, fmt.Sprintf("from %s req/s on, the client CPUs were %.0f%% busy or more in some round (the generator, interrupts and other processes together): latency there is partly the client side's, not gale's", fmtInt(rate), clientSaturated))
 	}
 	lines = append(lines, sustainedSummary(res, wid, labs, place)...)
+	lines = append(lines, topRateCPULines(ms, wid, labs, top)...)
+	lines = append(lines, bestP99Lines(ms, wid, labs, top)...)
+	return warns, lines
+}
+
+// topRateCPULines states which variants' CPU per request at rate top
+// differs from the baseline's beyond the noise floor, or that none does.
+func topRateCPULines(ms []measurement, wid string, labs []string, top float64) (lines []string) {
 	var cpuFound []string
 	cpuBand := math.NaN()
 	for _, l := range labs {
@@ -516,6 +539,12 @@ func sweepSummary(res *results) (warns, lines []string) {
 	} else if !math.IsNaN(cpuBand) {
 		lines = append(lines, fmt.Sprintf("No variant's CPU per request at %s req/s differs from the baseline's beyond the noise floor (%s).", fmtInt(top), bandPct(cpuBand)))
 	}
+	return lines
+}
+
+// bestP99Lines states which series has the lowest median p99 at rate top
+// and whether it beats the baseline's beyond the noise floor.
+func bestP99Lines(ms []measurement, wid string, labs []string, top float64) (lines []string) {
 	bestLabel, bestP99 := "", math.Inf(1)
 	for _, l := range labs {
 		if l == aaLabel {
@@ -536,7 +565,7 @@ func sweepSummary(res *results) (warns, lines []string) {
 			lines = append(lines, fmt.Sprintf("At %s req/s no variant's p99 differs from the baseline's beyond the noise floor (%s); the lowest median, `%s`'s, is %s: %s.", fmtInt(top), bandPct(j.Band), bestLabel, fmtMs(bestP99), j.Verdict))
 		}
 	}
-	return warns, lines
+	return lines
 }
 
 // sustainedWords describes a sustained rate.

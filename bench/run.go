@@ -549,61 +549,38 @@ func (r *runner) measure(j job) (m measurement) {
 		m.Status, m.Reason = "failed", fmt.Sprintf("variant: server_cpus %q, connections %d, h2_streams %d", k.serverCPUs, k.conns, k.streams)
 		return m
 	}
-	fail := func(status, format string, args ...any) measurement {
-		m.Status = status
-		m.Reason = fmt.Sprintf(format, args...)
-		return m
-	}
-	name := fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label)
-	if j.rate > 0 {
-		name += fmt.Sprintf("-%.0frps", j.rate)
-	}
-	dir := filepath.Join(r.out, "runs", reUnsafe.ReplaceAllString(name, "_"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail("failed", "%v", err)
-	}
-	port, err := freePort()
+	env, err := r.newServerEnv(j, serverSettings)
 	if err != nil {
-		return fail("failed", "%v", err)
+		return m.fail("failed", "%v", err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
-		Pool: r.opts.UpstreamPool, Settings: serverSettings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
-	if j.spec.Name == "gale" && !r.opts.NoMetrics {
-		if env.MetricsPort, err = freePort(); err != nil {
-			return fail("failed", "%v", err)
-		}
-	}
-	if env.Upstream == "" {
-		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
-	}
+	addr := fmt.Sprintf("127.0.0.1:%d", env.Port)
 	l, err := j.spec.prepare(env, j.w)
 	if errors.Is(err, errUnsupported) {
-		return fail("unsupported", "%v", err)
+		return m.fail("unsupported", "%v", err)
 	}
 	if err != nil {
-		return fail("failed", "config: %v", err)
+		return m.fail("failed", "config: %v", err)
 	}
 	m.Config = l.Config
 	m.ServerEnv = append(l.Env, k.env...)
-	p, err := startProc(l.Argv, m.ServerEnv, k.serverCPUs, filepath.Join(dir, "server.log"))
+	p, err := startProc(l.Argv, m.ServerEnv, k.serverCPUs, filepath.Join(env.Dir, "server.log"))
 	if err != nil {
-		return fail("unsupported", "start: %v", err)
+		return m.fail("unsupported", "start: %v", err)
 	}
 	m.ServerCommand = p.argv
 	defer p.stop(5 * time.Second)
 	if err := waitReady(addr, p, 10*time.Second); err != nil {
-		return fail("unsupported", "server %v", err)
+		return m.fail("unsupported", "server %v", err)
 	}
-	url := j.w.scheme() + "://" + addr + j.w.Path
-	want := r.fixtures.Files[j.w.Fixture]
-	pre := r.check(addr, url, j.w, want)
+	t := target{p: p, l: l, addr: addr, url: j.w.scheme() + "://" + addr + j.w.Path, dir: env.Dir,
+		want: r.fixtures.Files[j.w.Fixture], cpus: serverCPUs}
+	pre := r.check(addr, t.url, j.w, t.want)
 	m.CheckBefore = &pre
 	if !pre.OK && j.w.h2() {
-		return fail("unsupported", "no HTTP/2 (%s) from this server: response check before load: %s", j.w.Proto, pre.Error)
+		return m.fail("unsupported", "no HTTP/2 (%s) from this server: response check before load: %s", j.w.Proto, pre.Error)
 	}
 	if !pre.OK {
-		return fail("unsupported", "response check before load: %s", pre.Error)
+		return m.fail("unsupported", "response check before load: %s", pre.Error)
 	}
 	if j.w.Idle > 0 {
 		ic := openIdle(addr, j.w.Path, j.w.Idle)
@@ -619,84 +596,150 @@ func (r *runner) measure(j job) (m measurement) {
 		}
 	}
 	if r.opts.Warmup > 0 {
-		res, _, _, _, _, err := r.runLoad(j, k, url, dir, true)
+		res, _, _, _, _, err := r.runLoad(j, k, t.url, t.dir, true)
 		if errors.Is(err, errNoH2) {
-			return fail("unsupported", "warm-up: %v", err)
+			return m.fail("unsupported", "warm-up: %v", err)
 		}
 		if err != nil {
-			return fail("failed", "warm-up: %v", err)
+			return m.fail("failed", "warm-up: %v", err)
 		}
 		m.Warmup = &res
 	}
+	r.load(j, k, t, &m)
+	return m
+}
+
+// fail sets m's status and the reason for it, and returns m.
+func (m *measurement) fail(status, format string, args ...any) measurement {
+	m.Status = status
+	m.Reason = fmt.Sprintf(format, args...)
+	return *m
+}
+
+// newServerEnv creates the directory of j's files and returns the
+// environment its server is configured from: a free port, and for gale a
+// free metrics port unless metrics are off.
+func (r *runner) newServerEnv(j job, settings []setting) (serverEnv, error) {
+	name := fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label)
+	if j.rate > 0 {
+		name += fmt.Sprintf("-%.0frps", j.rate)
+	}
+	dir := filepath.Join(r.out, "runs", reUnsafe.ReplaceAllString(name, "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return serverEnv{}, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return serverEnv{}, err
+	}
+	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
+		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
+	if j.spec.Name == "gale" && !r.opts.NoMetrics {
+		if env.MetricsPort, err = freePort(); err != nil {
+			return serverEnv{}, err
+		}
+	}
+	if env.Upstream == "" {
+		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
+	}
+	return env, nil
+}
+
+// target is the running server a measurement loads.
+type target struct {
+	p    *proc
+	l    launch
+	addr string
+	url  string  // checked before and after the load, and loaded
+	dir  string  // the measurement's directory
+	want fixture // the body url must answer with
+	cpus []int   // the CPUs the server is pinned to
+}
+
+// load runs j's load against t and records in m what it cost the server
+// and the client, and whether the server still answers correctly after
+// it; a failure sets m's status and reason.
+func (r *runner) load(j job, k loadKnobs, t target, m *measurement) {
 	var upBefore upstreamStats
+	var err error
 	if j.w.Proxy {
 		if upBefore, err = fetchUpstreamStats(r.upAddr); err != nil {
-			return fail("failed", "upstream stats: %v", err)
+			m.fail("failed", "upstream stats: %v", err)
+			return
 		}
 	}
 	// The scrapes stay outside the CPU readings: what they cost gale is
 	// not the load's.
-	loops0, loopsErr := scrapeIf(l.MetricsURL)
+	loops0, loopsErr := scrapeIf(t.l.MetricsURL)
 	m.LoadAvgBefore = loadAvg()
-	m.CPUMHzBefore = cpuMHz(serverCPUs)
-	s0, err := sampleTree(p.pid())
+	m.CPUMHzBefore = cpuMHz(t.cpus)
+	s0, err := sampleTree(t.p.pid())
 	if err != nil {
-		return fail("failed", "reading /proc before: %v", err)
+		m.fail("failed", "reading /proc before: %v", err)
+		return
 	}
-	srv0, cli0 := readCPUTimes(serverCPUs), readCPUTimes(r.clientCPUs)
+	srv0, cli0 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
 	th0 := threadTimes(s0.PIDs)
-	stopSampler := make(chan struct{})
-	sampled := make(chan int64, 1)
-	epolled := make(chan []epollSet, 1)
-	go func() {
-		var peak int64
-		var sets []epollSet
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		// Halfway through the run every connection the load keeps is
-		// open: that is when each loop's share of them is read.
-		half := time.NewTimer(time.Duration(r.opts.Seconds) * time.Second / 2)
-		defer half.Stop()
-		for {
-			if rss := sumRSS(s0.PIDs); rss > peak {
-				peak = rss
-			}
-			select {
-			case <-t.C:
-			case <-half.C:
-				sets = readEpollSets(p.pid())
-			case <-stopSampler:
-				sampled <- peak
-				epolled <- sets
-				return
-			}
-		}
-	}()
-	res, full, wrkCPU, h2res, olres, werr := r.runLoad(j, k, url, dir, false)
-	s1, serr := sampleTree(p.pid())
-	srv1, cli1 := readCPUTimes(serverCPUs), readCPUTimes(r.clientCPUs)
+	smp := startSampler(t.p.pid(), s0.PIDs, time.Duration(r.opts.Seconds)*time.Second/2)
+	res, full, wrkCPU, h2res, olres, werr := r.runLoad(j, k, t.url, t.dir, false)
+	s1, serr := sampleTree(t.p.pid())
+	srv1, cli1 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
 	m.Threads = busiestThreads(th0, threadTimes(s1.PIDs), 8)
-	m.Loops, m.LoopsError = loopsAfter(l.MetricsURL, loops0, loopsErr)
+	m.Loops, m.LoopsError = loopsAfter(t.l.MetricsURL, loops0, loopsErr)
 	m.OpenLoop = olres
-	close(stopSampler)
-	m.SampledRSSKiB = <-sampled
-	m.EpollSets = <-epolled
-	m.CPUMHzAfter = cpuMHz(serverCPUs)
+	m.SampledRSSKiB, m.EpollSets = smp.stop()
+	m.CPUMHzAfter = cpuMHz(t.cpus)
 	m.LoadAvgAfter = loadAvg()
 	m.WrkCommand = full
 	m.H2load = h2res
 	if errors.Is(werr, errNoH2) {
-		return fail("unsupported", "%v", werr)
+		m.fail("unsupported", "%v", werr)
+		return
 	}
 	if werr != nil {
-		return fail("failed", "%v", werr)
+		m.fail("failed", "%v", werr)
+		return
 	}
 	m.Wrk = &res
 	if serr != nil {
-		return fail("failed", "server gone after the run: %v (%s)", serr, p.logTail(300))
+		m.fail("failed", "server gone after the run: %v (%s)", serr, t.p.logTail(300))
+		return
 	}
 	m.ServerPIDs = s1.PIDs
 	m.WrkCPUSeconds = wrkCPU
+	r.serverCPUSeconds(m, s0, s1)
+	if res.Requests > 0 {
+		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
+	}
+	if res.DurationSec > 0 {
+		m.ServerBusy = m.CPUSeconds / (res.DurationSec * float64(len(t.cpus)))
+	}
+	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
+	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
+	// Sampled sums have been seen above VmHWM for Go servers (the kernel
+	// keeps the high-water mark lazily, and the last sample is taken after
+	// it is read): the larger of the two is the peak.
+	m.PeakRSSKiB = max(s1.HWMKiB, m.SampledRSSKiB)
+	m.HWMKiB = s1.HWMKiB
+	if j.w.Proxy {
+		m.Upstream = upstreamSince(r.upAddr, upBefore)
+	}
+	post := r.check(t.addr, t.url, j.w, t.want)
+	m.CheckAfter = &post
+	switch {
+	case res.Requests == 0:
+		m.fail("failed", "wrk completed no requests")
+	case !post.OK:
+		m.fail("failed", "response check after load: %s", post.Error)
+	case t.p.exited():
+		m.fail("failed", "server exited during the run: %s", t.p.logTail(300))
+	}
+}
+
+// serverCPUSeconds records in m the CPU time the server's process tree
+// spent between the samples s0 and s1, from schedstat where it can be
+// trusted and from the tick counts otherwise.
+func (r *runner) serverCPUSeconds(m *measurement, s0, s1 treeSample) {
 	m.CPUSecondsStat = float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
 	m.CPUSeconds, m.CPUSource = m.CPUSecondsStat, "stat"
 	if s0.CPUNanos > 0 && s1.CPUNanos >= s0.CPUNanos {
@@ -713,37 +756,62 @@ func (r *runner) measure(j job) (m measurement) {
 			}
 		}
 	}
-	if res.Requests > 0 {
-		m.CPUUsPerReq = m.CPUSeconds * 1e6 / float64(res.Requests)
+}
+
+// upstreamSince returns what the test upstream at addr has counted since
+// before, or nil when its counters cannot be read.
+func upstreamSince(addr string, before upstreamStats) *upstreamStats {
+	after, err := fetchUpstreamStats(addr)
+	if err != nil {
+		return nil
 	}
-	if res.DurationSec > 0 {
-		m.ServerBusy = m.CPUSeconds / (res.DurationSec * float64(len(serverCPUs)))
-	}
-	m.ServerCPUs = shareOf(srv0, srv1, m.CPUSeconds*float64(r.clkTck))
-	m.ClientCPUs = shareOf(cli0, cli1, wrkCPU*float64(r.clkTck))
-	// Sampled sums have been seen above VmHWM for Go servers (the kernel
-	// keeps the high-water mark lazily, and the last sample is taken after
-	// it is read): the larger of the two is the peak.
-	m.PeakRSSKiB = max(s1.HWMKiB, m.SampledRSSKiB)
-	m.HWMKiB = s1.HWMKiB
-	if j.w.Proxy {
-		upAfter, err := fetchUpstreamStats(r.upAddr)
-		if err == nil {
-			m.Upstream = &upstreamStats{Conns: upAfter.Conns - upBefore.Conns, Requests: upAfter.Requests - upBefore.Requests,
-				CloseRequests: upAfter.CloseRequests - upBefore.CloseRequests}
+	return &upstreamStats{Conns: after.Conns - before.Conns, Requests: after.Requests - before.Requests,
+		CloseRequests: after.CloseRequests - before.CloseRequests}
+}
+
+// sampler samples the summed RSS of a process tree every 100 ms, and
+// reads the process's epoll sets once, halfway through a run.
+type sampler struct {
+	stopc   chan struct{}
+	sampled chan int64
+	epolled chan []epollSet
+}
+
+// startSampler starts sampling the RSS of pids and reads the epoll sets
+// of pid after half. Halfway through the run every connection the load
+// keeps is open: that is when each loop's share of them is read.
+func startSampler(pid int, pids []int, half time.Duration) *sampler {
+	s := &sampler{stopc: make(chan struct{}), sampled: make(chan int64, 1), epolled: make(chan []epollSet, 1)}
+	go func() {
+		var peak int64
+		var sets []epollSet
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		halfway := time.NewTimer(half)
+		defer halfway.Stop()
+		for {
+			if rss := sumRSS(pids); rss > peak {
+				peak = rss
+			}
+			select {
+			case <-t.C:
+			case <-halfway.C:
+				sets = readEpollSets(pid)
+			case <-s.stopc:
+				s.sampled <- peak
+				s.epolled <- sets
+				return
+			}
 		}
-	}
-	post := r.check(addr, url, j.w, want)
-	m.CheckAfter = &post
-	switch {
-	case res.Requests == 0:
-		return fail("failed", "wrk completed no requests")
-	case !post.OK:
-		return fail("failed", "response check after load: %s", post.Error)
-	case p.exited():
-		return fail("failed", "server exited during the run: %s", p.logTail(300))
-	}
-	return m
+	}()
+	return s
+}
+
+// stop stops the sampler and returns the peak RSS sampled, in KiB, and
+// the epoll sets read (nil if the run ended before halfway).
+func (s *sampler) stop() (int64, []epollSet) {
+	close(s.stopc)
+	return <-s.sampled, <-s.epolled
 }
 
 // scrapeIf scrapes gale's per-loop counters when it serves metrics.
@@ -1122,9 +1190,51 @@ func needsUpstream(ws []workload) bool {
 
 // runCompare is the default command: every server × workload × round.
 func runCompare(args []string, stdout, stderr io.Writer) int {
+	o, ws, early, code, ok := parseCompare(args, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := withInterrupt()
+	defer stop()
+	r, err := newRunner(ctx, o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	defer stopAllProcs()
+	for _, n := range early {
+		r.skip(n)
+	}
+	r.resolveServers(o.Servers)
+	if len(r.specs) == 0 {
+		fmt.Fprintln(stderr, "bench: no server to measure")
+		return 1
+	}
+	r.pinSelf()
+	res := r.start("compare", args, ws)
+	res.Notes = r.notes
+	if needsUpstream(ws) {
+		if err := r.startUpstream(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.Upstream = r.upArgv
+		defer r.upstream.stop(2 * time.Second)
+	}
+	total := r.opts.Rounds * len(ws) * len(r.specs)
+	done := r.compareRounds(res, ws, total)
+	return r.finish(res, total, done)
+}
+
+// parseCompare parses the compare command's flags into the options and
+// the workloads to run, with the notes to record before any measurement.
+// When it reports false the command is over and exits with code.
+func parseCompare(args []string, stderr io.Writer) (o options, ws []workload, early []string, code int, ok bool) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
 	servers := fs.String("servers", strings.Join(knownServers, ","), "comma-separated servers to compare: "+strings.Join(knownServers, ","))
 	wls := fs.String("workloads", "all", "comma-separated workload IDs, or all: "+workloadIDs())
 	rate := fs.Float64("rate", 0, "open loop: offer every HTTP/1.1 workload this many requests/s with the harness's open-loop generator instead of wrk, so every server's CPU per request is measured at the same load (HTTP/2 workloads stay closed-loop with h2load)")
@@ -1147,32 +1257,31 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return o, nil, nil, 0, false
 		}
-		return 2
+		return o, nil, nil, 2, false
 	}
 	if err := check(); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
 	names, err := parseServers(*servers)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
-	ws, err := parseWorkloads(*wls)
+	ws, err = parseWorkloads(*wls)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return o, nil, nil, 2, false
 	}
-	var early []string
 	if (*wls == "all" || *wls == "") && h2loadPath(o) == "" {
 		ws = withoutH2(ws)
 		early = append(early, "h2load not installed: the HTTP/2 workloads were skipped (install with: apt-get install nghttp2-client)")
 	}
 	if *rate < 0 {
 		fmt.Fprintln(stderr, "bench: -rate must not be negative")
-		return 2
+		return o, nil, nil, 2, false
 	}
 	if *rate > 0 {
 		o.Rates = []float64{*rate}
@@ -1181,43 +1290,20 @@ Flags:
 	for _, w := range ws {
 		o.Workloads = append(o.Workloads, w.ID)
 	}
-	ctx, stop := withInterrupt()
-	defer stop()
-	r, err := newRunner(ctx, o, stdout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
-	}
-	defer stopAllProcs()
-	for _, n := range early {
-		r.skip(n)
-	}
-	r.resolveServers(names)
-	if len(r.specs) == 0 {
-		fmt.Fprintln(stderr, "bench: no server to measure")
-		return 1
-	}
-	r.pinSelf()
-	res := r.start("compare", args, ws)
-	res.Notes = r.notes
-	if needsUpstream(ws) {
-		if err := r.startUpstream(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.Upstream = r.upArgv
-		defer r.upstream.stop(2 * time.Second)
-	}
-	total := r.opts.Rounds * len(ws) * len(r.specs)
+	return o, ws, early, 0, true
+}
+
+// compareRounds measures every server on every workload in each round,
+// rotating the order from round to round, and appends the measurements
+// to res. It stops at an interrupt, and returns how many measurements of
+// total it made.
+func (r *runner) compareRounds(res *results, ws []workload, total int) int {
 	done := 0
 	for round := 1; round <= r.opts.Rounds; round++ {
 		order := 0
 		for _, w := range rotate(ws, round-1) {
 			for _, spec := range rotate(r.specs, round-1) {
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break
 				}
 				order++
@@ -1227,7 +1313,7 @@ Flags:
 				}
 				r.announce(j, total, done)
 				m := r.measure(j)
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break // cut short by the interrupt: not a result
 				}
 				done++
@@ -1237,7 +1323,7 @@ Flags:
 			}
 		}
 	}
-	return r.finish(res, total, done)
+	return done
 }
 
 // withoutH2 returns the workloads that are not HTTP/2.

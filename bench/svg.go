@@ -97,6 +97,16 @@ func verdictMark(v string) (string, string) {
 	return "", ""
 }
 
+// Geometry of the chart renderSVG draws, in pixels.
+const (
+	barH      = 14
+	barGap    = 5
+	barTitleH = 24 // title height per workload
+	barTop    = 56
+	barPanelW = 300
+	barMargin = 10
+)
+
 // renderSVG draws, per workload, two horizontal bar panels: requests/s
 // and server CPU µs per request, one bar per series at its median with a
 // min–max whisker, and in a sweep each variant's verdict next to its
@@ -104,128 +114,179 @@ func verdictMark(v string) (string, string) {
 // element lies inside the view box.
 func renderSVG(res *results) string {
 	labs := labels(res)
-	colour := seriesColours(labs)
-	sweep := res.Kind == "sweep"
-	const (
-		barH    = 14
-		barGap  = 5
-		groupTo = 24 // title height per workload
-		top     = 56
-		panelW  = 300
-		margin  = 10
-	)
-	labelW := 60.0
-	for _, l := range labs {
-		labelW = math.Max(labelW, textWidth(l, fontText)+10)
-	}
-	labelW = math.Min(labelW, 420)
-	valueRoom := textWidth("1,000,000", fontValue) + 8
-	if sweep {
-		valueRoom += textWidth(" ▲ better", fontValue)
-	}
-	x1 := int(margin + labelW)
-	x2 := x1 + panelW + int(valueRoom) + 20
-	width := x2 + panelW + int(valueRoom) + margin
-	rate := -1.0
-	if sweep && len(res.Options.Rates) > 0 {
-		rate = res.Options.Rates[len(res.Options.Rates)-1]
-	}
+	c := newBarChart(res, labs)
 	var body strings.Builder
-	y := top
+	y := barTop
 	for _, wid := range res.Workloads {
-		var rows []seriesStats
-		for _, l := range labs {
-			if s := aggregateAt(res.Measurements, wid, l, rate); s.Total > 0 {
-				rows = append(rows, s)
-			}
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		fmt.Fprintf(&body, `<text x="%d" y="%d" class="w">%s</text>`+"\n", margin, y+14, xmlEscape(fitText(wid, fontHead, float64(width-2*margin))))
-		y += groupTo
-		panels := []struct {
-			x   int
-			get func(seriesStats) summary
-			fmt func(float64) string
-			m   metric
-		}{
-			{x1, func(s seriesStats) summary { return s.RPS }, fmtInt, metricRPS},
-			{x2, func(s seriesStats) summary { return s.CPU }, cpuPrec, metricCPU},
-		}
-		if rate > 0 {
-			panels[0].get, panels[0].fmt, panels[0].m = func(s seriesStats) summary { return s.P99 }, fmtMs, metricP99
-		}
-		for i, s := range rows {
-			by := y + i*(barH+barGap)
-			fmt.Fprintf(&body, `<text x="%d" y="%d" class="l">%s</text>`+"\n", x1-5, by+11, xmlEscape(fitText(s.Label, fontText, labelW-10)))
-		}
-		for pi, p := range panels {
-			scale := 0.0
-			for _, s := range rows {
-				if v := p.get(s); v.N > 0 {
-					scale = math.Max(scale, v.Max)
-				}
-			}
-			if scale <= 0 {
-				scale = 1
-			}
-			fmt.Fprintf(&body, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`+"\n", p.x, y-2, p.x, y+len(rows)*(barH+barGap))
-			for i, s := range rows {
-				by := y + i*(barH+barGap)
-				if pi == 1 && p.x > x1 {
-					// The CPU panel's rows are read against the labels on the left.
-					fmt.Fprintf(&body, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="grid"/>`+"\n", p.x-15, by+barH/2, p.x-2, by+barH/2)
-				}
-				v := p.get(s)
-				if v.N == 0 {
-					what := "not supported"
-					if s.Status == "failed" {
-						what = "failed"
-					}
-					fmt.Fprintf(&body, `<text x="%d" y="%d" class="na">%s</text>`+"\n", p.x+4, by+11, what)
-					continue
-				}
-				w := float64(panelW) * v.Median / scale
-				fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s</title></rect>`+"\n",
-					p.x, by, w, barH, colour[s.Label], xmlEscape(s.Label), xmlEscape(fmtRange(v, p.fmt)))
-				wx1 := float64(p.x) + float64(panelW)*v.Min/scale
-				wx2 := float64(p.x) + float64(panelW)*v.Max/scale
-				my := float64(by) + barH/2.0
-				fmt.Fprintf(&body, `<path d="M%.1f %.1fH%.1fM%.1f %.1fV%.1fM%.1f %.1fV%.1f" class="wh"/>`+"\n",
-					wx1, my, wx2, wx1, my-4, my+4, wx2, my-4, my+4)
-				tx := math.Max(wx2, float64(p.x)+w) + 4
-				fmt.Fprintf(&body, `<text x="%.1f" y="%d" class="v">%s</text>`+"\n", tx, by+11, xmlEscape(p.fmt(v.Median)))
-				if sweep {
-					if mark, cls := verdictMark(judgeVariant(res.Measurements, wid, s.Label, math.Max(rate, 0), p.m).Verdict); mark != "" {
-						fmt.Fprintf(&body, `<text x="%.1f" y="%d" class="v %s">%s</text>`+"\n", tx+textWidth(p.fmt(v.Median)+" ", fontValue), by+11, cls, xmlEscape(mark))
-					}
-				}
-			}
-		}
-		y += len(rows)*(barH+barGap) + 14
+		y = c.workload(&body, wid, labs, y)
 	}
-	if sweep {
-		note := "▲/▼: every round beyond the A/A noise floor; ≈: within it"
-		if rate > 0 {
-			note = fmt.Sprintf("at %s req/s offered (open loop); ", fmtInt(rate)) + note
-		}
-		fmt.Fprintf(&body, `<text x="%d" y="%d" class="v">%s</text>`+"\n", margin, y+4, xmlEscape(fitText(note, fontValue, float64(width-2*margin))))
-		y += 12
+	if c.sweep {
+		y = c.sweepNote(&body, y)
 	}
 	height := y + 10
+	return svgDoc(c.width, height, c.head()+body.String())
+}
+
+// barChart is the layout of the chart renderSVG draws.
+type barChart struct {
+	res    *results
+	colour map[string]string // by series label
+	sweep  bool
+	rate   float64 // the offered rate drawn in an open-loop sweep, or -1
+	labelW float64 // room for the series labels
+	x1, x2 int     // left edges of the two panels
+	width  int
+}
+
+// barPanel is one panel of a workload: its left edge, the summary of a
+// series it draws, how its values are written and the metric a sweep's
+// verdict is judged on.
+type barPanel struct {
+	x   int
+	get func(seriesStats) summary
+	fmt func(float64) string
+	m   metric
+}
+
+// newBarChart lays out the chart of res with the series labs: wide
+// enough for the longest label (within limits) and, in a sweep, for the
+// verdict after each value.
+func newBarChart(res *results, labs []string) *barChart {
+	c := &barChart{res: res, colour: seriesColours(labs), sweep: res.Kind == "sweep", rate: -1}
+	c.labelW = 60.0
+	for _, l := range labs {
+		c.labelW = math.Max(c.labelW, textWidth(l, fontText)+10)
+	}
+	c.labelW = math.Min(c.labelW, 420)
+	valueRoom := textWidth("1,000,000", fontValue) + 8
+	if c.sweep {
+		valueRoom += textWidth(" ▲ better", fontValue)
+	}
+	c.x1 = int(barMargin + c.labelW)
+	c.x2 = c.x1 + barPanelW + int(valueRoom) + 20
+	c.width = c.x2 + barPanelW + int(valueRoom) + barMargin
+	if c.sweep && len(res.Options.Rates) > 0 {
+		c.rate = res.Options.Rates[len(res.Options.Rates)-1]
+	}
+	return c
+}
+
+// workload draws the title, the series labels and the panels of the
+// workload wid at y, and returns the y below them. A workload with no
+// measurement of any series labs is left out.
+func (c *barChart) workload(body *strings.Builder, wid string, labs []string, y int) int {
+	var rows []seriesStats
+	for _, l := range labs {
+		if s := aggregateAt(c.res.Measurements, wid, l, c.rate); s.Total > 0 {
+			rows = append(rows, s)
+		}
+	}
+	if len(rows) == 0 {
+		return y
+	}
+	fmt.Fprintf(body, `<text x="%d" y="%d" class="w">%s</text>`+"\n", barMargin, y+14, xmlEscape(fitText(wid, fontHead, float64(c.width-2*barMargin))))
+	y += barTitleH
+	for i, s := range rows {
+		by := y + i*(barH+barGap)
+		fmt.Fprintf(body, `<text x="%d" y="%d" class="l">%s</text>`+"\n", c.x1-5, by+11, xmlEscape(fitText(s.Label, fontText, c.labelW-10)))
+	}
+	for pi, p := range c.panels() {
+		c.panel(body, wid, rows, y, pi, p)
+	}
+	return y + len(rows)*(barH+barGap) + 14
+}
+
+// panels returns the two panels of a workload: requests/s, or p99
+// latency in an open-loop sweep, and server CPU per request.
+func (c *barChart) panels() []barPanel {
+	panels := []barPanel{
+		{c.x1, func(s seriesStats) summary { return s.RPS }, fmtInt, metricRPS},
+		{c.x2, func(s seriesStats) summary { return s.CPU }, cpuPrec, metricCPU},
+	}
+	if c.rate > 0 {
+		panels[0].get, panels[0].fmt, panels[0].m = func(s seriesStats) summary { return s.P99 }, fmtMs, metricP99
+	}
+	return panels
+}
+
+// panel draws panel p (the pi-th) of workload wid at y: its axis and one
+// bar per row, scaled to the largest maximum among the rows.
+func (c *barChart) panel(body *strings.Builder, wid string, rows []seriesStats, y, pi int, p barPanel) {
+	scale := 0.0
+	for _, s := range rows {
+		if v := p.get(s); v.N > 0 {
+			scale = math.Max(scale, v.Max)
+		}
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	fmt.Fprintf(body, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`+"\n", p.x, y-2, p.x, y+len(rows)*(barH+barGap))
+	for i, s := range rows {
+		by := y + i*(barH+barGap)
+		if pi == 1 && p.x > c.x1 {
+			// The CPU panel's rows are read against the labels on the left.
+			fmt.Fprintf(body, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="grid"/>`+"\n", p.x-15, by+barH/2, p.x-2, by+barH/2)
+		}
+		c.bar(body, wid, s, by, p, scale)
+	}
+}
+
+// bar draws series s's bar in panel p at by: the median, the min–max
+// whisker and the value, with the verdict in a sweep, or why the series
+// has no value.
+func (c *barChart) bar(body *strings.Builder, wid string, s seriesStats, by int, p barPanel, scale float64) {
+	v := p.get(s)
+	if v.N == 0 {
+		what := "not supported"
+		if s.Status == "failed" {
+			what = "failed"
+		}
+		fmt.Fprintf(body, `<text x="%d" y="%d" class="na">%s</text>`+"\n", p.x+4, by+11, what)
+		return
+	}
+	w := float64(barPanelW) * v.Median / scale
+	fmt.Fprintf(body, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s</title></rect>`+"\n",
+		p.x, by, w, barH, c.colour[s.Label], xmlEscape(s.Label), xmlEscape(fmtRange(v, p.fmt)))
+	wx1 := float64(p.x) + float64(barPanelW)*v.Min/scale
+	wx2 := float64(p.x) + float64(barPanelW)*v.Max/scale
+	my := float64(by) + barH/2.0
+	fmt.Fprintf(body, `<path d="M%.1f %.1fH%.1fM%.1f %.1fV%.1fM%.1f %.1fV%.1f" class="wh"/>`+"\n",
+		wx1, my, wx2, wx1, my-4, my+4, wx2, my-4, my+4)
+	tx := math.Max(wx2, float64(p.x)+w) + 4
+	fmt.Fprintf(body, `<text x="%.1f" y="%d" class="v">%s</text>`+"\n", tx, by+11, xmlEscape(p.fmt(v.Median)))
+	if c.sweep {
+		if mark, cls := verdictMark(judgeVariant(c.res.Measurements, wid, s.Label, math.Max(c.rate, 0), p.m).Verdict); mark != "" {
+			fmt.Fprintf(body, `<text x="%.1f" y="%d" class="v %s">%s</text>`+"\n", tx+textWidth(p.fmt(v.Median)+" ", fontValue), by+11, cls, xmlEscape(mark))
+		}
+	}
+}
+
+// sweepNote draws at y the key to a sweep's verdict marks, and returns
+// the y below it.
+func (c *barChart) sweepNote(body *strings.Builder, y int) int {
+	note := "▲/▼: every round beyond the A/A noise floor; ≈: within it"
+	if c.rate > 0 {
+		note = fmt.Sprintf("at %s req/s offered (open loop); ", fmtInt(c.rate)) + note
+	}
+	fmt.Fprintf(body, `<text x="%d" y="%d" class="v">%s</text>`+"\n", barMargin, y+4, xmlEscape(fitText(note, fontValue, float64(c.width-2*barMargin))))
+	return y + 12
+}
+
+// head returns the chart's title and the headings of its two panels.
+func (c *barChart) head() string {
 	title := "gale benchmark"
-	if sweep {
+	if c.sweep {
 		title = "gale reactor sweep"
 	}
 	var head strings.Builder
-	t := fmt.Sprintf("%s, %s (median, whisker min–max, %d round(s))", title, res.Started.Format("2006-01-02 15:04"), res.Options.Rounds)
-	fmt.Fprintf(&head, `<text x="%d" y="20" class="t">%s</text>`+"\n", margin, xmlEscape(fitText(t, fontTitle, float64(width-2*margin))))
+	t := fmt.Sprintf("%s, %s (median, whisker min–max, %d round(s))", title, c.res.Started.Format("2006-01-02 15:04"), c.res.Options.Rounds)
+	fmt.Fprintf(&head, `<text x="%d" y="20" class="t">%s</text>`+"\n", barMargin, xmlEscape(fitText(t, fontTitle, float64(c.width-2*barMargin))))
 	left := "requests/s (higher is better)"
-	if rate > 0 {
-		left = fmt.Sprintf("p99 latency at %s req/s offered (lower is better)", fmtInt(rate))
+	if c.rate > 0 {
+		left = fmt.Sprintf("p99 latency at %s req/s offered (lower is better)", fmtInt(c.rate))
 	}
-	fmt.Fprintf(&head, `<text x="%d" y="44" class="h">%s</text>`+"\n", x1, xmlEscape(fitText(left, fontHead, float64(x2-x1-10))))
-	fmt.Fprintf(&head, `<text x="%d" y="44" class="h">%s</text>`+"\n", x2, xmlEscape(fitText("server CPU µs per request (lower is better)", fontHead, float64(width-x2-margin))))
-	return svgDoc(width, height, head.String()+body.String())
+	fmt.Fprintf(&head, `<text x="%d" y="44" class="h">%s</text>`+"\n", c.x1, xmlEscape(fitText(left, fontHead, float64(c.x2-c.x1-10))))
+	fmt.Fprintf(&head, `<text x="%d" y="44" class="h">%s</text>`+"\n", c.x2, xmlEscape(fitText("server CPU µs per request (lower is better)", fontHead, float64(c.width-c.x2-barMargin))))
+	return head.String()
 }

@@ -144,27 +144,93 @@ func sweepVariants(dims []dimension, grid bool) []variant {
 // runSweep is `bench sweep`: gale alone, one workload, varying reactor
 // settings.
 func runSweep(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := parseSweep(args, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := withInterrupt()
+	defer stop()
+	r, err := newRunner(ctx, a.o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	defer stopAllProcs()
+	dims, err := sweepDimensions(r.opts.Workers, a.varies)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	variants := sweepVariants(dims, a.grid)
+	if len(variants) > a.maxVariants {
+		fmt.Fprintf(stderr, "bench sweep: %d variants exceed -max-variants %d; narrow them with -vary\n", len(variants), a.maxVariants)
+		return 2
+	}
+	r.noteVariantCPUs(variants)
+	r.resolveServers([]string{"gale"})
+	if len(r.specs) == 0 {
+		fmt.Fprintln(stderr, "bench sweep: gale is not available")
+		return 1
+	}
+	r.pinSelf()
+	w := a.w
+	res := r.start("sweep", args, []workload{w})
+	res.Sweep = &sweepInfo{Workload: w.ID, Grid: a.grid, Variants: variants}
+	if w.Custom {
+		res.Custom = &w
+	}
+	if w.Proxy {
+		if err := r.startUpstream(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.Upstream = r.upArgv
+		defer r.upstream.stop(2 * time.Second)
+	}
+	steps := r.opts.Rates
+	if len(steps) == 0 {
+		steps = []float64{0}
+	}
+	total := r.opts.Rounds * len(variants) * len(steps)
+	done := r.sweepRounds(res, w, variants, steps, total)
+	return r.finish(res, total, done)
+}
+
+// sweepArgs is what the sweep command's flags ask for.
+type sweepArgs struct {
+	o           options
+	w           workload // held fixed
+	varies      []string // each -vary, unparsed
+	grid        bool
+	maxVariants int
+}
+
+// parseSweep parses the sweep command's flags. When it reports false the
+// command is over and exits with code.
+func parseSweep(args []string, stderr io.Writer) (a sweepArgs, code int, ok bool) {
 	fs := flag.NewFlagSet("bench sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
 	wl := fs.String("workload", "static-128", "workload held fixed: "+workloadIDs())
 	grid := fs.Bool("grid", false, "measure every combination of the varied settings instead of one at a time")
 	maxVariants := fs.Int("max-variants", 64, "refuse to run more variants than this")
-	var varies, urls []string
+	var urls []string
 	rates := fs.String("rates", "", "open loop: offered rates in requests/s, comma-separated (e.g. 10000,20000,40000); each variant is measured at each rate with latency from the intended send time; default: closed loop with wrk")
 	p99 := fs.Duration("p99-target", time.Millisecond, "open loop: the p99 latency a rate must hold to count as sustained")
-	fs.StringVar(&o.UserConfig, "config", "", "your gale config: its routes and settings are measured (listen is replaced by the bench's address, relative paths made absolute, the access log moved into the run directory)")
+	fs.StringVar(&a.o.UserConfig, "config", "", "your gale config: its routes and settings are measured (listen is replaced by the bench's address, relative paths made absolute, the access log moved into the run directory)")
 	fs.Func("url", "a path of your site to request, /path or /path=weight (repeatable; with -config; default /)", func(s string) error {
 		urls = append(urls, s)
 		return nil
 	})
-	fs.StringVar(&o.AccessLog, "access-log", "", "replay the 50 most requested GET paths of this access log (combined or common format) as a weighted mix")
-	fs.StringVar(&o.Host, "host", "", "Host header of every request (for a config that routes by host)")
+	fs.StringVar(&a.o.AccessLog, "access-log", "", "replay the 50 most requested GET paths of this access log (combined or common format) as a weighted mix")
+	fs.StringVar(&a.o.Host, "host", "", "Host header of every request (for a config that routes by host)")
 	fs.Func("vary", "a gale server: setting (dotted keys such as http2.max_concurrent_streams too) or one of the harness's connections, h2_streams, server_cpus, GOMAXPROCS, with its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
-		varies = append(varies, s)
+		a.varies = append(a.varies, s)
 		return nil
 	})
-	check := commonFlags(fs, &o)
+	check := commonFlags(fs, &a.o)
 	if f := fs.Lookup("connections"); f != nil {
 		f.Usage = "client connections (wrk -c, or the open-loop generator's keep-alive connections)"
 	}
@@ -186,100 +252,74 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return a, 0, false
 		}
-		return 2
+		return a, 2, false
 	}
 	if err := check(); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return a, 2, false
 	}
-	w, err := sweepWorkload(*wl, &o, urls)
+	w, err := sweepWorkload(*wl, &a.o, urls)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return a, 2, false
 	}
-	if o.Rates, err = parseRates(*rates); err != nil {
+	if a.o.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return a, 2, false
 	}
-	if len(o.Rates) > 0 && w.h2() {
+	if len(a.o.Rates) > 0 && w.h2() {
 		fmt.Fprintln(stderr, "bench sweep: -rates drives HTTP/1.1 only (h2load has no fixed request rate); use an HTTP/1.1 workload")
-		return 2
+		return a, 2, false
 	}
-	o.P99Target = float64(p99.Microseconds())
-	if o.Host != "" && !w.Custom {
+	a.o.P99Target = float64(p99.Microseconds())
+	if a.o.Host != "" && !w.Custom {
 		fmt.Fprintln(stderr, "bench sweep: -host needs -config")
-		return 2
+		return a, 2, false
 	}
-	o.Servers = []string{"gale"}
-	o.Workloads = []string{w.ID}
-	ctx, stop := withInterrupt()
-	defer stop()
-	r, err := newRunner(ctx, o, stdout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if errors.Is(err, errUsage) {
-			return 2
+	a.o.Servers = []string{"gale"}
+	a.o.Workloads = []string{w.ID}
+	a.w, a.grid, a.maxVariants = w, *grid, *maxVariants
+	return a, 0, true
+}
+
+// sweepDimensions returns the settings a sweep varies: those of each
+// -vary in varies, or the default ones for gale with workers workers.
+func sweepDimensions(workers int, varies []string) ([]dimension, error) {
+	dims := defaultDimensions(workers)
+	if len(varies) == 0 {
+		return dims, nil
+	}
+	defaults := dims
+	dims = nil
+	for _, v := range varies {
+		d, err := parseVary(v, defaults)
+		if err != nil {
+			return nil, err
 		}
-		return 1
+		dims = append(dims, d)
 	}
-	defer stopAllProcs()
-	dims := defaultDimensions(r.opts.Workers)
-	if len(varies) > 0 {
-		defaults := dims
-		dims = nil
-		for _, v := range varies {
-			d, err := parseVary(v, defaults)
-			if err != nil {
-				fmt.Fprintln(stderr, err)
-				return 2
-			}
-			dims = append(dims, d)
-		}
-	}
-	variants := sweepVariants(dims, *grid)
-	if len(variants) > *maxVariants {
-		fmt.Fprintf(stderr, "bench sweep: %d variants exceed -max-variants %d; narrow them with -vary\n", len(variants), *maxVariants)
-		return 2
-	}
-	r.noteVariantCPUs(variants)
-	r.resolveServers([]string{"gale"})
-	if len(r.specs) == 0 {
-		fmt.Fprintln(stderr, "bench sweep: gale is not available")
-		return 1
-	}
-	r.pinSelf()
-	res := r.start("sweep", args, []workload{w})
-	res.Sweep = &sweepInfo{Workload: w.ID, Grid: *grid, Variants: variants}
-	if w.Custom {
-		res.Custom = &w
-	}
-	if w.Proxy {
-		if err := r.startUpstream(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.Upstream = r.upArgv
-		defer r.upstream.stop(2 * time.Second)
-	}
+	return dims, nil
+}
+
+// sweepRounds measures gale on w with each variant at each rate of steps
+// in each round, rotating the variants from round to round, and appends
+// the measurements to res. It stops at an interrupt, and returns how many
+// measurements of total it made.
+func (r *runner) sweepRounds(res *results, w workload, variants []variant, steps []float64, total int) int {
 	spec := r.specs[0]
-	steps := r.opts.Rates
-	if len(steps) == 0 {
-		steps = []float64{0}
-	}
-	total := r.opts.Rounds * len(variants) * len(steps)
 	done := 0
 	for round := 1; round <= r.opts.Rounds; round++ {
 		for i, v := range rotate(variants, round-1) {
 			for _, rate := range steps {
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break
 				}
 				j := job{round: round, order: i + 1, spec: spec, label: v.Label, w: w, settings: v.Settings, rate: rate}
 				r.announce(j, total, done)
 				m := r.measure(j)
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					break // cut short by the interrupt: not a result
 				}
 				done++
@@ -288,7 +328,7 @@ Flags:
 			}
 		}
 	}
-	return r.finish(res, total, done)
+	return done
 }
 
 // sweepWorkload returns the workload a sweep holds fixed: the built-in one

@@ -107,64 +107,27 @@ func (u *upstream) handle(c net.Conn) {
 	defer bw.Flush()
 	counted := false
 	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
+		req, fail, ok := readUpstreamRequest(br)
+		if !ok {
+			if fail != nil {
+				bw.Write(fail)
+			}
 			return
 		}
-		method, rest, ok1 := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(" "))
-		target, version, ok2 := bytes.Cut(rest, []byte(" "))
-		if !ok1 || !ok2 || !bytes.HasPrefix(version, []byte("HTTP/1.")) {
-			bw.Write(resp400)
-			return
-		}
-		http10 := string(version) == "HTTP/1.0"
-		var contentLength int64
-		connClose, keepAlive, chunked := false, false, false
-		for {
-			h, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			h = bytes.TrimRight(h, "\r\n")
-			if len(h) == 0 {
-				break
-			}
-			k, v, ok := bytes.Cut(h, []byte(":"))
-			if !ok {
-				bw.Write(resp400)
-				return
-			}
-			v = bytes.TrimSpace(v)
-			switch {
-			case bytes.EqualFold(k, []byte("Content-Length")):
-				if contentLength, err = strconv.ParseInt(string(v), 10, 64); err != nil || contentLength < 0 {
-					bw.Write(resp400)
-					return
-				}
-			case bytes.EqualFold(k, []byte("Transfer-Encoding")):
-				chunked = true
-			case bytes.EqualFold(k, []byte("Connection")):
-				for _, tok := range bytes.Split(v, []byte(",")) {
-					tok = bytes.TrimSpace(tok)
-					connClose = connClose || bytes.EqualFold(tok, []byte("close"))
-					keepAlive = keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
-				}
-			}
-		}
-		if chunked {
+		if req.chunked {
 			bw.Write(resp501)
 			return
 		}
-		if contentLength > 0 {
-			if _, err := br.Discard(int(contentLength)); err != nil {
+		if req.contentLength > 0 {
+			if _, err := br.Discard(int(req.contentLength)); err != nil {
 				return
 			}
 		}
-		path := string(target)
-		if i := bytes.IndexByte(target, '?'); i >= 0 {
-			path = string(target[:i])
+		path := string(req.target)
+		if i := bytes.IndexByte(req.target, '?'); i >= 0 {
+			path = string(req.target[:i])
 		}
-		closing := connClose || (http10 && !keepAlive)
+		closing := req.connClose || (req.http10 && !req.keepAlive)
 		if path == upstreamStatsPath {
 			b, _ := json.Marshal(u.stats())
 			fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(b), b)
@@ -178,24 +141,7 @@ func (u *upstream) handle(c net.Conn) {
 		if closing {
 			u.close.Add(1)
 		}
-		head, ok := u.heads[path]
-		if !ok {
-			bw.Write(resp404)
-			return
-		}
-		bw.Write(head)
-		bw.Write(*u.date.Load())
-		switch {
-		case closing:
-			bw.WriteString("Connection: close\r\n")
-		case http10:
-			bw.WriteString("Connection: keep-alive\r\n")
-		}
-		bw.WriteString("\r\n")
-		if string(method) != http.MethodHead {
-			bw.Write(u.files[path])
-		}
-		if closing {
+		if !u.respond(bw, &req, path, closing) || closing {
 			return
 		}
 		if br.Buffered() == 0 {
@@ -204,6 +150,86 @@ func (u *upstream) handle(c net.Conn) {
 			}
 		}
 	}
+}
+
+// upstreamRequest is what the upstream reads of a request's head.
+type upstreamRequest struct {
+	method, target []byte // alias the reader's buffer
+	http10         bool
+	contentLength  int64
+	connClose      bool // Connection: close
+	keepAlive      bool // Connection: keep-alive
+	chunked        bool // any Transfer-Encoding
+}
+
+// readUpstreamRequest reads the head of a request from br. It reports
+// false when the connection is to end, with the response to end it with
+// (nil for none: the client went away).
+func readUpstreamRequest(br *bufio.Reader) (req upstreamRequest, fail []byte, ok bool) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return req, nil, false
+	}
+	method, rest, ok1 := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(" "))
+	target, version, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok1 || !ok2 || !bytes.HasPrefix(version, []byte("HTTP/1.")) {
+		return req, resp400, false
+	}
+	req.method, req.target = method, target
+	req.http10 = string(version) == "HTTP/1.0"
+	for {
+		h, err := br.ReadSlice('\n')
+		if err != nil {
+			return req, nil, false
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			return req, nil, true
+		}
+		k, v, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			return req, resp400, false
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			if req.contentLength, err = strconv.ParseInt(string(v), 10, 64); err != nil || req.contentLength < 0 {
+				return req, resp400, false
+			}
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			req.chunked = true
+		case bytes.EqualFold(k, []byte("Connection")):
+			for _, tok := range bytes.Split(v, []byte(",")) {
+				tok = bytes.TrimSpace(tok)
+				req.connClose = req.connClose || bytes.EqualFold(tok, []byte("close"))
+				req.keepAlive = req.keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+			}
+		}
+	}
+}
+
+// respond writes the response to req for the file at path, saying when
+// the connection closes after it and, to an HTTP/1.0 client, when it
+// stays open. It reports false after a 404, which ends the connection.
+func (u *upstream) respond(bw *bufio.Writer, req *upstreamRequest, path string, closing bool) bool {
+	head, ok := u.heads[path]
+	if !ok {
+		bw.Write(resp404)
+		return false
+	}
+	bw.Write(head)
+	bw.Write(*u.date.Load())
+	switch {
+	case closing:
+		bw.WriteString("Connection: close\r\n")
+	case req.http10:
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	bw.WriteString("\r\n")
+	if string(req.method) != http.MethodHead {
+		bw.Write(u.files[path])
+	}
+	return true
 }
 
 // upstreamMain runs the upstream as a process: `bench _upstream -listen

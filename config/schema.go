@@ -557,26 +557,11 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	r := Route{Pos: Pos{s.node.Line, s.node.Column}}
 	before := len(d.errs)
 	if v := s.get("host"); v != nil {
-		p := join(path, "host")
-		r.Host = "-"
-		if h, ok := d.str(v, p); ok {
-			if norm, msg := normalizeHost(h); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				r.Host = norm
-			}
-		}
+		r.Host = d.routeHost(v, join(path, "host"))
 	}
 	pathNode := s.get("path")
 	if pathNode != nil {
-		p := join(path, "path")
-		if rp, ok := d.str(pathNode, p); ok {
-			if msg := checkRoutePath(rp); msg != "" {
-				d.errorf(deref(pathNode), p, "%s", msg)
-			} else {
-				r.Path = rp
-			}
-		}
+		r.Path = d.routePath(pathNode, join(path, "path"))
 		pathNode = deref(pathNode)
 	} else if s.missing("path") {
 		d.errorf(s.node, join(path, "path"), `missing required key; e.g. path: /`)
@@ -596,37 +581,48 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	if v := s.get("headers"); v != nil {
 		r.Headers = d.headers(v, join(path, "headers"))
 	}
-	var kinds []string // present, in file order
-	for _, k := range handlerKinds {
-		if s.has(k) {
-			kinds = append(kinds, k)
-		}
+	d.routeHandler(s, path, &r)
+	return r, pathNode, len(d.errs) == before
+}
+
+// routeHost decodes a route's host and returns it normalized, or "-"
+// when it is invalid, so that no duplicate is reported against it.
+func (d *decoder) routeHost(v *yaml.Node, p string) string {
+	h, ok := d.str(v, p)
+	if !ok {
+		return "-"
 	}
-	slices.SortFunc(kinds, func(a, b string) int {
-		ka, kb := s.key(a), s.key(b)
-		return cmp.Or(cmp.Compare(ka.Line, kb.Line), cmp.Compare(ka.Column, kb.Column))
-	})
+	norm, msg := normalizeHost(h)
+	if msg != "" {
+		d.errorf(deref(v), p, "%s", msg)
+		return "-"
+	}
+	return norm
+}
+
+// routePath decodes a route's path and returns it, or "" when it is
+// invalid.
+func (d *decoder) routePath(v *yaml.Node, p string) string {
+	rp, ok := d.str(v, p)
+	if !ok {
+		return ""
+	}
+	if msg := checkRoutePath(rp); msg != "" {
+		d.errorf(deref(v), p, "%s", msg)
+		return ""
+	}
+	return rp
+}
+
+// routeHandler decodes the one handler of route r and reports a route
+// with none or with more than one, naming those found in file order.
+func (d *decoder) routeHandler(s *section, path string, r *Route) {
+	kinds := handlersInFileOrder(s)
 	switch len(kinds) {
 	case 0:
 		d.errorf(s.node, path, "a route needs exactly one of %s; found none", strings.Join(d.supported(path, handlerKinds), ", "))
 	case 1:
-		switch k := kinds[0]; k {
-		case "static":
-			r.Static = d.static(s.get(k), join(path, k), &r.Match)
-		case "respond":
-			r.Respond = d.respond(s.get(k), join(path, k))
-		case "redirect":
-			r.Redirect = d.redirect(s.get(k), join(path, k), &r.Match)
-		case "health":
-			if h, ok := d.enum(s.get(k), join(path, k), healthKinds...); ok {
-				r.Health = h
-			}
-		case "proxy":
-			r.Proxy = d.proxy(s.get(k), join(path, k))
-			if r.Proxy != nil && r.Rewrite != nil && (r.Proxy.StripPrefix || r.Proxy.Rewrite != "") {
-				d.errorf(s.key("rewrite"), join(path, "rewrite"), "the route's rewrite sets the whole path sent upstream; remove proxy.strip_prefix and proxy.rewrite")
-			}
-		}
+		d.routeHandlerKind(s, path, kinds[0], r)
 	default:
 		first, second := s.key(kinds[0]), s.key(kinds[1])
 		found := fmt.Sprintf("%q (line %d, column %d)", kinds[0], first.Line, first.Column)
@@ -640,7 +636,44 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 		}
 		d.errorf(second, path, "a route needs exactly one of %s; found %s", strings.Join(d.supported(path, handlerKinds), ", "), found)
 	}
-	return r, pathNode, len(d.errs) == before
+}
+
+// handlersInFileOrder returns the handler keys present in s, in the order
+// they appear in the file.
+func handlersInFileOrder(s *section) []string {
+	var kinds []string
+	for _, k := range handlerKinds {
+		if s.has(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		ka, kb := s.key(a), s.key(b)
+		return cmp.Or(cmp.Compare(ka.Line, kb.Line), cmp.Compare(ka.Column, kb.Column))
+	})
+	return kinds
+}
+
+// routeHandlerKind decodes the handler k of route r. A proxy route that
+// also has a rewrite must leave the upstream path to that rewrite alone.
+func (d *decoder) routeHandlerKind(s *section, path, k string, r *Route) {
+	switch k {
+	case "static":
+		r.Static = d.static(s.get(k), join(path, k), &r.Match)
+	case "respond":
+		r.Respond = d.respond(s.get(k), join(path, k))
+	case "redirect":
+		r.Redirect = d.redirect(s.get(k), join(path, k), &r.Match)
+	case "health":
+		if h, ok := d.enum(s.get(k), join(path, k), healthKinds...); ok {
+			r.Health = h
+		}
+	case "proxy":
+		r.Proxy = d.proxy(s.get(k), join(path, k))
+		if r.Proxy != nil && r.Rewrite != nil && (r.Proxy.StripPrefix || r.Proxy.Rewrite != "") {
+			d.errorf(s.key("rewrite"), join(path, "rewrite"), "the route's rewrite sets the whole path sent upstream; remove proxy.strip_prefix and proxy.rewrite")
+		}
+	}
 }
 
 // headers decodes a route's request and response header rules.

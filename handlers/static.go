@@ -88,6 +88,8 @@ type staticEnv struct {
 	keyPrefix string // unique per route and per Build
 }
 
+// newStatic builds the handler of one static route from its config,
+// checking each setting in turn and opening the root last.
 func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, error) {
 	h := &staticHandler{
 		mime:      env.mime,
@@ -100,12 +102,34 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 		h.routePath = rt.Conf.Path
 		h.respOps = &rt.respOps
 	}
+	if err := h.setAccess(sc); err != nil {
+		return nil, err
+	}
+	if err := h.setFiles(sc); err != nil {
+		return nil, err
+	}
+	if err := h.setErrorPages(sc, env.keyPrefix); err != nil {
+		return nil, err
+	}
+	if err := h.setCompression(sc); err != nil {
+		return nil, err
+	}
+	if err := h.openRoot(sc.Root); err != nil {
+		return nil, err
+	}
+	h.retry.h = h
+	return h, nil
+}
+
+// setAccess sets whether hidden files are served and which symbolic
+// links are followed.
+func (h *staticHandler) setAccess(sc *config.Static) error {
 	switch sc.Hidden {
 	case "", "deny":
 	case "allow":
 		h.allowHidden = true
 	default:
-		return nil, fmt.Errorf("%w: hidden %q (want deny or allow)", ErrBadStatic, sc.Hidden)
+		return fmt.Errorf("%w: hidden %q (want deny or allow)", ErrBadStatic, sc.Hidden)
 	}
 	switch sc.FollowSymlinks {
 	case "", "inside_root":
@@ -115,18 +139,25 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	case "never":
 		h.symlinks = symlinksNever
 	default:
-		return nil, fmt.Errorf("%w: follow_symlinks %q (want inside_root, always or never)", ErrBadStatic, sc.FollowSymlinks)
+		return fmt.Errorf("%w: follow_symlinks %q (want inside_root, always or never)", ErrBadStatic, sc.FollowSymlinks)
 	}
+	return nil
+}
+
+// setFiles sets the index names, try_files, Cache-Control and the SPA
+// fallback, each checked so that none can name a path outside the root
+// or put a control byte into a header.
+func (h *staticHandler) setFiles(sc *config.Static) error {
 	for _, name := range sc.Index {
 		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-			return nil, fmt.Errorf("%w: index %q must be a plain file name", ErrBadStatic, name)
+			return fmt.Errorf("%w: index %q must be a plain file name", ErrBadStatic, name)
 		}
 	}
 	h.index = sc.Index
 	h.try, h.tryStatus = sc.TryFiles, sc.TryStatus
 	if sc.CacheControl != "" {
 		if strings.ContainsAny(sc.CacheControl, "\r\n\x00") {
-			return nil, fmt.Errorf("%w: cache_control has a control byte", ErrBadStatic)
+			return fmt.Errorf("%w: cache_control has a control byte", ErrBadStatic)
 		}
 		h.cacheControl = []byte(sc.CacheControl)
 	}
@@ -134,30 +165,42 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 		p := []byte(sc.SPAFallback)
 		clean, dir, ok := cleanPath(p)
 		if !ok || dir || sc.SPAFallback[0] != '/' || strings.ContainsRune(sc.SPAFallback, 0) {
-			return nil, fmt.Errorf("%w: spa_fallback %q must be a file path under the root", ErrBadStatic, sc.SPAFallback)
+			return fmt.Errorf("%w: spa_fallback %q must be a file path under the root", ErrBadStatic, sc.SPAFallback)
 		}
 		h.spa = clean
 	}
+	return nil
+}
+
+// setErrorPages sets the file served for each error status, with a cache
+// key made unique by keyPrefix.
+func (h *staticHandler) setErrorPages(sc *config.Static, keyPrefix string) error {
 	for status, file := range sc.ErrorPages {
 		if status < 400 || status > 599 {
-			return nil, fmt.Errorf("%w: error_pages: status %d is not an error", ErrBadStatic, status)
+			return fmt.Errorf("%w: error_pages: status %d is not an error", ErrBadStatic, status)
 		}
 		if !filepath.IsAbs(file) {
-			return nil, fmt.Errorf("%w: error_pages: %q is not absolute", ErrBadStatic, file)
+			return fmt.Errorf("%w: error_pages: %q is not absolute", ErrBadStatic, file)
 		}
 		if h.errPages == nil {
 			h.errPages = make([]errPage, 200)
 		}
 		h.errPages[status-400] = errPage{
 			path: file,
-			key:  fmt.Appendf(nil, "%s!%d", env.keyPrefix, status),
+			key:  fmt.Appendf(nil, "%s!%d", keyPrefix, status),
 			ct:   h.mime.lookup([]byte(filepath.ToSlash(file))),
 		}
 	}
+	return nil
+}
+
+// setCompression sets the encodings and size threshold of the cache
+// profile, and how the profiles open and render files.
+func (h *staticHandler) setCompression(sc *config.Static) error {
 	for _, name := range sc.Compress.Encodings {
 		enc, ok := cache.ParseEncoding(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: compress: unknown encoding %q", ErrBadStatic, name)
+			return fmt.Errorf("%w: compress: unknown encoding %q", ErrBadStatic, name)
 		}
 		h.prof.Encodings = append(h.prof.Encodings, enc)
 	}
@@ -167,29 +210,33 @@ func newStatic(sc *config.Static, rt *Route, env staticEnv) (*staticHandler, err
 	h.prof.Render = h.render
 	h.prof.RenderHPACK = h.renderHPACK
 	h.errProf.Render = renderNothing
+	return nil
+}
 
-	if !filepath.IsAbs(sc.Root) {
-		return nil, fmt.Errorf("%w: root %q is not absolute", ErrBadStatic, sc.Root)
+// openRoot resolves the symbolic links in root, which must be an absolute
+// path to a directory, and opens it as the handler's os.Root.
+func (h *staticHandler) openRoot(root string) error {
+	if !filepath.IsAbs(root) {
+		return fmt.Errorf("%w: root %q is not absolute", ErrBadStatic, root)
 	}
-	real, err := filepath.EvalSymlinks(sc.Root)
+	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root: %w", ErrBadStatic, err)
+		return fmt.Errorf("%w: root: %w", ErrBadStatic, err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root: %w", ErrBadStatic, err)
+		return fmt.Errorf("%w: root: %w", ErrBadStatic, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: root %q is not a directory", ErrBadStatic, sc.Root)
+		return fmt.Errorf("%w: root %q is not a directory", ErrBadStatic, root)
 	}
 	h.root, err = os.OpenRoot(real)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root: %w", ErrBadStatic, err)
+		return fmt.Errorf("%w: root: %w", ErrBadStatic, err)
 	}
 	h.rootPath = real
 	h.rootPrefix = strings.TrimSuffix(real, "/") + "/"
-	h.retry.h = h
-	return h, nil
+	return nil
 }
 
 func (h *staticHandler) close() error { return h.root.Close() }

@@ -73,41 +73,17 @@ func (h *staticHandler) serveListing(c *Ctx, ri *reqInfo, clean []byte) {
 	if truncated {
 		des = des[:maxListing]
 	}
+	h.writeListing(c, ri, clean, h.listEntries(rel, des), truncated)
+}
+
+// listEntries returns the entries of the directory rel that a listing
+// shows, directories first and each group sorted by name.
+func (h *staticHandler) listEntries(rel string, des []fs.DirEntry) []listEntry {
 	entries := make([]listEntry, 0, len(des))
 	for _, de := range des {
-		name := de.Name()
-		if !h.allowHidden && strings.HasPrefix(name, ".") {
-			continue
+		if le, ok := h.listEntry(rel, de); ok {
+			entries = append(entries, le)
 		}
-		info, err := de.Info()
-		if err != nil {
-			continue
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if h.symlinks == symlinksNever {
-				continue
-			}
-			lf, lfi, st := h.open(joinRel(rel, name))
-			if st != 0 {
-				continue
-			}
-			_ = lf.Close()
-			info = lfi
-		}
-		if !info.IsDir() && !info.Mode().IsRegular() {
-			continue
-		}
-		le := listEntry{Name: name, IsDir: info.IsDir(), ModTime: info.ModTime().UTC().Truncate(time.Second)}
-		le.URL = url.PathEscape(name)
-		if strings.Contains(name, ":") {
-			le.URL = "./" + le.URL // "a:b" must not read as a scheme
-		}
-		if le.IsDir {
-			le.URL += "/"
-		} else {
-			le.Size = info.Size()
-		}
-		entries = append(entries, le)
 	}
 	slices.SortFunc(entries, func(a, b listEntry) int {
 		if a.IsDir != b.IsDir {
@@ -118,7 +94,53 @@ func (h *staticHandler) serveListing(c *Ctx, ri *reqInfo, clean []byte) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	return entries
+}
 
+// listEntry describes the entry de of the directory rel, and reports
+// false for one the listing leaves out: a hidden name unless hidden files
+// are allowed, a symbolic link the handler would not follow, and anything
+// that is neither a directory nor a regular file.
+func (h *staticHandler) listEntry(rel string, de fs.DirEntry) (listEntry, bool) {
+	name := de.Name()
+	if !h.allowHidden && strings.HasPrefix(name, ".") {
+		return listEntry{}, false
+	}
+	info, err := de.Info()
+	if err != nil {
+		return listEntry{}, false
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if h.symlinks == symlinksNever {
+			return listEntry{}, false
+		}
+		lf, lfi, st := h.open(joinRel(rel, name))
+		if st != 0 {
+			return listEntry{}, false
+		}
+		_ = lf.Close()
+		info = lfi
+	}
+	if !info.IsDir() && !info.Mode().IsRegular() {
+		return listEntry{}, false
+	}
+	le := listEntry{Name: name, IsDir: info.IsDir(), ModTime: info.ModTime().UTC().Truncate(time.Second)}
+	le.URL = url.PathEscape(name)
+	if strings.Contains(name, ":") {
+		le.URL = "./" + le.URL // "a:b" must not read as a scheme
+	}
+	if le.IsDir {
+		le.URL += "/"
+	} else {
+		le.Size = info.Size()
+	}
+	return le, true
+}
+
+// writeListing answers with entries as JSON when the client asked for it
+// and as HTML otherwise; truncated says the directory held more entries
+// than a listing shows.
+func (h *staticHandler) writeListing(c *Ctx, ri *reqInfo, clean []byte, entries []listEntry, truncated bool) {
 	c.Resp.Status = 200
 	if ri.acceptsJSON {
 		body, _ := json.Marshal(entries)
