@@ -195,21 +195,16 @@ func (s *Server) writeLoopMetrics(w *metrics.Writer) {
 			w.Uint("gale_responses_total", l.Stats.ByClass[c].Load(), "loop", loopLabel(i), "class", statusClasses[c])
 		}
 	}
-	w.Family("gale_event_loops", metrics.Gauge, "Event loops that have taken a connection.")
-	w.Int("gale_event_loops", int64(len(loops)))
+	w.Gauge("gale_event_loops", "Event loops that have taken a connection.", int64(len(loops)))
 }
 
 // writeBudgetMetrics writes the descriptor budget's state.
 func (s *Server) writeBudgetMetrics(w *metrics.Writer) {
 	b := s.sh.Budget.Snapshot()
-	w.Family("gale_descriptors_limit", metrics.Gauge, "Descriptors gale may hold (the budget under RLIMIT_NOFILE).")
-	w.Int("gale_descriptors_limit", b.Limit)
-	w.Family("gale_descriptors_used", metrics.Gauge, "Descriptors held: clients, upstreams, duplicated sockets, open files, tunnels.")
-	w.Int("gale_descriptors_used", b.Used)
-	w.Family("gale_descriptors_refused_total", metrics.Counter, "Acquisitions refused for want of descriptors.")
-	w.Uint("gale_descriptors_refused_total", b.Refused)
-	w.Family("gale_connections_limit_refused_total", metrics.Counter, "Client connections refused by limits.connections.")
-	w.Uint("gale_connections_limit_refused_total", b.Full)
+	w.Gauge("gale_descriptors_limit", "Descriptors gale may hold (the budget under RLIMIT_NOFILE).", b.Limit)
+	w.Gauge("gale_descriptors_used", "Descriptors held: clients, upstreams, duplicated sockets, open files, tunnels.", b.Used)
+	w.Counter("gale_descriptors_refused_total", "Acquisitions refused for want of descriptors.", b.Refused)
+	w.Counter("gale_connections_limit_refused_total", "Client connections refused by limits.connections.", b.Full)
 }
 
 // writeCacheMetrics writes the file cache's state.
@@ -218,23 +213,15 @@ func (s *Server) writeCacheMetrics(w *metrics.Writer) {
 		return
 	}
 	c := s.files.Stats()
-	gauge := func(name, help string, v int64) {
-		w.Family(name, metrics.Gauge, help)
-		w.Int(name, v)
-	}
-	counter := func(name, help string, v uint64) {
-		w.Family(name, metrics.Counter, help)
-		w.Uint(name, v)
-	}
-	gauge("gale_cache_entries", "Live cache slots (files, directories, negative results).", int64(c.Entries))
-	gauge("gale_cache_bytes", "Bytes charged to the cache budget, pinned old versions included.", c.Bytes)
-	gauge("gale_cache_max_bytes", "The cache budget (cache.max_bytes).", c.MaxBytes)
-	counter("gale_cache_loads_total", "Files read from disk, directories and negative results recorded.", c.Loads)
-	counter("gale_cache_evictions_total", "Slots evicted to stay within the budget.", c.Evictions)
-	counter("gale_cache_revalidations_total", "Stats done because revalidation was due.", c.Revalidations)
-	counter("gale_cache_changes_total", "Revalidations that found a file changed, deleted or replaced.", c.Changes)
-	counter("gale_cache_sidecars_total", "Precompressed sidecar files read.", c.Sidecars)
-	counter("gale_cache_uncached_total", "Loads served without being kept.", c.Uncached)
+	w.Gauge("gale_cache_entries", "Live cache slots (files, directories, negative results).", int64(c.Entries))
+	w.Gauge("gale_cache_bytes", "Bytes charged to the cache budget, pinned old versions included.", c.Bytes)
+	w.Gauge("gale_cache_max_bytes", "The cache budget (cache.max_bytes).", c.MaxBytes)
+	w.Counter("gale_cache_loads_total", "Files read from disk, directories and negative results recorded.", c.Loads)
+	w.Counter("gale_cache_evictions_total", "Slots evicted to stay within the budget.", c.Evictions)
+	w.Counter("gale_cache_revalidations_total", "Stats done because revalidation was due.", c.Revalidations)
+	w.Counter("gale_cache_changes_total", "Revalidations that found a file changed, deleted or replaced.", c.Changes)
+	w.Counter("gale_cache_sidecars_total", "Precompressed sidecar files read.", c.Sidecars)
+	w.Counter("gale_cache_uncached_total", "Loads served without being kept.", c.Uncached)
 	w.Family("gale_cache_compressions_total", metrics.Counter, "Bodies compressed on the fly, by encoding.")
 	for e := cache.Gzip; int(e) < len(c.Compressions); e++ {
 		w.Uint("gale_cache_compressions_total", c.Compressions[e], "encoding", e.String())
@@ -244,22 +231,17 @@ func (s *Server) writeCacheMetrics(w *metrics.Writer) {
 // writeProxyMetrics writes the proxy's counters, summed over loops.
 func (s *Server) writeProxyMetrics(w *metrics.Writer) {
 	p := s.ProxyStats()
-	counter := func(name, help string, v uint64) {
-		w.Family(name, metrics.Counter, help)
-		w.Uint(name, v)
-	}
-	counter("gale_upstream_requests_total", "Requests forwarded to upstreams.", p.Requests)
-	counter("gale_upstream_dials_total", "Connections dialed to upstreams.", p.Dials)
-	counter("gale_upstream_dial_failures_total", "Dials refused, failed or timed out.", p.DialFails)
-	counter("gale_upstream_reused_total", "Requests sent on a pooled connection.", p.Reused)
-	counter("gale_upstream_retries_total", "Further attempts after a failed one.", p.Retries)
-	counter("gale_upstream_errors_total", "502 and 504 answered by the proxy.", p.Errors)
-	counter("gale_upstream_timeouts_total", "Connect, response-header or body-read timeouts.", p.Timeouts)
-	counter("gale_upstream_truncated_total", "Responses cut short after they started (the client closed).", p.Truncated)
-	counter("gale_upstream_refused_total", "Requests answered 503 for want of a descriptor for a new upstream connection.", p.Refused)
-	counter("gale_upstream_tunnels_total", "Upgraded connections tunnelled.", p.Tunnels)
-	w.Family("gale_upstream_connections_open", metrics.Gauge, "Connections to upstreams open, pooled or in use.")
-	w.Int("gale_upstream_connections_open", p.Open)
+	w.Counter("gale_upstream_requests_total", "Requests forwarded to upstreams.", p.Requests)
+	w.Counter("gale_upstream_dials_total", "Connections dialed to upstreams.", p.Dials)
+	w.Counter("gale_upstream_dial_failures_total", "Dials refused, failed or timed out.", p.DialFails)
+	w.Counter("gale_upstream_reused_total", "Requests sent on a pooled connection.", p.Reused)
+	w.Counter("gale_upstream_retries_total", "Further attempts after a failed one.", p.Retries)
+	w.Counter("gale_upstream_errors_total", "502 and 504 answered by the proxy.", p.Errors)
+	w.Counter("gale_upstream_timeouts_total", "Connect, response-header or body-read timeouts.", p.Timeouts)
+	w.Counter("gale_upstream_truncated_total", "Responses cut short after they started (the client closed).", p.Truncated)
+	w.Counter("gale_upstream_refused_total", "Requests answered 503 for want of a descriptor for a new upstream connection.", p.Refused)
+	w.Counter("gale_upstream_tunnels_total", "Upgraded connections tunnelled.", p.Tunnels)
+	w.Gauge("gale_upstream_connections_open", "Connections to upstreams open, pooled or in use.", p.Open)
 }
 
 // writeAccessLogMetrics writes what the access log lost.
@@ -267,8 +249,7 @@ func (s *Server) writeAccessLogMetrics(w *metrics.Writer) {
 	if s.sh.Access == nil {
 		return
 	}
-	w.Family("gale_access_log_dropped_total", metrics.Counter, "Access log lines dropped: the writer fell behind, or writing failed (a full disk).")
-	w.Uint("gale_access_log_dropped_total", s.sh.Access.Dropped())
+	w.Counter("gale_access_log_dropped_total", "Access log lines dropped: the writer fell behind, or writing failed (a full disk).", s.sh.Access.Dropped())
 }
 
 // writeReloadMetrics writes the reload counters.

@@ -47,6 +47,18 @@ func (w *Writer) Family(name string, typ Type, help string) {
 	w.b = append(w.b, '\n')
 }
 
+// Counter writes a counter family of one sample without labels.
+func (w *Writer) Counter(name, help string, v uint64) {
+	w.Family(name, Counter, help)
+	w.Uint(name, v)
+}
+
+// Gauge writes a gauge family of one sample without labels.
+func (w *Writer) Gauge(name, help string, v int64) {
+	w.Family(name, Gauge, help)
+	w.Int(name, v)
+}
+
 // Uint writes one sample with an integer value. labels are name, value
 // pairs.
 func (w *Writer) Uint(name string, v uint64, labels ...string) {

@@ -63,3 +63,21 @@ func TestWriterAllocs(t *testing.T) {
 		t.Errorf("%v allocations per scrape, want 0", n)
 	}
 }
+
+// A one-sample family reads back as its type with its value.
+func TestWriterSingles(t *testing.T) {
+	var w Writer
+	w.Counter("gale_x_total", "X.", 7)
+	w.Gauge("gale_y", "Y.", -2)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(w.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fams["gale_x_total"]; f == nil || f.GetType().String() != "COUNTER" || f.Metric[0].GetCounter().GetValue() != 7 {
+		t.Errorf("counter: %v", f)
+	}
+	if f := fams["gale_y"]; f == nil || f.GetType().String() != "GAUGE" || f.Metric[0].GetGauge().GetValue() != -2 {
+		t.Errorf("gauge: %v", f)
+	}
+}
