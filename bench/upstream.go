@@ -175,7 +175,10 @@ func readUpstreamRequest(br *bufio.Reader) (req upstreamRequest, fail []byte, ok
 	if !ok1 || !ok2 || !bytes.HasPrefix(version, []byte("HTTP/1.")) {
 		return req, resp400, false
 	}
-	req.method, req.target = method, target
+	// Copied: reading the header lines may refill the reader's buffer,
+	// which would overwrite the request line's bytes.
+	kept := append(append(make([]byte, 0, len(method)+len(target)), method...), target...)
+	req.method, req.target = kept[:len(method):len(method)], kept[len(method):]
 	req.http10 = string(version) == "HTTP/1.0"
 	for {
 		h, err := br.ReadSlice('\n')

@@ -114,3 +114,42 @@ func TestUpstreamStatsEndpoint(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// Pipelined requests whose header lines cross the reader's buffer refills
+// are each answered for their own path: the request line is not read back
+// from a buffer the header lines have overwritten.
+func TestUpstreamPipelinedAcrossRefills(t *testing.T) {
+	addr, _ := startTestUpstream(t)
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	pad := strings.Repeat("p", 3000)
+	var reqs strings.Builder
+	const n = 40 // about 120 KiB of requests: several refills of a 16 KiB buffer
+	for i := range n {
+		path := "/a.bin"
+		if i%2 == 1 {
+			path = "/b.bin"
+		}
+		fmt.Fprintf(&reqs, "GET %s HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\nX-Pad2: %s\r\n\r\n", path, pad[:1000+i*37], pad)
+	}
+	go io.WriteString(c, reqs.String())
+	br := bufio.NewReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		want := 5
+		if i%2 == 1 {
+			want = 20000
+		}
+		if resp.StatusCode != 200 || len(body) != want {
+			t.Fatalf("response %d: status %d, %d bytes, want 200 and %d", i, resp.StatusCode, len(body), want)
+		}
+	}
+}
