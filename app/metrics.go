@@ -48,9 +48,10 @@ func (s *Server) openMetrics(cfg *config.Config) error {
 		return fmt.Errorf("metrics.listen: %w", err)
 	}
 	s.ops.ln, s.ops.path = ln, m.Path
-	mux := http.NewServeMux()
-	mux.HandleFunc(m.Path, s.serveMetrics)
-	s.ops.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	// serveMetrics compares the path itself: a ServeMux would read
+	// metrics.path as a pattern ("{" starts a wildcard, and a bad one
+	// panics).
+	s.ops.srv = &http.Server{Handler: http.HandlerFunc(s.serveMetrics), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
 	return nil
 }
 

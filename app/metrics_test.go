@@ -187,6 +187,23 @@ func TestMetricsCounts(t *testing.T) {
 	}
 }
 
+// A metrics.path with pattern syntax in it ("{", which a ServeMux would
+// read as a wildcard and panic on) is served as the plain path it is.
+func TestMetricsPathIsLiteral(t *testing.T) {
+	cfg := strings.Replace(metricsConfig(deadAddr(t)), `metrics: {listen: "127.0.0.1:0"}`, `metrics: {listen: "127.0.0.1:0", path: "/m{"}`, 1)
+	ts := startServer(t, cfg, map[string]string{"a.txt": "a"})
+	for path, want := range map[string]int{"/m%7B": 200, "/m": 404, "/mx": 404} {
+		resp, err := http.Get("http://" + ts.srv.MetricsAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
 // Only the configured path is served on the metrics listener, and the
 // server's own listeners do not serve metrics.
 func TestMetricsPaths(t *testing.T) {
