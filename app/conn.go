@@ -28,6 +28,7 @@ type conn struct {
 	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
+	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none
 }
 
 func newConn(l *loop, c gnet.Conn) *conn {

@@ -237,13 +237,18 @@ func (c *Conn) Dup() (net.Conn, error) {
 // the loop's buffer before Record returns, so rec's slices need to be
 // valid only now (see accesslog.Record).
 func (c *Conn) Record(rec *accesslog.Record, status int, bodyBytes, now int64) {
-	l := c.Loop
+	c.Loop.Record(c.Remote.Addr(), rec, status, bodyBytes, now)
+}
+
+// Record counts one request answered on the loop to a client at remote
+// and appends its access log line (see Conn.Record).
+func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, status int, bodyBytes, now int64) {
 	l.Stats.Requests.Add(1)
 	if k := status / 100; k >= 1 && k <= 5 {
 		l.Stats.ByClass[k].Add(1)
 	}
 	if a := l.Shared.Access; a != nil {
-		l.Alog = a.AppendLine(l.Alog, c.Remote.Addr(), rec, status, bodyBytes, now)
+		l.Alog = a.AppendLine(l.Alog, remote, rec, status, bodyBytes, now)
 		if len(l.Alog) >= accesslog.FlushBytes {
 			l.FlushAccessLog()
 		}
