@@ -1,0 +1,98 @@
+//go:build !race
+
+package app
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"gale/app/wire"
+	"gale/config"
+)
+
+// TestAltSvcAllocs proves that advertising HTTP/3 (the listener's Alt-Svc
+// field, rendered once) keeps HTTP/1.1 and HTTP/2 responses at zero
+// allocations, for a respond route and a cached static file, and that
+// the field is written: each response grows by it.
+func TestAltSvcAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/index.html", []byte("<h1>hello</h1>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    static: {root: .}
+  - path: /hello
+    respond: {status: 200, body: "hello\n"}
+`), dir+"/gale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := wire.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bareServer()
+	s.sh.Set.Store(set)
+	h1Line, h2Value := altSvcLines(8443, cfg.Server.HTTP3)
+	for _, path := range []string{"/hello", "/index.html"} {
+		for _, proto := range []string{"h1", "h2"} {
+			t.Run(proto+path, func(t *testing.T) {
+				plain := altSvcServe(t, s, proto, path, nil, nil)
+				with := altSvcServe(t, s, proto, path, h1Line, h2Value)
+				if with <= plain {
+					t.Fatalf("with Alt-Svc %d bytes per response, without %d", with, plain)
+				}
+			})
+		}
+	}
+}
+
+// altSvcServe serves path over proto on a connection advertising
+// h1Line/h2Value, fails on any allocation per request, and returns the
+// bytes written per request.
+func altSvcServe(t *testing.T, s *Server, proto, path string, h1Line, h2Value []byte) int {
+	fc := &fakeConn{}
+	cs := newConn(newLoop(s, nil), fc)
+	cs.h1.SetAltSvc(h1Line)
+	cs.altH2 = h2Value
+	var reqs [][]byte
+	if proto == "h2" {
+		var start []byte
+		start, reqs = h2Frames(t, path, 400)
+		fc.in = start
+		cs.onTraffic()
+	} else {
+		for range 400 {
+			reqs = append(reqs, []byte("GET "+path+" HTTP/1.1\r\nHost: example.com\r\n\r\n"))
+		}
+	}
+	next := 0
+	serve := func() {
+		fc.in = reqs[next]
+		next++
+		cs.onTraffic()
+		if len(fc.in) != 0 {
+			t.Fatalf("left %d bytes", len(fc.in))
+		}
+	}
+	for range 20 {
+		serve() // grow the buffers (and load the file into the cache)
+	}
+	if proto == "h2" {
+		waitCached(t, cs, serve)
+	} else {
+		for range 100 {
+			serve()
+		}
+	}
+	before := fc.written
+	if n := testing.AllocsPerRun(200, serve); n != 0 {
+		t.Fatalf("%v allocations per request, want 0", n)
+	}
+	return (fc.written - before) / 201
+}
