@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go/http3"
+
+	"gale/config"
 )
 
 // h3Site is h2Site on a TLS listener that serves HTTP/3 too, with
@@ -327,5 +331,83 @@ func TestHTTP3GracefulStop(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Stop did not return")
+	}
+}
+
+// TestHTTP3CertificateReload: the QUIC handshakes use the TLS listener's
+// certificates, and a reload (here the SIGHUP path, with files of other
+// names) reaches new HTTP/3 connections at once; TLS is 1.3.
+func TestHTTP3CertificateReload(t *testing.T) {
+	ts := h3Server(t, nil)
+	resp, _ := h3Get(t, h3Client(t, ts), "GET", "https://"+ts.tlsAddr+"/hello")
+	if resp.TLS == nil || resp.TLS.Version != tls.VersionTLS13 || resp.TLS.NegotiatedProtocol != "h3" {
+		t.Fatalf("TLS state %+v", resp.TLS)
+	}
+	first := resp.TLS.PeerCertificates[0].SerialNumber
+	leaf := ts.ca.issue(ts.dir, "next", "localhost", "127.0.0.1")
+	file := filepath.Join(ts.dir, "gale.yaml")
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.ReplaceAll(string(text), "{cert: cert.pem, key: cert.key}", "{cert: next.pem, key: next.key}")
+	if err := os.WriteFile(file, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes, err := ts.srv.Reload(cfg); err != nil || len(notes) != 0 {
+		t.Fatalf("Reload: %v %v", notes, err)
+	}
+	resp, _ = h3Get(t, h3Client(t, ts), "GET", "https://"+ts.tlsAddr+"/hello")
+	if got := resp.TLS.PeerCertificates[0].SerialNumber; got.Cmp(leaf.SerialNumber) != 0 || got.Cmp(first) == 0 {
+		t.Fatalf("serial %v after the reload, want %v", got, leaf.SerialNumber)
+	}
+}
+
+// TestHTTP3ProxyRefused: a listener with http3 in a config that proxies
+// is refused (the reverse proxy answers over HTTP/1.1 only), naming the
+// listener.
+func TestHTTP3ProxyRefused(t *testing.T) {
+	dir := t.TempDir()
+	newTestCA(t).issue(dir, "c", "localhost")
+	cfg, err := config.Parse([]byte(`listen:
+  - {address: "127.0.0.1:0", http3: true, tls: {certificates: [{cert: c.pem, key: c.key}]}}
+routes:
+  - path: /
+    proxy: {to: ["127.0.0.1:9"]}
+`), filepath.Join(dir, "x.yaml"))
+	if err == nil {
+		err = Check(cfg)
+	}
+	if err == nil || !strings.Contains(err.Error(), "http3 cannot be served while a route proxies") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestHTTP3Curl fetches over HTTP/3 with curl --http3-only, when the
+// installed curl was built with HTTP/3 (Debian 12's curl 7.88 was not:
+// the test then skips).
+func TestHTTP3Curl(t *testing.T) {
+	out, err := exec.Command("curl", "--version").Output()
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	if !strings.Contains(string(out), "HTTP3") {
+		t.Skip("the installed curl has no HTTP/3 support (its Features lack HTTP3)")
+	}
+	ts := h3Server(t, nil)
+	ca := filepath.Join(ts.dir, "ca.pem")
+	if err := os.WriteFile(ca, ts.ca.rootPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(ts.tlsAddr, ":")
+	got, err := exec.Command("curl", "-sS", "--http3-only", "--cacert", ca,
+		"--resolve", "localhost:"+port+":127.0.0.1", "-w", " %{http_version}",
+		"https://localhost:"+port+"/hello").CombinedOutput()
+	if err != nil || string(got) != "hello\n 3" {
+		t.Fatalf("curl: %q %v", got, err)
 	}
 }
