@@ -54,12 +54,14 @@ func (ex *exchange) discardBody(w http.ResponseWriter, r *http.Request) int {
 	if r.ContentLength > limit {
 		return 413
 	}
-	rc := http.NewResponseController(w)
+	rc, _ := w.(interface{ SetReadDeadline(time.Time) error })
 	bp := bodyBufs.Get().(*[]byte)
 	defer bodyBufs.Put(bp)
 	total := int64(0)
 	for {
-		_ = rc.SetReadDeadline(time.Now().Add(wait))
+		if rc != nil {
+			_ = rc.SetReadDeadline(time.Now().Add(wait))
+		}
 		n, err := r.Body.Read(*bp)
 		total += int64(n)
 		if total > limit {

@@ -39,14 +39,16 @@ type Config struct {
 // Listener is one TLS listener's HTTP/3 side. Its methods are safe for
 // concurrent use.
 type Listener struct {
-	cfg  Config
-	udp  *net.UDPConn
-	tr   *quic.Transport
-	ln   http3.QUICListener
-	srv  *http3.Server
-	next atomic.Uint32 // round robin over the loops, per QUIC connection
-	pool sync.Pool     // *exchange
-	stop sync.Once
+	cfg   Config
+	udp   *net.UDPConn
+	tr    *quic.Transport
+	ln    http3.QUICListener
+	srv   *http3.Server
+	next  atomic.Uint32 // round robin over the loops, per QUIC connection
+	pool  sync.Pool     // *exchange
+	heads headCache     // parsed cached-file heads
+	date  dateCache     // the Date value of the current second
+	stop  sync.Once
 }
 
 // errNoLoop answers a request that arrived before any event loop ran.

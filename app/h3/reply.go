@@ -1,7 +1,6 @@
 package h3
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,22 +17,14 @@ func (ex *exchange) write(w http.ResponseWriter) {
 	resp := &ex.ctx.Resp
 	h := w.Header()
 	if resp.Head != nil {
-		headFields(h, resp.Head)
+		ex.l.heads.get(resp.Head).addTo(h)
 	} else {
-		if len(ex.server) > 0 {
-			h["Server"] = []string{string(ex.server)}
-		}
-		for _, f := range resp.Headers {
-			if !codec.ConnectionSpecific(f.Name) {
-				name := http.CanonicalHeaderKey(string(f.Name))
-				h[name] = append(h[name], string(f.Value))
-			}
-		}
+		ex.addFields(h, resp)
 	}
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil // no sniffing: the field is absent as on the other protocols
 	}
-	h["Date"] = []string{dateValue()}
+	h["Date"] = ex.l.date.now()
 	bodyless := ex.status < 200 || ex.status == 204 || ex.status == 304
 	if bodyless {
 		delete(h, "Content-Length")
@@ -45,6 +36,28 @@ func (ex *exchange) write(w http.ResponseWriter) {
 		return
 	}
 	ex.writeBody(w, resp)
+}
+
+// addFields adds the Server field and resp's fields to h, but the
+// connection-specific ones. The values of all fields share one slice.
+func (ex *exchange) addFields(h http.Header, resp *handlers.Response) {
+	vals := make([]string, 0, len(resp.Headers)+1)
+	if len(ex.server) > 0 {
+		vals = append(vals, string(ex.server))
+		h["server"] = vals[0:1:1]
+	}
+	for _, f := range resp.Headers {
+		if codec.ConnectionSpecific(f.Name) {
+			continue
+		}
+		k := fieldKey(f.Name)
+		vals = append(vals, string(f.Value))
+		if old := h[k]; old != nil {
+			h[k] = append(old, vals[len(vals)-1])
+		} else {
+			h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
+	}
 }
 
 // writeBody writes resp's body: bytes, file regions, or parts of both.
@@ -90,30 +103,6 @@ func copyFile(w http.ResponseWriter, resp *handlers.Response, off, n int64) bool
 		n -= int64(k)
 	}
 	return true
-}
-
-// headFields adds the fields of a head rendered ahead of time
-// (Response.Head: a status line, a Date line, then "Name: value" lines)
-// to h, but the status line and Date, which the writer renders.
-func headFields(h http.Header, head []byte) {
-	i := bytes.IndexByte(head, '\n') + 1 // after the status line
-	for i < len(head) {
-		end := bytes.IndexByte(head[i:], '\n')
-		if end < 0 {
-			end = len(head) - i
-		}
-		line := bytes.TrimRight(head[i:i+end], "\r")
-		i += end + 1
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
-		name := http.CanonicalHeaderKey(string(line[:colon]))
-		if name == "Date" {
-			continue
-		}
-		h[name] = append(h[name], string(bytes.TrimLeft(line[colon+1:], " \t")))
-	}
 }
 
 // dateValue is the Date field value of the current second.
