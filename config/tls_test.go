@@ -273,9 +273,10 @@ x.yaml:6:83: listen[4].protocols[0]: expected one of h1, h2, h2c, got "http/1.1"
 			want:   `x.yaml:1:35: listen.http3: expected true or false, got "yes"` + "\n",
 		},
 		{
-			name:   "http3 on a TLS listener",
-			listen: "listen: {address: \":8443\", http3: true, tls: {certificates: [{cert: b.pem, key: b.key}]}}\n",
-			want:   `"HTTP3": true,`,
+			name:    "http3 on a TLS listener",
+			listen:  "listen: {address: \":8443\", http3: true, tls: {certificates: [{cert: b.pem, key: b.key}]}}\n",
+			want:    `"HTTP3": true,`,
+			summary: "listen  :8443  tls (1 certificate)  http3 (udp)",
 		},
 		{
 			name:   "tls and redirect together",
