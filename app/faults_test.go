@@ -242,4 +242,3 @@ func TestConnectionBurst(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 }
-
