@@ -136,5 +136,5 @@ func (r *soakReport) svg() string {
 	return svgDoc(int(50+cols*(w+70)), int(40+float64(rows)*(h+70)), b.String())
 }
 
-func fmtOne(v float64) string { return fmt.Sprintf("%.1f", v) }
+func fmtOne(v float64) string   { return fmt.Sprintf("%.1f", v) }
 func fmtWhole(v float64) string { return fmt.Sprintf("%.0f", v) }
