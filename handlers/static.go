@@ -396,7 +396,9 @@ func (h *staticHandler) loadFailed(c *Ctx, ri *reqInfo, err error, clean []byte,
 	case errors.Is(err, cache.ErrBusy), errors.Is(err, cache.ErrClosed):
 		h.serveUncached(c, ri, clean, dir)
 	case errors.Is(err, cache.ErrUnsettled):
-		h.fail(c, 503) // being rewritten: no whole version to send yet
+		// Being rewritten: no whole version to send yet.
+		c.Error(503)
+		c.Resp.Add(hdrRetryAfter, retryAfterOne)
 	default:
 		h.fail(c, 500)
 	}
