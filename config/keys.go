@@ -345,8 +345,12 @@ var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 a
 	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
 )
 
+// routeNamePattern is what a route's name must match.
+const routeNamePattern = `^[A-Za-z0-9_.-]{1,64}$`
+
 var routeKeys = func() *keySpec {
 	r := sectionKey("", "A route: a host and path prefix and what answers them.",
+		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (letters, digits, "_", ".", "-", up to 64; unique); absent = its index in the file ("0", "1", ...).`},
 		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
 		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
 		matchKeys,
