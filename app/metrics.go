@@ -48,6 +48,7 @@ func (s *Server) openMetrics(cfg *config.Config) error {
 		return fmt.Errorf("metrics.listen: %w", err)
 	}
 	s.ops.ln, s.ops.path = ln, m.Path
+	s.sh.Metered = true // before any loop runs
 	// serveMetrics compares the path itself: a ServeMux would read
 	// metrics.path as a pattern ("{" starts a wildcard, and a bad one
 	// panics).
@@ -130,6 +131,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // WriteMetrics writes every metric the server keeps to w.
 func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeLoopMetrics(w)
+	s.writeExchangeMetrics(w)
 	s.writeBudgetMetrics(w)
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)

@@ -76,27 +76,30 @@ routes:
 		"index":     "GET / HTTP/1.1\r\nHost: example.com\r\nAccept: text/html\r\n\r\n",
 		"pipelined": "GET /app.js HTTP/1.1\r\nHost: a\r\n\r\nHEAD /index.html HTTP/1.1\r\nHost: a\r\n\r\n",
 	}
-	for name, req := range cases {
-		t.Run(name, func(t *testing.T) {
-			raw := []byte(req)
-			serve := func() {
-				fc.in = raw
-				if a := cs.serve(); a != gnet.None {
-					t.Fatalf("action %v", a)
+	for _, metered := range []bool{false, true} {
+		for name, req := range cases {
+			t.Run(meteredName(name, metered), func(t *testing.T) {
+				s.Metered = metered
+				raw := []byte(req)
+				serve := func() {
+					fc.in = raw
+					if a := cs.serve(); a != gnet.None {
+						t.Fatalf("action %v", a)
+					}
+					if len(fc.in) != 0 || cs.closeAfter || cs.xfer != nil || cs.pending != nil {
+						t.Fatalf("left %d bytes, closeAfter %v, transfer %v, waiting %v", len(fc.in), cs.closeAfter, cs.xfer != nil, cs.pending != nil)
+					}
 				}
-				if len(fc.in) != 0 || cs.closeAfter || cs.xfer != nil || cs.pending != nil {
-					t.Fatalf("left %d bytes, closeAfter %v, transfer %v, waiting %v", len(fc.in), cs.closeAfter, cs.xfer != nil, cs.pending != nil)
+				serve() // load the file and grow the buffers
+				before := fc.written
+				if n := testing.AllocsPerRun(200, serve); n != 0 {
+					t.Fatalf("%v allocations per request, want 0", n)
 				}
-			}
-			serve() // load the file and grow the buffers
-			before := fc.written
-			if n := testing.AllocsPerRun(200, serve); n != 0 {
-				t.Fatalf("%v allocations per request, want 0", n)
-			}
-			if fc.written == before {
-				t.Fatal("nothing written")
-			}
-		})
+				if fc.written == before {
+					t.Fatal("nothing written")
+				}
+			})
+		}
 	}
 	// The responses are what they should be.
 	rc := &recordConn{fakeConn: &fakeConn{}}
