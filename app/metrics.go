@@ -132,6 +132,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeLoopMetrics(w)
 	s.writeExchangeMetrics(w)
+	s.writeConnMetrics(w)
+	s.writeTLSMetrics(w)
 	s.writeBudgetMetrics(w)
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)

@@ -94,11 +94,29 @@ func BenchmarkServeRespond(b *testing.B) {
 	fc := &fakeConn{}
 	cs := newTestConn(newTestLoop(s), fc)
 	raw := []byte("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(raw)))
-	for i := 0; i < b.N; i++ {
+	benchMetered(b, &s.Metered, func() {
 		fc.in = raw
 		cs.serve()
+	})
+}
+
+// benchMetered runs serve as two sub-benchmarks, with the per-route
+// metrics off and on (metered), so that -count interleaves them.
+func benchMetered(b *testing.B, metered *bool, serve func()) {
+	for _, on := range []bool{false, true} {
+		name := "metrics=off"
+		if on {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			*metered = on
+			serve()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				serve()
+			}
+		})
 	}
 }
 

@@ -64,10 +64,5 @@ func BenchmarkProxyExchange(b *testing.B) {
 	f.resp = append([]byte("HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n"+
 		"Content-Type: application/octet-stream\r\nContent-Length: 128\r\nConnection: keep-alive\r\n\r\n"), body...)
 	f.exchange(b)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(f.req) + len(f.resp)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		f.exchange(b)
-	}
+	benchMetered(b, &f.cs.Loop.Shared.Metered, func() { f.exchange(b) })
 }
