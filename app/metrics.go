@@ -137,6 +137,7 @@ func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeBudgetMetrics(w)
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)
+	s.writeUpstreamMetrics(w)
 	s.writeReloadMetrics(w)
 	s.writeAccessLogMetrics(w)
 	writeProcessMetrics(w, s.ops.started)
