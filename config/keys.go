@@ -223,6 +223,7 @@ var accessLogKeys = sectionKey("access_log", "The request log.",
 var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listener of their own (off the event loops).",
 	&keySpec{name: "listen", typ: typeString, def: `""`, doc: `"" = off; else "host:port" to serve metrics on (keep it private, e.g. 127.0.0.1:9180).`},
 	&keySpec{name: "path", typ: typeString, def: "/metrics", doc: "The path the metrics are served at; other paths answer 404."},
+	&keySpec{name: "stub_status", typ: typeString, def: `""`, doc: `A path of the metrics listener that answers in the format of nginx's stub_status (for nginx-prometheus-exporter); "" = none.`},
 )
 
 // headerNamePattern is what header rule names look like (RFC 9110 section

@@ -409,6 +409,24 @@ func (d *decoder) metrics(n *yaml.Node, path string, m *Metrics) {
 			}
 		}
 	}
+	if v := s.get("stub_status"); v != nil {
+		d.stubStatus(v, join(path, "stub_status"), m)
+	}
+}
+
+// stubStatus decodes metrics.stub_status: a path other than the metrics'
+// own.
+func (d *decoder) stubStatus(v *yaml.Node, p string, m *Metrics) {
+	sp, ok := d.str(v, p)
+	switch {
+	case !ok || sp == "":
+	case !strings.HasPrefix(sp, "/") || strings.ContainsAny(sp, "?# \t"):
+		d.errorf(deref(v), p, "expected a path such as /nginx_status, got %s", quote(sp))
+	case sp == m.Path:
+		d.errorf(deref(v), p, "%s is metrics.path already: give the stub_status page a path of its own, e.g. /nginx_status", quote(sp))
+	default:
+		m.Stub = sp
+	}
 }
 
 // checkMetricsAddress refuses a metrics listener on one of the server's

@@ -26,6 +26,7 @@ type Config struct {
 type Metrics struct {
 	Listen string // "" = off; else "host:port", on a listener of its own (not one of Listen)
 	Path   string // default "/metrics"
+	Stub   string // stub_status: the path of an nginx stub_status page on the metrics listener; "" = none
 	Pos    Pos    // where listen was given, for messages
 }
 
