@@ -244,14 +244,18 @@ func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, no
 	if k := status / 100; k >= 1 && k <= 5 {
 		l.Stats.ByClass[k].Add(1)
 	}
-	if l.Shared.Metered {
+	a := l.Shared.Access
+	if l.Shared.Metered || a != nil {
 		// The clock is read here, once per exchange, rather than taken
 		// from the event's start: a batch of pipelined requests shares
 		// one start, but each ends when its own response is rendered.
 		now = time.Now().UnixNano()
+	}
+	if l.Shared.Metered {
 		l.Meters.observe(m, status, bodyBytes, now)
 	}
-	if a := l.Shared.Access; a != nil {
+	if a != nil {
+		rec.SetTiming(now-m.Start, m.InBytes)
 		l.Alog = a.AppendLine(l.Alog, c.Remote.Addr(), rec, status, bodyBytes, now)
 		if len(l.Alog) >= accesslog.FlushBytes {
 			l.FlushAccessLog()
