@@ -63,25 +63,25 @@ func TestLineFormats(t *testing.T) {
 			name:     "HTTP/1.1 with fields",
 			raw:      "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\nReferer: http://r/\r\nUser-Agent: ua/1\r\n\r\n",
 			combined: `192.0.2.7 - - [` + ts + `] "GET /a?b=1 HTTP/1.1" 200 1234 "http://r/" "ua/1"` + "\n",
-			json: `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.1","method":"GET","host":"example.com","uri":"/a?b=1","headers":{"Referer":["http://r/"],"User-Agent":["ua/1"]}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.1","method":"GET","host":"example.com","uri":"/a?b=1","headers":{"Referer":["http://r/"],"User-Agent":["ua/1"]}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "HTTP/1.0 without fields",
 			raw:      "HEAD / HTTP/1.0\r\n\r\n",
 			combined: `192.0.2.7 - - [` + ts + `] "HEAD / HTTP/1.0" 200 1234 "-" "-"` + "\n",
-			json: `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.0","method":"HEAD","host":"","uri":"/","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.0","method":"HEAD","host":"","uri":"/","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "HTTP/2",
 			raw:      "POST /up HTTP/1.1\r\nHost: h\r\n\r\n",
 			h2:       true,
 			combined: `192.0.2.7 - - [` + ts + `] "POST /up HTTP/2.0" 200 1234 "-" "-"` + "\n",
-			json: `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/2.0","method":"POST","host":"h","uri":"/up","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/2.0","method":"POST","host":"h","uri":"/up","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "not parsed",
 			combined: `192.0.2.7 - - [` + ts + `] "-" 200 1234 "-" "-"` + "\n",
-			json: `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"","method":"","host":"","uri":"","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"","method":"","host":"","uri":"","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 	}
 	combined, json := openLog(t, "combined"), openLog(t, "json")
