@@ -50,7 +50,7 @@ type Log struct {
 
 type logStamp struct {
 	sec  int64
-	text string // combined: "30/Nov/2026:07:24:22 +0000"; json: RFC 3339
+	text string // "30/Nov/2026:07:24:22 +0000" (the combined format; JSON lines carry unix seconds)
 }
 
 // Open opens the log c describes (its path "-" is stdout) and starts its
@@ -244,13 +244,7 @@ func (a *Log) timestamp(now int64) string {
 	if s := a.stamp.Load(); s != nil && s.sec == sec {
 		return s.text
 	}
-	t := time.Unix(sec, 0)
-	s := &logStamp{sec: sec}
-	if a.json {
-		s.text = t.UTC().Format(time.RFC3339)
-	} else {
-		s.text = t.Format("02/Jan/2006:15:04:05 -0700")
-	}
+	s := &logStamp{sec: sec, text: time.Unix(sec, 0).Format("02/Jan/2006:15:04:05 -0700")}
 	a.stamp.Store(s)
 	return s.text
 }
@@ -260,42 +254,20 @@ func (a *Log) timestamp(now int64) string {
 // (whose slices must be valid now), from remote, answered with status and
 // bodyBytes at now (Unix nanoseconds). A request that could not be parsed
 // (rec without a method) is "-" in the combined format and empty strings
-// in JSON. Quotes, backslashes and bytes outside printable ASCII are
-// escaped, so a client cannot forge lines.
+// in JSON, whose layout is Caddy's (caddy.go). Quotes, backslashes and
+// bytes outside printable ASCII are escaped, so a client cannot forge
+// lines.
 //
 // AppendLine reads rec only while it runs and keeps nothing of it or of
 // dst. It is safe from any goroutine, and allocates nothing but, once a
-// second, the timestamp's text.
+// second, the combined format's timestamp text.
 func (a *Log) AppendLine(dst []byte, remote netip.Addr, rec *Record, status int, bodyBytes int64, now int64) []byte {
-	ts := a.timestamp(now)
 	if a.json {
-		dst = append(dst, `{"time":"`...)
-		dst = append(dst, ts...)
-		dst = append(dst, `","remote":"`...)
-		dst = remote.AppendTo(dst)
-		dst = append(dst, `","method":"`...)
-		dst = appendEscaped(dst, rec.method, true)
-		dst = append(dst, `","uri":"`...)
-		dst = appendEscaped(dst, rec.target, true)
-		dst = append(dst, `","proto":"`...)
-		if len(rec.method) > 0 {
-			dst = appendProto(dst, rec.version)
-		}
-		dst = append(dst, `","host":"`...)
-		dst = appendEscaped(dst, rec.host, true)
-		dst = append(dst, `","status":`...)
-		dst = strconv.AppendInt(dst, int64(status), 10)
-		dst = append(dst, `,"bytes":`...)
-		dst = strconv.AppendInt(dst, bodyBytes, 10)
-		dst = append(dst, `,"referer":"`...)
-		dst = appendEscaped(dst, rec.referer, true)
-		dst = append(dst, `","user_agent":"`...)
-		dst = appendEscaped(dst, rec.userAgent, true)
-		return append(dst, "\"}\n"...)
+		return appendJSON(dst, remote, rec, status, bodyBytes, now)
 	}
 	dst = remote.AppendTo(dst)
 	dst = append(dst, " - - ["...)
-	dst = append(dst, ts...)
+	dst = append(dst, a.timestamp(now)...)
 	dst = append(dst, "] \""...)
 	if len(rec.method) > 0 {
 		dst = appendEscaped(dst, rec.method, false)
@@ -342,18 +314,21 @@ const hexDigits = "0123456789abcdef"
 // printable ASCII escaped, so a client cannot forge log lines.
 func appendEscaped(dst, v []byte, json bool) []byte {
 	for _, c := range v {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c >= 0x7f:
-			if json {
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			} else {
-				dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
-			}
-		default:
-			dst = append(dst, c)
-		}
+		dst = appendEscapedByte(dst, c, json)
 	}
 	return dst
+}
+
+// appendEscapedByte appends c, escaped as appendEscaped does.
+func appendEscapedByte(dst []byte, c byte, json bool) []byte {
+	switch {
+	case c == '"' || c == '\\':
+		return append(dst, '\\', c)
+	case c < 0x20 || c >= 0x7f:
+		if json {
+			return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		return append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return append(dst, c)
 }

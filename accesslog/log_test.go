@@ -2,9 +2,11 @@ package accesslog
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,29 +63,25 @@ func TestLineFormats(t *testing.T) {
 			name:     "HTTP/1.1 with fields",
 			raw:      "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\nReferer: http://r/\r\nUser-Agent: ua/1\r\n\r\n",
 			combined: `192.0.2.7 - - [` + ts + `] "GET /a?b=1 HTTP/1.1" 200 1234 "http://r/" "ua/1"` + "\n",
-			json: `{"time":"2026-11-30T07:24:22Z","remote":"192.0.2.7","method":"GET","uri":"/a?b=1","proto":"HTTP/1.1",` +
-				`"host":"example.com","status":200,"bytes":1234,"referer":"http://r/","user_agent":"ua/1"}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.1","method":"GET","host":"example.com","uri":"/a?b=1","headers":{"Referer":["http://r/"],"User-Agent":["ua/1"]}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "HTTP/1.0 without fields",
 			raw:      "HEAD / HTTP/1.0\r\n\r\n",
 			combined: `192.0.2.7 - - [` + ts + `] "HEAD / HTTP/1.0" 200 1234 "-" "-"` + "\n",
-			json: `{"time":"2026-11-30T07:24:22Z","remote":"192.0.2.7","method":"HEAD","uri":"/","proto":"HTTP/1.0",` +
-				`"host":"","status":200,"bytes":1234,"referer":"","user_agent":""}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/1.0","method":"HEAD","host":"","uri":"/","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "HTTP/2",
 			raw:      "POST /up HTTP/1.1\r\nHost: h\r\n\r\n",
 			h2:       true,
 			combined: `192.0.2.7 - - [` + ts + `] "POST /up HTTP/2.0" 200 1234 "-" "-"` + "\n",
-			json: `{"time":"2026-11-30T07:24:22Z","remote":"192.0.2.7","method":"POST","uri":"/up","proto":"HTTP/2.0",` +
-				`"host":"h","status":200,"bytes":1234,"referer":"","user_agent":""}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"HTTP/2.0","method":"POST","host":"h","uri":"/up","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 		{
 			name:     "not parsed",
 			combined: `192.0.2.7 - - [` + ts + `] "-" 200 1234 "-" "-"` + "\n",
-			json: `{"time":"2026-11-30T07:24:22Z","remote":"192.0.2.7","method":"","uri":"","proto":"",` +
-				`"host":"","status":200,"bytes":1234,"referer":"","user_agent":""}` + "\n",
+			json:     `{"level":"info","ts":1796023462.000000000,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"192.0.2.7","client_ip":"192.0.2.7","proto":"","method":"","host":"","uri":"","headers":{}},"bytes_read":0,"duration":0.000000000,"size":1234,"status":200}` + "\n",
 		},
 	}
 	combined, json := openLog(t, "combined"), openLog(t, "json")
@@ -122,11 +120,12 @@ func TestLineEscaping(t *testing.T) {
 		userAgent: []byte(hostile + "\r\n"),
 		version:   codec.HTTP11,
 	}
+	rec.headers = []codec.Header{{Name: []byte("Referer"), Value: rec.referer}, {Name: []byte("User-Agent"), Value: rec.userAgent}}
 	for _, format := range []string{"combined", "json"} {
 		line := string(openLog(t, format).AppendLine(nil, testRemote, &rec, 400, 0, testNow))
 		want, fields := combinedWant, 3 // target, referer, user agent
 		if format == "json" {
-			want, fields = jsonWant, 4 // and host
+			want, fields = jsonWant, 4 // host, target, and the two among the headers
 		}
 		if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
 			t.Errorf("%s: not one line: %q", format, line)
@@ -256,4 +255,62 @@ func TestCloseTwice(t *testing.T) {
 	a := openLog(t, "json")
 	a.Close()
 	a.Close()
+}
+
+// The JSON layout is Caddy's: it decodes into Caddy's field names, with
+// every request field but Host under its canonical name (repeated ones
+// together), the credentials redacted, and the timing given.
+func TestJSONLayout(t *testing.T) {
+	var r codec.Request
+	parse(t, "GET /a?x=1 HTTP/1.1\r\nHost: example.com\r\nuser-agent: ua/1\r\nAuthorization: Basic c2VjcmV0\r\n"+
+		"Cookie: session=secret1\r\nAccept: */*\r\ncookie: other=secret2\r\nproxy-authorization: Bearer secret3\r\nX-ID: 7\r\n\r\n", &r)
+	var rec Record
+	rec.FromRequest(&r)
+	rec.SetTiming(1_500_000, 42)
+	line := openLog(t, "json").AppendLine(nil, testRemote, &rec, 404, 99, testNow)
+	if bytes.Contains(line, []byte("secret")) {
+		t.Errorf("credentials logged: %s", line)
+	}
+	var got struct {
+		Level, Logger, Msg string
+		TS                 float64
+		Request            struct {
+			RemoteIP string `json:"remote_ip"`
+			ClientIP string `json:"client_ip"`
+			Proto    string
+			Method   string
+			Host     string
+			URI      string
+			Headers  map[string][]string
+		}
+		BytesRead int64 `json:"bytes_read"`
+		Duration  float64
+		Size      int64
+		Status    int
+	}
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatalf("%v: %s", err, line)
+	}
+	want := map[string][]string{
+		"User-Agent":          {"ua/1"},
+		"Authorization":       {"REDACTED"},
+		"Cookie":              {"REDACTED", "REDACTED"},
+		"Accept":              {"*/*"},
+		"Proxy-Authorization": {"REDACTED"},
+		"X-Id":                {"7"},
+	}
+	if !reflect.DeepEqual(got.Request.Headers, want) {
+		t.Errorf("headers %v, want %v", got.Request.Headers, want)
+	}
+	if got.Level != "info" || got.Logger != "http.log.access" || got.TS != float64(testNow)/1e9 ||
+		got.Request.RemoteIP != "192.0.2.7" || got.Request.ClientIP != "192.0.2.7" || got.Request.Proto != "HTTP/1.1" ||
+		got.Request.Method != "GET" || got.Request.Host != "example.com" || got.Request.URI != "/a?x=1" ||
+		got.BytesRead != 42 || got.Duration != 0.0015 || got.Size != 99 || got.Status != 404 {
+		t.Errorf("decoded %+v from %s", got, line)
+	}
+	// A kept record logs the same line.
+	rec.Keep(nil)
+	if again := openLog(t, "json").AppendLine(nil, testRemote, &rec, 404, 99, testNow); !bytes.Equal(again, line) {
+		t.Errorf("kept record:\n%s\nwant\n%s", again, line)
+	}
 }

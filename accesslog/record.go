@@ -23,7 +23,12 @@ type Record struct {
 	host      []byte
 	referer   []byte
 	userAgent []byte
-	version   codec.Version // meaningful only with a method
+	version   codec.Version  // meaningful only with a method
+	headers   []codec.Header // every request field (the JSON layout logs them, credentials redacted)
+	store     []codec.Header // Keep's storage for headers, reused
+
+	duration  int64 // nanoseconds from the request's first byte to the response's last (SetTiming)
+	bytesRead int64 // request body bytes
 }
 
 // FromRequest fills a from r, a request parsed during the current event.
@@ -36,7 +41,16 @@ func (a *Record) FromRequest(r *codec.Request) {
 		referer:   r.Header("Referer"),
 		userAgent: r.Header("User-Agent"),
 		version:   r.Version,
+		headers:   r.Headers,
+		store:     a.store,
 	}
+}
+
+// SetTiming notes how long the exchange took, from the request's first
+// byte to the response's last (nanoseconds), and how many request body
+// bytes were read, for the JSON layout's duration and bytes_read.
+func (a *Record) SetTiming(duration, bytesRead int64) {
+	a.duration, a.bytesRead = duration, bytesRead
 }
 
 // Keep copies a's bytes into buf (reusing its storage) and points a at
@@ -51,13 +65,35 @@ func (a *Record) Keep(buf []byte) []byte {
 	b = append(b, a.host...)
 	b = append(b, a.referer...)
 	b = append(b, a.userAgent...)
+	for _, h := range a.headers {
+		b = append(b, h.Name...)
+		b = append(b, h.Value...)
+	}
 	// Slice only once every append is done: an append may have moved b.
 	rest := b
 	a.method, rest = cut(rest, len(a.method))
 	a.target, rest = cut(rest, len(a.target))
 	a.host, rest = cut(rest, len(a.host))
 	a.referer, rest = cut(rest, len(a.referer))
-	a.userAgent, _ = cut(rest, len(a.userAgent))
+	a.userAgent, rest = cut(rest, len(a.userAgent))
+	// The fields are rebuilt in a.store, which a.headers may be (a
+	// record kept twice): entry i is read before it is written.
+	n := len(a.headers)
+	if cap(a.store) < n {
+		grown := make([]codec.Header, n)
+		copy(grown, a.headers)
+		a.headers = grown
+		a.store = grown
+	}
+	st := a.store[:n]
+	for i := 0; i < n; i++ {
+		h := a.headers[i]
+		var name, value []byte
+		name, rest = cut(rest, len(h.Name))
+		value, rest = cut(rest, len(h.Value))
+		st[i] = codec.Header{Name: name, Value: value}
+	}
+	a.store, a.headers = st, st
 	return b
 }
 

@@ -198,8 +198,8 @@ func checkAliasLine(t *testing.T, tc aliasCase, format, line string) {
 	}
 	var status, request string
 	if format == "json" {
-		status = fmt.Sprintf(`"status":%d,`, tc.status)
-		request = `"method":"","uri":"","proto":"","host":""`
+		status = fmt.Sprintf(`"status":%d}`, tc.status)
+		request = `"proto":"","method":"","host":"","uri":""`
 		if tc.own != "" {
 			request = `"uri":"` + tc.own + `"`
 		}

@@ -26,6 +26,7 @@ type conn struct {
 	h2      *h2conn.Conn     // the HTTP/2 engine; nil while the connection speaks HTTP/1.1
 	tls     *tlsconn.Conn    // the TLS layer under the transport; nil for plain connections
 	proto   bool             // the protocol is known: HTTP/2 was or was not chosen
+	kind    wire.Proto       // the protocol chosen, for the gauges (conn_state.go); ProtoNone until then
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
 	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,8 +76,10 @@ routes:
 	}
 	s := bareServer()
 	s.sh.Set.Store(set)
-	for _, path := range []string{"/hello", "/index.html"} {
+	for _, path := range []string{"/hello", "/index.html", "/hello metered", "/index.html metered"} {
 		t.Run(path, func(t *testing.T) {
+			path, metered := strings.CutSuffix(path, " metered")
+			s.sh.Metered = metered
 			fc := &fakeConn{}
 			cs := newConn(newLoop(s, nil), fc)
 			start, reqs := h2Frames(t, path, 400)

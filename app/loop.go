@@ -61,6 +61,7 @@ func (l *loop) closed(cs *conn) {
 	}
 	cs.release()
 	l.Stats.Open.Add(-1)
+	l.Conns.Closed(cs.kind)
 }
 
 // snapshot copies the open connections into l.visit for a walk that may
@@ -78,12 +79,16 @@ func (l *loop) sweep() {
 	now := time.Now().UnixNano()
 	set := l.srv.sh.Set.Load()
 	l.victims = l.victims[:0]
+	var tally wire.StateTally
 	for _, cs := range l.snapshot() {
 		if cs.check(now, set) {
 			l.victims = append(l.victims, cs)
+		} else if !cs.Dead {
+			tally[cs.state()]++
 		}
 	}
 	clear(l.visit)
+	l.Conns.Publish(&tally)
 	for i, cs := range l.victims {
 		if !cs.Dead {
 			_ = l.EL.Close(cs.C)

@@ -28,6 +28,7 @@ type opsState struct {
 	ln   net.Listener // nil when metrics are off
 	srv  *http.Server
 	path string
+	stub string // the stub_status page's path; "" = none
 
 	reloadsOK     atomic.Uint64
 	reloadsFailed atomic.Uint64
@@ -47,7 +48,8 @@ func (s *Server) openMetrics(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("metrics.listen: %w", err)
 	}
-	s.ops.ln, s.ops.path = ln, m.Path
+	s.ops.ln, s.ops.path, s.ops.stub = ln, m.Path, m.Stub
+	s.sh.Metered = true // before any loop runs
 	// serveMetrics compares the path itself: a ServeMux would read
 	// metrics.path as a pattern ("{" starts a wildcard, and a bad one
 	// panics).
@@ -109,7 +111,7 @@ var errRejected = errors.New("app: the reloaded config was rejected")
 
 // metricsNotes reports metrics settings a reload cannot change.
 func metricsNotes(old, cfg *config.Config) []string {
-	if old.Metrics.Listen != cfg.Metrics.Listen || old.Metrics.Path != cfg.Metrics.Path {
+	if old.Metrics.Listen != cfg.Metrics.Listen || old.Metrics.Path != cfg.Metrics.Path || old.Metrics.Stub != cfg.Metrics.Stub {
 		return []string{"metrics settings changed: restart gale to apply them"}
 	}
 	return nil
@@ -117,6 +119,10 @@ func metricsNotes(old, cfg *config.Config) []string {
 
 // serveMetrics answers one scrape.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.ops.stub != "" && r.URL.Path == s.ops.stub {
+		s.serveStubStatus(w)
+		return
+	}
 	if r.URL.Path != s.ops.path {
 		http.NotFound(w, r)
 		return
@@ -130,9 +136,13 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // WriteMetrics writes every metric the server keeps to w.
 func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeLoopMetrics(w)
+	s.writeExchangeMetrics(w)
+	s.writeConnMetrics(w)
+	s.writeTLSMetrics(w)
 	s.writeBudgetMetrics(w)
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)
+	s.writeUpstreamMetrics(w)
 	s.writeReloadMetrics(w)
 	s.writeAccessLogMetrics(w)
 	writeProcessMetrics(w, s.ops.started)

@@ -38,9 +38,11 @@ func (cs *conn) chooseProto() (a gnet.Action, stop bool) {
 		case st.NegotiatedProtocol == "h2":
 			cs.proto = true
 			cs.startH2(set, &st)
+			cs.chose()
 			return gnet.None, false
 		case cs.protos.H1():
 			cs.proto = true
+			cs.chose()
 			return gnet.None, false
 		}
 		return cs.sniffProto(set, set.HTTP2On && cs.protos.H2(), &st)
@@ -62,12 +64,14 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 		cs.proto = true
 		cs.h1.EndHeadWait()
 		cs.startH2(set, st)
+		cs.chose()
 	case state == h2conn.MaybePreface:
 		cs.h1.WaitHead(time.Now().UnixNano()) // read_header bounds the wait
 		return gnet.None, true
 	case cs.protos.H1():
 		cs.proto = true
 		cs.h1.EndHeadWait()
+		cs.chose()
 	default:
 		cs.loop.Stats.NoPreface.Add(1)
 		return gnet.Close, true

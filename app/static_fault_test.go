@@ -34,7 +34,11 @@ func faultVersions(n, size int) [][]byte {
 
 // rewriteInPlace overwrites path's bytes with each version in turn, in
 // place (same inode, no truncation, so a reader can see a mix), until
-// stop is closed, and counts the rewrites.
+// stop is closed, and counts the rewrites. Each version is written by one
+// pwrite(2): a writer that stops between two writes of one version for
+// longer than the racy window leaves a file whose bytes are, meanwhile,
+// a version of their own (with its own mtime), which no server can tell
+// from a finished one.
 func rewriteInPlace(t *testing.T, path string, vs [][]byte, stop <-chan struct{}, rewrites *atomic.Int64) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -48,12 +52,9 @@ func rewriteInPlace(t *testing.T, path string, vs [][]byte, stop <-chan struct{}
 			return
 		default:
 		}
-		v := vs[i%len(vs)]
-		for off := 0; off < len(v); off += 64 << 10 { // in pieces, as a copy would
-			if _, err := f.WriteAt(v[off:min(off+64<<10, len(v))], int64(off)); err != nil {
-				t.Error(err)
-				return
-			}
+		if _, err := f.WriteAt(vs[i%len(vs)], 0); err != nil {
+			t.Error(err)
+			return
 		}
 		rewrites.Add(1)
 		// Pace the rewrites, so that versions also stand long enough to

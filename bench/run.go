@@ -508,17 +508,18 @@ type job struct {
 
 // loadKnobs are a job's load and placement, after its variant's
 // harness-side settings (connections, h2_streams, server_cpus,
-// GOMAXPROCS) are applied to the options.
+// GOMAXPROCS, metrics) are applied to the options.
 type loadKnobs struct {
 	conns, streams int
 	serverCPUs     string
 	env            []string
+	noMetrics      bool // metrics=off: gale runs without its metrics listener
 }
 
 // knobs splits j's settings into gale server: settings and the harness's
 // own, and returns both.
 func (r *runner) knobs(j job) ([]setting, loadKnobs) {
-	k := loadKnobs{conns: r.opts.Connections, streams: r.opts.H2Streams, serverCPUs: r.opts.ServerCPUs}
+	k := loadKnobs{conns: r.opts.Connections, streams: r.opts.H2Streams, serverCPUs: r.opts.ServerCPUs, noMetrics: r.opts.NoMetrics}
 	var server []setting
 	for _, s := range j.settings {
 		switch s.Key {
@@ -530,6 +531,8 @@ func (r *runner) knobs(j job) ([]setting, loadKnobs) {
 			k.serverCPUs = s.Value
 		case "GOMAXPROCS":
 			k.env = append(k.env, "GOMAXPROCS="+s.Value)
+		case "metrics":
+			k.noMetrics = s.Value == "off"
 		default:
 			server = append(server, s)
 		}
@@ -549,7 +552,7 @@ func (r *runner) measure(j job) (m measurement) {
 		m.Status, m.Reason = "failed", fmt.Sprintf("variant: server_cpus %q, connections %d, h2_streams %d", k.serverCPUs, k.conns, k.streams)
 		return m
 	}
-	env, err := r.newServerEnv(j, serverSettings)
+	env, err := r.newServerEnv(j, serverSettings, k.noMetrics)
 	if err != nil {
 		return m.fail("failed", "%v", err)
 	}
@@ -619,7 +622,7 @@ func (m *measurement) fail(status, format string, args ...any) measurement {
 // newServerEnv creates the directory of j's files and returns the
 // environment its server is configured from: a free port, and for gale a
 // free metrics port unless metrics are off.
-func (r *runner) newServerEnv(j job, settings []setting) (serverEnv, error) {
+func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (serverEnv, error) {
 	name := fmt.Sprintf("r%d-%s-%s", j.round, j.w.ID, j.label)
 	if j.rate > 0 {
 		name += fmt.Sprintf("-%.0frps", j.rate)
@@ -634,7 +637,7 @@ func (r *runner) newServerEnv(j job, settings []setting) (serverEnv, error) {
 	}
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
 		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
-	if j.spec.Name == "gale" && !r.opts.NoMetrics {
+	if j.spec.Name == "gale" && !noMetrics {
 		if env.MetricsPort, err = freePort(); err != nil {
 			return serverEnv{}, err
 		}

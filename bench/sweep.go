@@ -226,7 +226,7 @@ func parseSweep(args []string, stderr io.Writer) (a sweepArgs, code int, ok bool
 	})
 	fs.StringVar(&a.o.AccessLog, "access-log", "", "replay the 50 most requested GET paths of this access log (combined or common format) as a weighted mix")
 	fs.StringVar(&a.o.Host, "host", "", "Host header of every request (for a config that routes by host)")
-	fs.Func("vary", "a gale server: setting (dotted keys such as http2.max_concurrent_streams too) or one of the harness's connections, h2_streams, server_cpus, GOMAXPROCS, with its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
+	fs.Func("vary", "a gale server: setting (dotted keys such as http2.max_concurrent_streams too) or one of the harness's connections, h2_streams, server_cpus, GOMAXPROCS, metrics (on, off: gale's metrics listener), with its values, key=v1,v2 (repeatable); default: event_loops, load_balancing (with reuse_port false), read_buffer, write_buffer, edge_triggered, lock_os_thread, tcp_no_delay", func(s string) error {
 		a.varies = append(a.varies, s)
 		return nil
 	})

@@ -156,8 +156,14 @@ func TestKnobsSplitHarnessSettings(t *testing.T) {
 	if k.conns != 16 || k.streams != 4 || k.serverCPUs != "0-1" || len(k.env) != 1 || k.env[0] != "GOMAXPROCS=2" {
 		t.Errorf("knobs %+v", k)
 	}
-	if _, k := r.knobs(job{}); k.conns != 64 || k.streams != 10 || k.serverCPUs != "0" || k.env != nil {
+	if _, k := r.knobs(job{}); k.conns != 64 || k.streams != 10 || k.serverCPUs != "0" || k.env != nil || k.noMetrics {
 		t.Errorf("defaults %+v", k)
+	}
+	if server, k := r.knobs(job{settings: []setting{{"metrics", "off"}}}); len(server) != 0 || !k.noMetrics {
+		t.Errorf("metrics=off: server settings %v, knobs %+v", server, k)
+	}
+	if _, k := r.knobs(job{settings: []setting{{"metrics", "on"}}}); k.noMetrics {
+		t.Errorf("metrics=on: knobs %+v", k)
 	}
 	r.noteVariantCPUs([]variant{{Label: "a", Settings: []setting{{"server_cpus", "0-1"}}}, {Label: "b", Settings: []setting{{"server_cpus", "0"}}}})
 	if len(r.notes) != 1 || !strings.Contains(r.notes[0], "server_cpus=0-1 shares CPU 1 with the load generator") {

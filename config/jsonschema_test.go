@@ -204,6 +204,7 @@ var keySamples = map[string]any{
 	"server.server_header":             "gale",
 	"mime_types":                       map[string]any{".webmanifest": "application/manifest+json"},
 	"access_log.path":                  "access.log",
+	"routes[].name":                    "api",
 	"routes[].host":                    "example.com",
 	"routes[].path":                    "/",
 	"routes[].headers.request.set":     map[string]any{"X-A": "1"},

@@ -225,6 +225,7 @@ var accessLogKeys = sectionKey("access_log", "The request log.",
 var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listener of their own (off the event loops).",
 	&keySpec{name: "listen", typ: typeString, def: `""`, doc: `"" = off; else "host:port" to serve metrics on (keep it private, e.g. 127.0.0.1:9180).`},
 	&keySpec{name: "path", typ: typeString, def: "/metrics", doc: "The path the metrics are served at; other paths answer 404."},
+	&keySpec{name: "stub_status", typ: typeString, def: `""`, doc: `A path of the metrics listener that answers in the format of nginx's stub_status (for nginx-prometheus-exporter); "" = none.`},
 )
 
 // headerNamePattern is what header rule names look like (RFC 9110 section
@@ -347,8 +348,12 @@ var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 a
 	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
 )
 
+// routeNamePattern is what a route's name must match.
+const routeNamePattern = `^[A-Za-z0-9_.-]{1,64}$`
+
 var routeKeys = func() *keySpec {
 	r := sectionKey("", "A route: a host and path prefix and what answers them.",
+		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (letters, digits, "_", ".", "-", up to 64; unique); absent = its index in the file ("0", "1", ...).`},
 		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
 		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
 		matchKeys,

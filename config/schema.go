@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -412,6 +413,24 @@ func (d *decoder) metrics(n *yaml.Node, path string, m *Metrics) {
 			}
 		}
 	}
+	if v := s.get("stub_status"); v != nil {
+		d.stubStatus(v, join(path, "stub_status"), m)
+	}
+}
+
+// stubStatus decodes metrics.stub_status: a path other than the metrics'
+// own.
+func (d *decoder) stubStatus(v *yaml.Node, p string, m *Metrics) {
+	sp, ok := d.str(v, p)
+	switch {
+	case !ok || sp == "":
+	case !strings.HasPrefix(sp, "/") || strings.ContainsAny(sp, "?# \t"):
+		d.errorf(deref(v), p, "expected a path such as /nginx_status, got %s", quote(sp))
+	case sp == m.Path:
+		d.errorf(deref(v), p, "%s is metrics.path already: give the stub_status page a path of its own, e.g. /nginx_status", quote(sp))
+	default:
+		m.Stub = sp
+	}
 }
 
 // checkMetricsAddress refuses a metrics listener on one of the server's
@@ -511,9 +530,12 @@ func (d *decoder) routes(n *yaml.Node, path string) []Route {
 	var out []Route
 	var nodes []*yaml.Node // the path node of each route in out
 	var idx []int          // its index in the file
+	names := make([]string, len(items))
+	defer func() { d.uniqueRouteNames(items, path, names) }()
 	for i, item := range items {
 		p := index(path, i)
 		r, pathNode, ok := d.route(item, p)
+		names[i] = r.Name
 		if ok && pathNode != nil && r.Path != "" {
 			for j := range out {
 				if RoutesConflict(&out[j], &r) {
@@ -560,6 +582,9 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	}
 	r := Route{Pos: Pos{s.node.Line, s.node.Column}}
 	before := len(d.errs)
+	if v := s.get("name"); v != nil {
+		r.Name = d.routeName(v, join(path, "name"))
+	}
 	if v := s.get("host"); v != nil {
 		r.Host = d.routeHost(v, join(path, "host"))
 	}
@@ -587,6 +612,48 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	}
 	d.routeHandler(s, path, &r)
 	return r, pathNode, len(d.errs) == before
+}
+
+var routeNameRE = regexp.MustCompile(routeNamePattern)
+
+// routeName decodes a route's name and returns it, or "" when it is
+// invalid.
+func (d *decoder) routeName(v *yaml.Node, p string) string {
+	name, ok := d.str(v, p)
+	if !ok {
+		return ""
+	}
+	if !routeNameRE.MatchString(name) || isIndexName(name) {
+		d.errorf(deref(v), p, `%q is not a route name: use 1 to 64 letters, digits, "_", "." or "-", not all digits (those are the labels of unnamed routes), e.g. name: api`, name)
+		return ""
+	}
+	return name
+}
+
+// isIndexName reports whether name is all digits, the form of the label
+// of an unnamed route.
+func isIndexName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// uniqueRouteNames reports a route whose name an earlier route has.
+func (d *decoder) uniqueRouteNames(items []*yaml.Node, path string, names []string) {
+	seen := map[string]int{}
+	for i, name := range names {
+		if name == "" {
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			d.errorf(items[i], join(index(path, i), "name"), "route name %q is taken by %s; names must be unique", name, index(path, j))
+			continue
+		}
+		seen[name] = i
+	}
 }
 
 // routeHost decodes a route's host and returns it normalized, or "-"

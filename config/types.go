@@ -26,6 +26,7 @@ type Config struct {
 type Metrics struct {
 	Listen string // "" = off; else "host:port", on a listener of its own (not one of Listen)
 	Path   string // default "/metrics"
+	Stub   string // stub_status: the path of an nginx stub_status page on the metrics listener; "" = none
 	Pos    Pos    // where listen was given, for messages
 }
 
@@ -198,6 +199,7 @@ type AccessLog struct {
 // Route is one entry of routes:. Exactly one of Static, Respond, Redirect,
 // Proxy is non-nil, or Health is set.
 type Route struct {
+	Name      string       // the route's label in metrics; "" = its index in the file
 	Host      string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
 	Path      string       // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
 	Match     Match        // further matchers (methods, exact path, path_regex, headers, query, remote); the zero Match matches every request

@@ -19,8 +19,9 @@ type Type string
 
 // The family types gale exposes.
 const (
-	Counter Type = "counter"
-	Gauge   Type = "gauge"
+	Counter   Type = "counter"
+	Gauge     Type = "gauge"
+	Histogram Type = "histogram"
 )
 
 // Writer appends families and their samples to a buffer. Name a family

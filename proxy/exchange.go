@@ -217,7 +217,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 				ex.fault, ex.why = 502, "pooled connection closed as the request was written"
 				return true
 			}
-			ex.lp.Stats.Retries.Add(1)
+			ex.retrying()
 			ex.use(up)
 		}
 	}
@@ -240,6 +240,7 @@ func (ex *exchange) use(up *Upstream) {
 		ex.tried |= 1 << up.idx
 	}
 	ex.attempts++
+	up.statsFor(ex.lp).Attempts.Add(1)
 }
 
 // attach makes uc the exchange's connection.
@@ -530,6 +531,7 @@ func (ex *exchange) lost(err error) {
 		// An upstream that dies in the middle of a body is unhealthy
 		// (passive health), as one that dies before its head is.
 		ex.up.failed(ex.now, "connection lost mid-body: "+err.Error())
+		ex.fail(FailReset)
 		ex.finishTruncated("upstream closed mid-body: " + err.Error())
 		return
 	case rsDone, rsTunnel:
@@ -539,7 +541,7 @@ func (ex *exchange) lost(err error) {
 	// No final response head yet.
 	if !ex.gotBytes && ex.pool != nil && ex.lastReused && ex.safe && ex.attempts <= ex.h.retries {
 		// A pooled connection the upstream closed as we used it.
-		ex.lp.Stats.Retries.Add(1)
+		ex.retrying()
 		ex.busy = true
 		ex.attempt(true)
 		ex.busy = false
@@ -550,6 +552,7 @@ func (ex *exchange) lost(err error) {
 		// (A pooled connection closed before answering went stale: the
 		// upstream is not unhealthy for it.)
 		ex.up.failed(ex.now, "connection lost: "+err.Error())
+		ex.fail(FailReset)
 	}
 	ex.finishError(502, "upstream closed before responding: "+err.Error())
 }
@@ -573,7 +576,7 @@ func (ex *exchange) dialFailed(err error) {
 // status.
 func (ex *exchange) retryOrFail(status int, why string) {
 	if ex.attempts <= ex.h.retries {
-		ex.lp.Stats.Retries.Add(1)
+		ex.retrying()
 		tried := ex.tried
 		if popcount(tried) >= len(ex.h.ups) {
 			ex.tried = 0 // every upstream was tried: start over
@@ -623,14 +626,18 @@ func (ex *exchange) check(now int64) {
 	switch ex.dkind {
 	case dlConnect:
 		// Give up on this dial: if it completes later, the connection
-		// joins the pool; if it fails, DialFailed counts the failure.
+		// joins the pool; if it fails, DialFailed counts the failure
+		// (for the upstream's health; this attempt is counted here).
+		ex.fail(FailTimeout)
 		ex.dropConn(false)
 		ex.retryOrFail(504, "connect timeout")
 	case dlHeader:
+		ex.fail(FailTimeout)
 		ex.dropConn(true)
 		ex.up.failed(now, "response header timeout")
 		ex.finishError(504, "response header timeout")
 	case dlBody:
+		ex.fail(FailTimeout)
 		ex.dropConn(true)
 		ex.finishTruncated("response body read timeout")
 	case dlClientBody:
@@ -727,6 +734,7 @@ loop:
 		ex.dropConn(false)
 		uc.state = ucClosed
 		ex.up.failed(ex.now, "bad response: "+bad)
+		ex.fail(FailBadResponse)
 		if ex.started {
 			ex.finishTruncated("bad response: " + bad)
 		} else {

@@ -192,6 +192,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 			raw:     u.Raw,
 			host:    []byte(u.Host),
 			pools:   make([]*pool, loops),
+			stats:   make([]UpstreamStats, loops+1),
 		})
 	}
 	return h, nil

@@ -153,7 +153,7 @@ func (lp *Loop) pool(u *Upstream) *pool {
 	} else if p := lp.extra[u]; p != nil {
 		return p
 	}
-	p := &pool{up: u, lp: lp, max: u.h.conf.MaxIdlePerUpstream}
+	p := &pool{up: u, lp: lp, max: u.h.conf.MaxIdlePerUpstream, st: u.statsFor(lp)}
 	if lp.idx < len(u.pools) {
 		u.pools[lp.idx] = p
 	} else {
@@ -241,6 +241,7 @@ type pool struct {
 	idle   []*UpstreamConn // oldest first
 	active int             // exchanges on this loop using the upstream (balancing)
 	conns  int             // connections open or being dialed
+	st     *UpstreamStats  // the upstream's counters of this loop
 }
 
 // take pops the most recently used idle connection, or nil.
@@ -252,6 +253,7 @@ func (p *pool) take() *UpstreamConn {
 	uc := p.idle[n-1]
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
+	p.idleChanged()
 	uc.state = ucBusy
 	return uc
 }
@@ -267,6 +269,7 @@ func (p *pool) put(uc *UpstreamConn, now int64) bool {
 	uc.idleSince = now
 	uc.reused = true
 	p.idle = append(p.idle, uc)
+	p.idleChanged()
 	return true
 }
 
@@ -277,6 +280,7 @@ func (p *pool) remove(uc *UpstreamConn) {
 			copy(p.idle[i:], p.idle[i+1:])
 			p.idle[len(p.idle)-1] = nil
 			p.idle = p.idle[:len(p.idle)-1]
+			p.idleChanged()
 			return
 		}
 	}
@@ -295,6 +299,7 @@ func (p *pool) reap(now int64) {
 		copy(p.idle, p.idle[1:])
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
+		p.idleChanged()
 		uc.close()
 	}
 }
@@ -377,6 +382,7 @@ func (uc *UpstreamConn) DialFailed(err error) {
 	uc.pool.up.failed(time.Now().UnixNano(), "connect: "+err.Error())
 	if ex := uc.ex; ex != nil {
 		uc.ex = nil
+		ex.fail(dialFailKind(err))
 		ex.dialFailed(err)
 	} else if lp.log != nil && lp.log.Enabled(context.Background(), slog.LevelDebug) {
 		lp.log.Debug("upstream connect failed", "upstream", uc.pool.up.raw, "err", err)

@@ -37,7 +37,8 @@ type Upstream struct {
 	raw     string // as configured, for logs
 	host    []byte // Host field value when preserve_host is off
 
-	pools []*pool // per loop, indexed by Loop.idx; slot i touched only by loop i
+	pools []*pool         // per loop, indexed by Loop.idx; slot i touched only by loop i
+	stats []UpstreamStats // per loop, then one overflow slot (upstream_stats.go)
 
 	// Passive health: failures of real requests within a window take the
 	// upstream out until downUntil.

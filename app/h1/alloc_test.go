@@ -55,27 +55,30 @@ routes:
 		"not found": "GET /missing HTTP/1.1\r\nHost: API.example.com:8080\r\nAccept: application/json\r\n\r\n",
 		"with body": "POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
 	}
-	for name, req := range cases {
-		t.Run(name, func(t *testing.T) {
-			raw := []byte(req)
-			serve := func() {
-				fc.in = raw
-				if a := cs.serve(); a != gnet.None {
-					t.Fatalf("action %v", a)
+	for _, metered := range []bool{false, true} {
+		for name, req := range cases {
+			t.Run(meteredName(name, metered), func(t *testing.T) {
+				s.Metered = metered
+				raw := []byte(req)
+				serve := func() {
+					fc.in = raw
+					if a := cs.serve(); a != gnet.None {
+						t.Fatalf("action %v", a)
+					}
+					if len(fc.in) != 0 || cs.closeAfter {
+						t.Fatalf("left %d bytes, closeAfter %v", len(fc.in), cs.closeAfter)
+					}
 				}
-				if len(fc.in) != 0 || cs.closeAfter {
-					t.Fatalf("left %d bytes, closeAfter %v", len(fc.in), cs.closeAfter)
+				serve() // grow the buffers
+				before := fc.written
+				if n := testing.AllocsPerRun(200, serve); n != 0 {
+					t.Fatalf("%v allocations per request, want 0", n)
 				}
-			}
-			serve() // grow the buffers
-			before := fc.written
-			if n := testing.AllocsPerRun(200, serve); n != 0 {
-				t.Fatalf("%v allocations per request, want 0", n)
-			}
-			if fc.written == before {
-				t.Fatal("nothing written")
-			}
-		})
+				if fc.written == before {
+					t.Fatal("nothing written")
+				}
+			})
+		}
 	}
 }
 
@@ -91,10 +94,37 @@ func BenchmarkServeRespond(b *testing.B) {
 	fc := &fakeConn{}
 	cs := newTestConn(newTestLoop(s), fc)
 	raw := []byte("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(raw)))
-	for i := 0; i < b.N; i++ {
+	benchMetered(b, &s.Metered, func() {
 		fc.in = raw
 		cs.serve()
+	})
+}
+
+// benchMetered runs serve as two sub-benchmarks, with the per-route
+// metrics off and on (metered), so that -count interleaves them.
+func benchMetered(b *testing.B, metered *bool, serve func()) {
+	for _, on := range []bool{false, true} {
+		name := "metrics=off"
+		if on {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			*metered = on
+			serve()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				serve()
+			}
+		})
 	}
+}
+
+// meteredName names a subtest of an allocation test that runs with the
+// per-route metrics off and on.
+func meteredName(name string, metered bool) string {
+	if metered {
+		return name + " metered"
+	}
+	return name
 }

@@ -33,8 +33,9 @@ type Conn struct {
 	sink responseSink // the response sink of a handler that answers later (sink.go)
 	src  requestBody  // the request body, for a handler that forwards it (body.go)
 
-	inBody    bool  // the current request's body is still arriving (and is discarded)
-	headStart int64 // when the current partial request head started; 0 = none
+	inBody    bool       // the current request's body is still arriving (and is discarded)
+	headStart int64      // when the current partial request head started; 0 = none
+	meter     wire.Meter // the current exchange, for the metrics
 
 	closeAfter  bool  // the response being written is the last one
 	closing     bool  // the last response is written; close once it drained
@@ -238,6 +239,10 @@ func (cs *Conn) serve() gnet.Action {
 			}
 			break
 		}
+		start := cs.headStart
+		if start == 0 {
+			start = now
+		}
 		cs.headStart = 0
 		if err != nil {
 			status := 400
@@ -245,6 +250,7 @@ func (cs *Conn) serve() gnet.Action {
 				status = ce.Status
 			}
 			l.Stats.ParseErrors.Add(1)
+			cs.meter = wire.Meter{Start: start, Method: wire.MethodOther}
 			cs.writeError(set, status)
 			cs.closeAfter, cs.linger = true, true
 			off = len(buf)
@@ -252,6 +258,7 @@ func (cs *Conn) serve() gnet.Action {
 		}
 		off += n
 		served++
+		cs.meter.Begin(cs.req.Method, start)
 		cs.answer(set, now)
 		if cs.pending != nil {
 			break // answered later; nothing further is parsed meanwhile
@@ -358,6 +365,7 @@ func (cs *Conn) answer(set *wire.Settings, now int64) {
 	default:
 		set.Router.Serve(ctx)
 	}
+	cs.meter.Route = ctx.Route
 	if ctx.Resp.Pending != nil {
 		cs.pend(ctx.Resp.Pending)
 		return
@@ -441,7 +449,8 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	if l.Shared.Access != nil {
 		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
-	cs.Record(&rec, head.Status, sent, now)
+	cs.meter.InBytes = max(req.ContentLength, 0)
+	cs.Record(&rec, &cs.meter, head.Status, sent, now)
 	cs.forgetLoad()
 }
 
@@ -453,7 +462,7 @@ func (cs *Conn) writeError(set *wire.Settings, status int) {
 	l := cs.loop
 	l.Out = codec.AppendErrorResponse(l.Out, status, false, true, set.ServerHeader)
 	var rec accesslog.Record
-	cs.Record(&rec, status, 0, time.Now().UnixNano())
+	cs.Record(&rec, &cs.meter, status, 0, time.Now().UnixNano())
 }
 
 // flush hands the loop's output to the connection: one write, or one
@@ -565,6 +574,7 @@ func (cs *Conn) Check(now int64, set *wire.Settings) bool {
 			}
 			l := cs.loop
 			l.Out = l.Out[:0]
+			cs.meter = wire.Meter{Start: cs.headStart, Method: wire.MethodOther}
 			cs.writeError(set, 408)
 			cs.flush()
 			if cs.Dead {

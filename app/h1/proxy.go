@@ -95,7 +95,8 @@ func (cs *Conn) ProxyFinish(r proxy.Result) {
 	if l.Shared.Access != nil {
 		rec.FromRequest(&cs.kept) // the copy pend made
 	}
-	cs.Record(&rec, r.Status, r.BodyBytes+cs.sink.body, now)
+	cs.meter.InBytes = cs.src.Raw()
+	cs.Record(&rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body, now)
 	cs.sink.wrote, cs.sink.body = 0, 0
 	cs.LastActive = now
 	if r.Detach {

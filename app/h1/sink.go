@@ -1,6 +1,8 @@
 package h1
 
 import (
+	"time"
+
 	"math"
 	"strconv"
 
@@ -134,6 +136,9 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 	cs.loop.sinkBuf = append(b, crlf...)
 	if closeConn {
 		cs.closeAfter = true
+	}
+	if cs.loop.Shared.Metered {
+		cs.meter.Head = time.Now().UnixNano()
 	}
 }
 

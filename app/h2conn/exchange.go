@@ -28,6 +28,7 @@ type exchange struct {
 
 	rec    accesslog.Record // what the access log says of the request, kept once the response outlives Request
 	recBuf []byte
+	meter  wire.Meter // the exchange's start, first byte and route, for the metrics
 
 	// The response body still to send, in order; the first part is
 	// partly sent when off is not zero.
@@ -99,6 +100,7 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	ex := h.exchange(s.Slot)
 	ex.start(s)
 	ex.ctx.Req = req
+	ex.meter.Begin(req.Method, h.now)
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
@@ -232,6 +234,7 @@ func (ex *exchange) serve() {
 	default:
 		set.Router.Serve(c)
 	}
+	ex.meter.Route = c.Route
 	if p := c.Resp.Pending; p != nil {
 		ex.pend(p)
 	}
@@ -396,6 +399,9 @@ func (ex *exchange) answer() {
 	if logged {
 		ex.recBuf = ex.rec.Keep(ex.recBuf) // the response outlives the request's bytes
 	}
+	if h.wc.Loop.Shared.Metered {
+		ex.meter.Head = time.Now().UnixNano() // the body follows later
+	}
 	h.enqueue(ex)
 }
 
@@ -460,7 +466,8 @@ func (ex *exchange) finish() {
 	}
 	cs.LastActive = now
 	cs.Loop.Stats.H2Requests.Add(1)
-	cs.Record(&ex.rec, ex.status, ex.sent, now)
+	ex.meter.InBytes = ex.bodyBytes
+	cs.Record(&ex.rec, &ex.meter, ex.status, ex.sent, now)
 	ex.release()
 }
 
@@ -468,7 +475,8 @@ func (ex *exchange) finish() {
 // closed: the response, if any began, is logged as it stands.
 func (ex *exchange) abandon() {
 	if ex.answered {
-		ex.h.wc.Record(&ex.rec, ex.status, ex.sent, time.Now().UnixNano())
+		ex.meter.InBytes = ex.bodyBytes
+		ex.h.wc.Record(&ex.rec, &ex.meter, ex.status, ex.sent, time.Now().UnixNano())
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)

@@ -44,6 +44,9 @@ type exchange struct {
 	waitKey  []byte
 	resumer  resumeRun
 	rec      accesslog.Record
+	meter    wire.Meter // the exchange's start and route, for the metrics
+	start    int64      // when the request reached the handler (unix ns)
+	inBytes  int64      // request body bytes read (and dropped)
 }
 
 // Each buffer a pooled exchange keeps is at most this large, so that one
@@ -177,7 +180,10 @@ func (ex *exchange) record() {
 	if lp.Shared.Access != nil {
 		ex.rec.FromRequest(ex.ctx.Req)
 	}
-	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, ex.status, sent, time.Now().UnixNano())
+	ex.meter.Begin(ex.req.Method, ex.start)
+	ex.meter.Route = ex.ctx.Route
+	ex.meter.InBytes = ex.inBytes
+	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent, time.Now().UnixNano())
 	lp.FlushAccessLog()
 }
 
@@ -219,7 +225,7 @@ func (ex *exchange) release() {
 	c := &ex.ctx
 	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
 	c.Scratch = c.Scratch[:0]
-	ex.early, ex.loop, ex.rec = 0, nil, accesslog.Record{}
+	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0
 	if cap(ex.buf) > keepBytes || cap(ex.req.Headers) > keepFields {
 		ex.buf, ex.req = nil, codec.Request{}
 	}

@@ -23,6 +23,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex := l.pool.Get().(*exchange)
 	ex.loop = lp
+	ex.start = time.Now().UnixNano()
 	ex.early = ex.fill(r)
 	if hasBody(r) && ex.early == 0 {
 		ex.early = ex.discardBody(w, r)
@@ -64,6 +65,7 @@ func (ex *exchange) discardBody(w http.ResponseWriter, r *http.Request) int {
 		}
 		n, err := r.Body.Read(*bp)
 		total += int64(n)
+		ex.inBytes = total
 		if total > limit {
 			return 413
 		}

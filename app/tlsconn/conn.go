@@ -91,18 +91,19 @@ var (
 // Conn is the TLS state of one connection. Fields are touched on the
 // connection's loop, except where the shim's comments say otherwise.
 type Conn struct {
-	wc    *wire.Conn // the transport this layer sits in
-	lp    *Loop      // the loop's TLS buffers
-	ln    *Listener
-	tc    *tls.Conn
-	sh    shim
-	phase uint8
-	eof   bool     // no more application data will come: close_notify, or a fatal record error
-	fatal bool     // the TLS session failed (an alert was sent)
-	start int64    // when the connection opened, for the ClientHello and handshake timeouts
-	plain []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
-	lent  bool     // plain aliases the loop's in buffer (see Inbound)
-	dupc  *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
+	wc      *wire.Conn // the transport this layer sits in
+	lp      *Loop      // the loop's TLS buffers
+	ln      *Listener
+	tc      *tls.Conn
+	sh      shim
+	phase   uint8
+	eof     bool     // no more application data will come: close_notify, or a fatal record error
+	fatal   bool     // the TLS session failed (an alert was sent)
+	start   int64    // when the connection opened, for the ClientHello and handshake timeouts
+	plain   []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
+	lent    bool     // plain aliases the loop's in buffer (see Inbound)
+	dupc    *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
+	counted bool     // the handshake's outcome was counted (outcome.go)
 
 	hsDone atomic.Bool // set by the handshake goroutine when it returns
 	hsErr  error       // written by the handshake goroutine before hsDone
@@ -131,6 +132,8 @@ type shim struct {
 	out    []byte // ciphertext written by the handshake, not yet given to gnet
 	spare  []byte // the other out buffer, swapped in by the loop
 	closed bool
+	ended  bool // the handshake goroutine returned (outcome.go)
+	orphan bool // the connection closed while the handshake ran: its goroutine counts the outcome
 
 	fd net.Conn // fd mode: the duplicate of the socket
 
@@ -148,9 +151,10 @@ var (
 // Loop is the TLS state of one event loop, shared by its connections and
 // touched only on that loop.
 type Loop struct {
-	out  []byte // TLS records written on the loop, handed to gnet with one Write
-	in   []byte // plaintext decrypted on the loop, lent to one connection at a time
-	lent *Conn  // the connection whose plain aliases in, or nil
+	out   []byte         // TLS records written on the loop, handed to gnet with one Write
+	in    []byte         // plaintext decrypted on the loop, lent to one connection at a time
+	lent  *Conn          // the connection whose plain aliases in, or nil
+	Stats HandshakeStats // written on the loop; read by anyone
 }
 
 // New returns the TLS layer of transport wc, accepted by listener ln, on
@@ -190,7 +194,10 @@ func (s *shim) Read(p []byte) (int, error) {
 		for s.inOff == len(s.in) && !s.closed {
 			s.cond.Wait()
 		}
-		if s.closed {
+		if s.inOff == len(s.in) {
+			// Closed, with nothing left: what arrived before the close
+			// (a client's last handshake flight, or its alert) is read
+			// first.
 			return 0, errShimClosed
 		}
 		n := s.hand(p, s.in[s.inOff:])
@@ -311,6 +318,7 @@ func (t *Conn) Traffic() (a gnet.Action, handled bool) {
 		t.sh.mu.Lock()
 		if len(t.sh.in)-t.sh.inOff+len(buf) > maxHandshakeInput {
 			t.sh.mu.Unlock()
+			t.fail(ReasonBadRecord)
 			return gnet.Close, true
 		}
 		t.sh.in = append(t.sh.in, buf...)
@@ -354,6 +362,7 @@ func (t *Conn) admit() int {
 			return admitQueued
 		case helloBad:
 			t.debug("tls: not a TLS ClientHello")
+			t.fail(ReasonNotTLS)
 			return admitRefused
 		}
 		t.helloDone = true
@@ -362,6 +371,7 @@ func (t *Conn) admit() int {
 	r := t.ln.gate.admit(t, set.max, set.share)
 	if r == admitRefused {
 		t.wc.Loop.Stats.Rejected.Add(1)
+		t.fail(ReasonRefused)
 		t.debug("tls: the client address holds its share of handshakes")
 	}
 	return r
@@ -386,6 +396,10 @@ func (t *Conn) startHandshake() {
 		gate.release(key, t.ln.cur.Load().max)
 		t.hsErr = err
 		t.hsDone.Store(true)
+		if t.sh.endHandshake() {
+			t.countOrphan(err)
+			return
+		}
 		_ = c.Wake(nil) // a no-op once the connection closed
 	}()
 }
@@ -412,6 +426,7 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 	}
 	if t.hsErr != nil {
 		t.phase = tlsFailed
+		t.fail(reasonOf(t.hsErr))
 		if l := t.wc.Loop.Shared.Log; l.Enabled(context.Background(), slog.LevelDebug) {
 			l.Debug("tls handshake failed", "remote", t.wc.Remote.String(), "err", t.hsErr.Error())
 		}
@@ -424,6 +439,7 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 		return gnet.Close, true
 	}
 	t.phase = tlsOpen
+	t.succeed()
 	t.sh.rmode, t.sh.wmode = shimLoop, shimLoop
 	t.sh.out, t.sh.spare = nil, nil
 	if t.sh.inOff == len(t.sh.in) {
@@ -444,6 +460,7 @@ func (t *Conn) CheckHandshake(now int64) bool {
 	set := t.ln.cur.Load()
 	if now-t.start > set.timeout || (!t.helloDone && now-t.start > set.hello) {
 		t.wc.Loop.Stats.TimedOut.Add(1)
+		t.fail(ReasonTimeout)
 		return true
 	}
 	if t.phase != tlsWaiting || !t.claimed {
@@ -464,8 +481,13 @@ func (t *Conn) CheckHandshake(now int64) bool {
 // Release runs when the connection closed: a handshake in progress ends,
 // and one that waited for its slot leaves the gate.
 func (t *Conn) Release() {
+	if t.phase == tlsHandshaking && !t.sh.orphaned() {
+		t.countAtClose() // the handshake ended: count it as it ended
+	}
 	if t.phase == tlsHandshaking {
 		t.sh.Close()
+	} else {
+		t.countAtClose()
 	}
 	if t.claimed {
 		t.ln.gate.leave(t, t.ln.cur.Load().max)

@@ -103,6 +103,17 @@ func newCertSet(certs []*tls.Certificate) certSet {
 	return s
 }
 
+// names reports whether some certificate of the set is for name (a DNS
+// name, exactly or under a wildcard).
+func (s *certSet) names(name string) bool {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if len(s.exact[name]) > 0 {
+		return true
+	}
+	i := strings.IndexByte(name, '.')
+	return i > 0 && len(s.wild[name[i+1:]]) > 0
+}
+
 func (s *certSet) pick(hello *tls.ClientHelloInfo) *tls.Certificate {
 	name := hello.ServerName
 	if name != "" {

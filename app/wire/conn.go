@@ -235,19 +235,32 @@ func (c *Conn) Dup() (net.Conn, error) {
 // Record counts one answered request and appends its access log line,
 // which names what rec says of the request. The line is formatted into
 // the loop's buffer before Record returns, so rec's slices need to be
-// valid only now (see accesslog.Record).
-func (c *Conn) Record(rec *accesslog.Record, status int, bodyBytes, now int64) {
-	c.Loop.Record(c.Remote.Addr(), rec, status, bodyBytes, now)
+// valid only now (see accesslog.Record). m is what the engine noted of
+// the exchange (its start, first byte and route) for the per-route
+// metrics, which are counted when the server has a metrics listener.
+func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
+	c.Loop.Record(c.Remote.Addr(), rec, m, status, bodyBytes, now)
 }
 
 // Record counts one request answered on the loop to a client at remote
 // and appends its access log line (see Conn.Record).
-func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, status int, bodyBytes, now int64) {
+func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
 	l.Stats.Requests.Add(1)
 	if k := status / 100; k >= 1 && k <= 5 {
 		l.Stats.ByClass[k].Add(1)
 	}
-	if a := l.Shared.Access; a != nil {
+	a := l.Shared.Access
+	if l.Shared.Metered || a != nil {
+		// The clock is read here, once per exchange, rather than taken
+		// from the event's start: a batch of pipelined requests shares
+		// one start, but each ends when its own response is rendered.
+		now = time.Now().UnixNano()
+	}
+	if l.Shared.Metered {
+		l.Meters.observe(m, status, bodyBytes, now)
+	}
+	if a != nil {
+		rec.SetTiming(now-m.Start, m.InBytes)
 		l.Alog = a.AppendLine(l.Alog, remote, rec, status, bodyBytes, now)
 		if len(l.Alog) >= accesslog.FlushBytes {
 			l.FlushAccessLog()

@@ -22,4 +22,7 @@ type Engine interface {
 	// Release drops what the engine holds once gnet closed the
 	// connection.
 	Release()
+	// State is what the connection is doing, for the metrics (read by
+	// the sweep).
+	State() ConnState
 }

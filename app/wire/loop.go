@@ -8,7 +8,7 @@ import (
 )
 
 // Loop holds the per-loop services that every engine uses. All fields but
-// Stats are touched only on that loop.
+// Stats, Meters and Conns are touched only on that loop.
 type Loop struct {
 	Shared  *Shared
 	EL      gnet.EventLoop
@@ -18,6 +18,8 @@ type Loop struct {
 	FileBuf []byte    // small file bodies are read here
 	Alog    []byte    // access log lines not yet handed to the writer
 	Stats   Stats
+	Meters  Meters      // per-route counters; written by the loop only, like Stats
+	Conns   ConnGauges  // connections by protocol and state; likewise
 	view    *cache.View // this loop's view of the file cache; nil until a static request
 }
 

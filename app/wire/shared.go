@@ -18,4 +18,5 @@ type Shared struct {
 	Access   *accesslog.Log           // nil when the access log is off
 	Log      *slog.Logger
 	Proxies  ProxyLoops // the proxy state of each loop
+	Metered  bool       // a metrics listener is open: exchanges are counted per route (set before the engine starts)
 }
