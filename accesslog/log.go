@@ -295,6 +295,8 @@ func appendProto(dst []byte, v codec.Version) []byte {
 		return append(dst, "HTTP/1.0"...)
 	case codec.HTTP20:
 		return append(dst, "HTTP/2.0"...)
+	case codec.HTTP30:
+		return append(dst, "HTTP/3.0"...)
 	}
 	return append(dst, "HTTP/1.1"...)
 }

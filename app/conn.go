@@ -29,6 +29,7 @@ type conn struct {
 	kind    wire.Proto       // the protocol chosen, for the gauges (conn_state.go); ProtoNone until then
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
+	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none
 }
 
 func newConn(l *loop, c gnet.Conn) *conn {

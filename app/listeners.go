@@ -30,6 +30,9 @@ type listenerInfo struct {
 	tls     *tlsconn.Listener // nil for plain listeners
 	toHTTPS *httpsRedirect    // non-nil for redirect_to_https listeners
 	protos  config.Protocols  // the HTTP versions it speaks (listen[].protocols), as the server started with it
+	http3   bool              // HTTP/3 on the same UDP port (listen[].http3)
+	altH1   []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
+	altH2   []byte            // with http3: the alt-svc value of its HTTP/2 responses
 }
 
 // httpsRedirect answers every request of a redirect_to_https listener.
@@ -59,6 +62,10 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 			}
 			li.tls = tl
 			s.anyTLS = true
+			if l.HTTP3 {
+				li.http3 = true
+				li.altH1, li.altH2 = altSvcLines(ap.Port(), cfg.Server.HTTP3)
+			}
 		}
 		s.listeners[i] = li
 	}
@@ -140,6 +147,8 @@ func (s *Server) attachTransport(c gnet.Conn) {
 		case li.tls != nil:
 			cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, li.tls)
 			cs.SetLayer(cs.tls)
+			cs.h1.SetAltSvc(li.altH1)
+			cs.altH2 = li.altH2
 		case li.toHTTPS != nil:
 			cs.toHTTPS = li.toHTTPS
 		}
@@ -189,6 +198,9 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 		if (l.TLS != nil) != (li.tls != nil) || (l.RedirectToHTTPS != nil) != (li.toHTTPS != nil) {
 			notes = append(notes, fmt.Sprintf("listen %s: switching between plain, TLS and redirect_to_https needs a restart", l.Address))
 			continue
+		}
+		if l.HTTP3 != li.http3 {
+			notes = append(notes, fmt.Sprintf("listen %s: http3 changed: restart gale to apply it", l.Address))
 		}
 		if l.Protocols != li.protos {
 			notes = append(notes, fmt.Sprintf("listen %s: protocols changed to %s: restart gale to apply them (the listener keeps %s)", l.Address, l.Protocols, li.protos))

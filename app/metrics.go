@@ -165,6 +165,8 @@ var loopCounters = []loopCounter{
 	{"gale_http2_no_preface_total", "Connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface.", metrics.Counter, func(s *Stats) int64 { return int64(s.NoPreface.Load()) }},
 	{"gale_requests_total", "Requests answered (errors included), every protocol, by event loop.", metrics.Counter, func(s *Stats) int64 { return int64(s.Requests.Load()) }},
 	{"gale_http2_requests_total", "HTTP/2 streams answered (included in gale_requests_total).", metrics.Counter, func(s *Stats) int64 { return int64(s.H2Requests.Load()) }},
+	{"gale_http3_connections_total", "QUIC connections (HTTP/3), by the event loop that answers their requests.", metrics.Counter, func(s *Stats) int64 { return int64(s.H3Conns.Load()) }},
+	{"gale_http3_requests_total", "HTTP/3 requests answered (included in gale_requests_total).", metrics.Counter, func(s *Stats) int64 { return int64(s.H3Requests.Load()) }},
 	{"gale_parse_errors_total", "Requests answered with a parse error (400, 413, 414, 431, 501, 505).", metrics.Counter, func(s *Stats) int64 { return int64(s.ParseErrors.Load()) }},
 	{"gale_received_bytes_total", "Request bytes consumed.", metrics.Counter, func(s *Stats) int64 { return int64(s.BytesIn.Load()) }},
 	{"gale_sent_bytes_total", "Response bytes handed to the socket layer.", metrics.Counter, func(s *Stats) int64 { return int64(s.BytesOut.Load()) }},

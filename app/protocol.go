@@ -87,4 +87,5 @@ func (cs *conn) startH2(set *wire.Settings, st *tls.ConnectionState) {
 		redirect = cs.toHTTPS
 	}
 	cs.h2 = h2conn.New(&cs.Conn, set, redirect, st)
+	cs.h2.SetAltSvc(cs.altH2)
 }

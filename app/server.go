@@ -27,6 +27,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/h3"
 	"gale/app/wire"
 	"gale/cache"
 	"gale/config"
@@ -62,9 +63,10 @@ type Server struct {
 	booted  chan struct{}
 	stopped chan struct{}
 
-	loops    sync.Map // gnet.EventLoop -> *loop
-	loopList atomic.Pointer[[]*loop]
-	loopMu   sync.Mutex // guards registration into loopList
+	loops     sync.Map // gnet.EventLoop -> *loop
+	loopList  atomic.Pointer[[]*loop]
+	wireLoops atomic.Pointer[[]*wire.Loop] // the same loops' services, for HTTP/3 (http3.go)
+	loopMu    sync.Mutex                   // guards registration into loopList
 
 	open     atomic.Int64 // client connections open in gnet across loops (for stop)
 	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay; sh.Draining follows it)
@@ -77,6 +79,8 @@ type Server struct {
 	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
 	anyTLS     bool             // some listener is TLS or redirect_to_https
 	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
+	quic       []*h3.Listener   // the HTTP/3 sides of the listeners with http3, while running (http3.go)
+	anchored   atomic.Bool      // the loops were looked for and HTTP/3 started (http3.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -176,10 +180,15 @@ func (s *Server) Run() error {
 		protoAddrs[i] = "tcp://" + a
 	}
 	stopWatch := make(chan struct{})
+	if err := s.startHTTP3(); err != nil {
+		s.closeMetrics()
+		return err
+	}
 	go s.watchCertificates(stopWatch, certPoll)
 	go s.runMetrics()
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
+	s.closeHTTP3()
 	s.closeMetrics()
 	if s.sh.Access != nil {
 		s.sh.Access.Close()
@@ -194,6 +203,9 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.engMu.Lock()
 	s.eng = eng
 	s.engMu.Unlock()
+	if len(s.quic) > 0 {
+		return gnet.None // HTTP/3 needs the loops running: the first tick boots it
+	}
 	close(s.booted)
 	return gnet.None
 }
@@ -296,6 +308,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		}
 	}
 	s.sh.Draining.Store(true)
+	quicDone := s.shutdownHTTP3(ctx)
 	for _, l := range s.loopSlice() {
 		l := l
 		_ = l.EL.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
@@ -312,6 +325,10 @@ wait:
 			break wait
 		case <-t.C:
 		}
+	}
+	select { // HTTP/3 requests in flight run on the loops: they finish first
+	case <-quicDone:
+	case <-ctx.Done():
 	}
 	s.engMu.Lock()
 	eng := s.eng
@@ -368,6 +385,7 @@ func (s *Server) loopFor(el gnet.EventLoop) *loop {
 	s.loops.Store(el, l)
 	list := append(append([]*loop(nil), s.loopSlice()...), l)
 	s.loopList.Store(&list)
+	s.addWireLoop(l)
 	return l
 }
 
@@ -375,6 +393,10 @@ func (s *Server) loopFor(el gnet.EventLoop) *loop {
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if uc, ok := upstreamOf(c); ok {
 		uc.OnOpen(c)
+		return nil, gnet.None
+	}
+	if _, ok := anchorOf(c); ok {
+		s.loopFor(c.EventLoop())
 		return nil, gnet.None
 	}
 	l := s.loopFor(c.EventLoop())
@@ -396,6 +418,10 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 		uc.OnClose(c, err)
 		return gnet.None
 	}
+	if a, ok := anchorOf(c); ok {
+		s.dropAnchor(a)
+		return gnet.None
+	}
 	if cs, ok := c.Context().(*conn); ok {
 		cs.loop.closed(cs)
 		s.open.Add(-1)
@@ -409,6 +435,10 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	if uc, ok := upstreamOf(c); ok {
 		return uc.OnTraffic(c)
 	}
+	if _, ok := anchorOf(c); ok {
+		_, _ = c.Discard(-1)
+		return gnet.None
+	}
 	cs, ok := c.Context().(*conn)
 	if !ok {
 		return gnet.Close
@@ -419,6 +449,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 // OnTick implements gnet.EventHandler. It runs on gnet's ticker goroutine,
 // not on a loop, so it only posts a sweep to every loop.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	if len(s.quic) > 0 && s.anchored.CompareAndSwap(false, true) {
+		go s.bootHTTP3()
+	}
 	for _, l := range s.loopSlice() {
 		_ = l.EL.Execute(context.Background(), l.sweepFn)
 	}

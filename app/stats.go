@@ -13,6 +13,7 @@ type Stats = wire.Stats
 type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
 	H2Conns, H2Requests, NoPreface                                         uint64
+	H3Conns, H3Requests                                                    uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
 	Budget                                                                 fds.Snapshot // the descriptor budget, process-wide
@@ -34,4 +35,6 @@ func addStats(d *StatsSnapshot, s *Stats) {
 	d.H2Conns += s.H2Conns.Load()
 	d.H2Requests += s.H2Requests.Load()
 	d.NoPreface += s.NoPreface.Load()
+	d.H3Conns += s.H3Conns.Load()
+	d.H3Requests += s.H3Requests.Load()
 }

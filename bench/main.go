@@ -5,6 +5,7 @@
 //	go run ./bench sweep -h    # the reactor-tuning lab
 //	go run ./bench report R.json  # render R.md and R.svg again from a run
 //	go run ./bench bulk           # a 256 MiB download with curl, HTTP/1.1 against HTTP/2
+//	go run ./bench h3             # HTTP/3 with quic-go's client, gale against Caddy
 //	go run ./bench soak -duration 1h  # hours of mixed load with flat memory
 //
 // Each server runs pinned to the server CPUs with the same number of
@@ -40,6 +41,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "bulk" {
 		return runBulk(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "h3" {
+		return runH3(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "report" {
 		return runReport(args[1:], stdout, stderr)

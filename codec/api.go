@@ -22,6 +22,7 @@ const (
 	HTTP10 Version = 10 // HTTP/1.0
 	HTTP11 Version = 11 // HTTP/1.1
 	HTTP20 Version = 20 // HTTP/2: a request view filled from an HTTP/2 stream's header block, never parsed by this package
+	HTTP30 Version = 30 // HTTP/3: a request view filled from an HTTP/3 request's header section, never parsed by this package
 )
 
 // TargetForm is the form of a request-target (RFC 9112 section 3.2).

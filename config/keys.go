@@ -153,6 +153,7 @@ var listenerKeys = sectionKey("", "A listener in object form.",
 	tlsKeys,
 	boolKey("redirect_to_https", "false", "A plain listener that answers every request with a redirect to https, on the port of the first TLS listener."),
 	listKey("protocols", enumKey("", protocolNames, "", ""), "HTTP versions spoken: h1, h2 (TLS only, by ALPN) and h2c (cleartext, prior knowledge); default [h1, h2] with tls, [h1, h2c] without.").atLeast(1).distinct(),
+	boolKey("http3", "false", "Also serve HTTP/3 over QUIC on the same port (UDP), advertised by Alt-Svc on this listener's HTTP/1.1 and HTTP/2 responses; TLS listeners only (see server.http3)."),
 )
 
 var addressSpec = anyOf("", "", &keySpec{typ: typeString, doc: `"host:port"`}, listenerKeys)
@@ -199,6 +200,7 @@ var serverKeys = sectionKey("server", "Reactor and protocol settings.",
 	limitsKeys,
 	timeoutsKeys,
 	http2Keys,
+	http3Keys,
 )
 
 var cacheKeys = sectionKey("cache", "The static file cache, one per server, shared by every static route.",
@@ -371,7 +373,7 @@ var routeKeys = func() *keySpec {
 
 // topKeys is the table of the whole file.
 var topKeys = sectionKey("", "gale's config file.",
-	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols}.`).must(),
+	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols, http3}.`).must(),
 	serverKeys,
 	cacheKeys,
 	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to the built-in table.`),

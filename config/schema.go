@@ -102,6 +102,7 @@ func defaults() *Config {
 				MaxHeaderListSize:    h2HeaderList(defaultHeaderBytes),
 				MaxRequests:          defaultH2Requests,
 			},
+			HTTP3: defaultHTTP3(),
 		},
 		Cache: Cache{
 			MaxBytes:     defaultCacheMaxBytes,
@@ -286,6 +287,9 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	}
 	if !listSet {
 		sv.HTTP2.MaxHeaderListSize = h2HeaderList(sv.Limits.HeaderBytes)
+	}
+	if v := s.get("http3"); v != nil {
+		d.http3(v, join(path, "http3"), &sv.HTTP3)
 	}
 }
 

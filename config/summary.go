@@ -37,6 +37,9 @@ func (c *Config) Summary() []string {
 		if l.Protocols != DefaultProtocols(l.TLS != nil) {
 			line += "  protocols " + l.Protocols.String()
 		}
+		if l.HTTP3 {
+			line += "  http3 (udp)"
+		}
 		out = append(out, line)
 	}
 	where := make([]string, len(c.Routes))

@@ -87,6 +87,7 @@ func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
 		}
 		ok = ok && good
 	}
+	ok = d.listenerHTTP3(s, path, &l) && ok
 	return l, ok
 }
 

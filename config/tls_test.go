@@ -115,6 +115,7 @@ func TestTLSListeners(t *testing.T) {
         "Listener": 1
       },
       "Protocols": "[h1, h2c]",
+      "HTTP3": false,
       "Pos": {
         "Line": 2,
         "Col": 5
@@ -148,6 +149,7 @@ func TestTLSListeners(t *testing.T) {
         "MaxHandshakesPerAddress": 8
       },
       "Protocols": "[h1, h2]",
+      "HTTP3": false,
       "Pos": {
         "Line": 3,
         "Col": 5
@@ -259,6 +261,22 @@ x.yaml:4:87: listen[2].protocols[1]: h2 is listed twice; first at line 4, column
 x.yaml:5:82: listen[3].protocols: expected at least one of h1, h2, h2c, e.g. [h1, h2]
 x.yaml:6:83: listen[4].protocols[0]: expected one of h1, h2, h2c, got "http/1.1"
 `,
+		},
+		{
+			name:   "http3 on a plain listener",
+			listen: "listen: {address: \":8080\", http3: true}\n",
+			want:   `x.yaml:1:28: listen.http3: HTTP/3 runs over QUIC, whose handshake is TLS 1.3: add a tls section with certificates to this listener, or remove http3` + "\n",
+		},
+		{
+			name:   "http3 spelled as a string",
+			listen: "listen: {address: \":8443\", http3: \"yes\", tls: {certificates: [{cert: b.pem, key: b.key}]}}\n",
+			want:   `x.yaml:1:35: listen.http3: expected true or false, got "yes"` + "\n",
+		},
+		{
+			name:    "http3 on a TLS listener",
+			listen:  "listen: {address: \":8443\", http3: true, tls: {certificates: [{cert: b.pem, key: b.key}]}}\n",
+			want:    `"HTTP3": true,`,
+			summary: "listen  :8443  tls (1 certificate)  http3 (udp)",
 		},
 		{
 			name:   "tls and redirect together",

@@ -43,6 +43,7 @@ type Listener struct {
 	TLS             *TLS           // nil = plain HTTP
 	RedirectToHTTPS *HTTPSRedirect // non-nil: a plain listener that answers every request with a redirect to https (redirect_to_https: true)
 	Protocols       Protocols      // never empty: default h1 and h2 on TLS listeners, h1 and h2c on plain ones; h2 only with TLS, h2c only without
+	HTTP3           bool           // also serve HTTP/3 over QUIC on the same port (UDP); TLS listeners only
 	Pos             Pos            // where the address (or the object) is written
 }
 
@@ -138,6 +139,7 @@ type Server struct {
 	Limits            Limits   // size limits
 	Timeouts          Timeouts // time limits
 	HTTP2             HTTP2    // HTTP/2 settings; a reload applies them to connections accepted afterwards
+	HTTP3             HTTP3    // HTTP/3 settings of the listeners with http3: true; read at start
 }
 
 // Limits bound request sizes and connection counts.

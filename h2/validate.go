@@ -399,3 +399,16 @@ func parseLength(v []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// ValidOriginPath reports whether p is a request path as :path carries it
+// outside CONNECT and OPTIONS "*" (RFC 9113 section 8.3.1, RFC 9114
+// section 4.3.1): "/" first, then codec's request-target bytes with valid
+// percent-encoding. HTTP/3 requests are held to the same rule.
+func ValidOriginPath(p []byte) bool {
+	return len(p) > 0 && p[0] == '/' && all(p, bTarget) && validPercent(p)
+}
+
+// ValidAuthority reports whether a is a valid :authority (host [":"
+// port], no userinfo), as HTTP/2 requests are held to; HTTP/3 requests
+// are held to the same rule.
+func ValidAuthority(a []byte) bool { return validAuthority(a) }

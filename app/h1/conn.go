@@ -62,6 +62,7 @@ type Conn struct {
 
 	redirect handlers.Handler // answers every request on redirect_to_https listeners; nil elsewhere
 	noH1     bool             // the listener speaks no HTTP/1.1: a head that never completes is part of an HTTP/2 preface
+	altSvc   []byte           // "Alt-Svc: ...\r\n" advertising HTTP/3 on the listener (altsvc.go); nil for none
 }
 
 var _ wire.Engine = (*Conn)(nil)
@@ -403,6 +404,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	} else {
 		l.Out = codec.AppendResponseHead(l.Out, &head)
 	}
+	l.Out = cs.appendAltSvc(l.Out)
 	sent := int64(0)
 	if !isHead && !bodyless && size > 0 {
 		switch {

@@ -66,6 +66,7 @@ type Conn struct {
 	parked      int     // exchanges waiting for memHeld to shrink (exchange.park)
 	closing     bool    // the connection closes once its output drained
 	lingerUntil int64   // when a lingering close gives up waiting for the client; 0 = not lingering
+	altSvc      []byte  // the Alt-Svc value advertising HTTP/3 on the listener (SetAltSvc); nil for none
 }
 
 var _ wire.Engine = (*Conn)(nil)

@@ -23,7 +23,7 @@ func (ex *exchange) appendHead(dst []byte, resp *handlers.Response, bodyless boo
 	h := ex.h
 	if resp.HPACK != nil {
 		dst = append(dst, resp.HPACK...)
-		return h.appendDate(dst)
+		return h.appendDate(h.appendAltSvc(dst))
 	}
 	set := h.wc.Loop.Shared.Set.Load()
 	dst = hpack.AppendStatus(dst, resp.Status)
@@ -35,7 +35,7 @@ func (ex *exchange) appendHead(dst []byte, resp *handlers.Response, bodyless boo
 		var n [20]byte
 		dst = hpack.AppendField(dst, fieldContentLength, strconv.AppendInt(n[:0], size, 10))
 	}
-	return h.appendDate(dst)
+	return h.appendDate(h.appendAltSvc(dst))
 }
 
 // appendDate appends the date field of the current second.

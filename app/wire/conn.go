@@ -239,7 +239,12 @@ func (c *Conn) Dup() (net.Conn, error) {
 // the exchange (its start, first byte and route) for the per-route
 // metrics, which are counted when the server has a metrics listener.
 func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
-	l := c.Loop
+	c.Loop.Record(c.Remote.Addr(), rec, m, status, bodyBytes, now)
+}
+
+// Record counts one request answered on the loop to a client at remote
+// and appends its access log line (see Conn.Record).
+func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
 	l.Stats.Requests.Add(1)
 	if k := status / 100; k >= 1 && k <= 5 {
 		l.Stats.ByClass[k].Add(1)
@@ -256,7 +261,7 @@ func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, no
 	}
 	if a != nil {
 		rec.SetTiming(now-m.Start, m.InBytes)
-		l.Alog = a.AppendLine(l.Alog, c.Remote.Addr(), rec, status, bodyBytes, now)
+		l.Alog = a.AppendLine(l.Alog, remote, rec, status, bodyBytes, now)
 		if len(l.Alog) >= accesslog.FlushBytes {
 			l.FlushAccessLog()
 		}

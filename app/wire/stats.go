@@ -20,5 +20,7 @@ type Stats struct {
 	ParseErrors atomic.Uint64    // requests answered with a codec error
 	H2Conns     atomic.Uint64    // connections that chose HTTP/2 (ALPN h2 or the h2c preface)
 	H2Requests  atomic.Uint64    // HTTP/2 streams answered (included in Requests)
+	H3Conns     atomic.Uint64    // QUIC connections whose requests this loop answers (HTTP/3)
+	H3Requests  atomic.Uint64    // HTTP/3 requests answered (included in Requests)
 	NoPreface   atomic.Uint64    // connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface
 }

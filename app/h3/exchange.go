@@ -1,0 +1,271 @@
+package h3
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"gale/accesslog"
+	"gale/app/wire"
+	"gale/cache"
+	"gale/codec"
+	"gale/handlers"
+)
+
+// exchange is one HTTP/3 request and its response. The request's
+// goroutine fills it (request.go) and hands it to its loop; from then
+// until the loop signals done, only the loop touches it, and afterwards
+// only the goroutine, which writes the response and puts the exchange
+// back in the listener's pool. The channel's send and receive order the
+// two sides (and gnet's task queue orders the hand-over).
+type exchange struct {
+	l     *Listener
+	loop  *wire.Loop
+	ctx   handlers.Ctx
+	req   codec.Request
+	buf   []byte        // the bytes req aliases
+	early int           // a status to answer without serving (400, 408, 413), or 0
+	done  chan struct{} // the loop answered: Resp, status and size are the goroutine's now
+
+	// What the loop answered, read by the goroutine after done.
+	status   int
+	size     int64        // body bytes that follow the head
+	noBody   bool         // a response to HEAD, or a status without a body
+	server   []byte       // the Server field of the settings the request was served under
+	pinned   *cache.Entry // the entry the body aliases, pinned until the body was sent
+	heldFile bool         // Resp.File is counted in the descriptor budget
+
+	// The exchange's continuation (handlers.Pending), while it waits
+	// for a load of the file cache.
+	pending  handlers.Pending
+	loadDone cache.Done // stores into result and resumes the exchange
+	result   atomic.Pointer[wire.CacheResult]
+	waitKey  []byte
+	resumer  resumeRun
+	rec      accesslog.Record
+	meter    wire.Meter // the exchange's start and route, for the metrics
+	start    int64      // when the request reached the handler (unix ns)
+	inBytes  int64      // request body bytes read (and dropped)
+}
+
+// Each buffer a pooled exchange keeps is at most this large, so that one
+// large request does not leave a pooled exchange holding its size.
+const (
+	keepBytes   = 4 << 10
+	keepFields  = 64
+	scratchSize = 2 << 10
+)
+
+// newExchange makes an exchange of listener l.
+func newExchange(l *Listener) *exchange {
+	ex := &exchange{l: l, done: make(chan struct{}, 1)}
+	ex.ctx.Scratch = make([]byte, 0, scratchSize)
+	ex.ctx.Cache = ex
+	ex.ctx.TLS = true
+	ex.resumer.ex = ex
+	ex.loadDone = func(e *cache.Entry, err error) {
+		ex.result.Store(&wire.CacheResult{Entry: e, Err: err})
+		if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {
+			ex.abandonOff() // the engine stopped: no loop runs again
+		}
+	}
+	return ex
+}
+
+// Run implements gnet.Runnable: the exchange's first turn on its loop.
+func (ex *exchange) Run(context.Context) error {
+	c := &ex.ctx
+	c.Req = &ex.req
+	set := ex.loop.Shared.Set.Load()
+	ex.server = set.ServerHeader
+	if ex.early != 0 {
+		c.Error(ex.early)
+	} else {
+		ex.serve(set)
+	}
+	if p := c.Resp.Pending; p != nil {
+		ex.pending = p
+		return nil
+	}
+	ex.answer()
+	return nil
+}
+
+// serve routes the request and runs its handler, as the other engines
+// do. A handler that answers later leaves Resp.Pending set.
+func (ex *exchange) serve(set *wire.Settings) {
+	c := &ex.ctx
+	switch c.Req.Form {
+	case codec.AsteriskForm:
+		c.Resp.Status = 200
+	case codec.AuthorityForm:
+		c.Error(405) // CONNECT: gale is not a forward proxy
+	default:
+		set.Router.Serve(c)
+	}
+}
+
+// resumeRun resumes an exchange's continuation on its loop.
+type resumeRun struct{ ex *exchange }
+
+func (r *resumeRun) Run(context.Context) error {
+	r.ex.resume()
+	return nil
+}
+
+// resume hands a finished load to the exchange's continuation.
+func (ex *exchange) resume() {
+	p := ex.pending
+	if p == nil {
+		return
+	}
+	c := &ex.ctx
+	switch p.Resume(c) {
+	case handlers.Waiting:
+		return
+	case handlers.CloseNow:
+		ex.pending = nil
+		p.Closed()
+		c.Resp.Reset()
+		c.Error(500)
+	default:
+		ex.pending = nil
+		if np := c.Resp.Pending; np != nil {
+			ex.pending = np // it waits again (an error page, an index file)
+			return
+		}
+	}
+	ex.answer()
+}
+
+// answer takes the response the handler left in Resp for the goroutine
+// to write, counts and logs it, and signals done. The exchange is the
+// goroutine's afterwards.
+func (ex *exchange) answer() {
+	c := &ex.ctx
+	resp := &c.Resp
+	ex.result.Store(nil) // a load result belongs to this request only
+	ex.noBody = string(c.Req.Method) == "HEAD" || resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	ex.size = resp.BodySize()
+	if !ex.noBody && ex.size > 0 && resp.File != nil {
+		if ex.heldFile = ex.loop.Shared.Budget.Acquire(1); !ex.heldFile {
+			// The file would outlive this turn uncounted: 503, as
+			// the other engines answer.
+			c.Error(503)
+			ex.size = resp.BodySize()
+		}
+	}
+	if ex.noBody || ex.size == 0 {
+		closeFile(resp)
+	}
+	if e := resp.Entry; e != nil && !ex.noBody {
+		e.Pin()
+		ex.pinned = e
+	}
+	ex.status = resp.Status
+	ex.record()
+	ex.done <- struct{}{}
+}
+
+// record counts the exchange and writes its access log line; the bytes
+// are the body's length as answered.
+func (ex *exchange) record() {
+	lp := ex.loop
+	lp.Stats.H3Requests.Add(1)
+	sent := ex.size
+	if ex.noBody {
+		sent = 0
+	}
+	if lp.Shared.Access != nil {
+		ex.rec.FromRequest(ex.ctx.Req)
+	}
+	ex.meter.Begin(ex.req.Method, ex.start)
+	ex.meter.Route = ex.ctx.Route
+	ex.meter.InBytes = ex.inBytes
+	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent, time.Now().UnixNano())
+	lp.FlushAccessLog()
+}
+
+// abandonOff ends an exchange whose loop will not run again (the engine
+// stopped while it waited): the goroutine answers 503. It runs off the
+// loop, on which nothing of the exchange is queued any more.
+func (ex *exchange) abandonOff() {
+	ex.pending = nil
+	c := &ex.ctx
+	closeFile(&c.Resp)
+	c.Resp.Reset()
+	c.Error(503)
+	ex.status, ex.size, ex.noBody = 503, int64(len(c.Resp.Body)), false
+	ex.done <- struct{}{}
+}
+
+// closeFile closes the response's file, if any.
+func closeFile(resp *handlers.Response) {
+	if resp.File != nil {
+		_ = resp.File.Close()
+		resp.File = nil
+	}
+}
+
+// release drops what the written response held, and trims the buffers a
+// large request grew, before the exchange goes back to the pool. It runs
+// on the request's goroutine.
+func (ex *exchange) release() {
+	resp := &ex.ctx.Resp
+	if f := resp.File; f != nil {
+		releaseFile(f, ex)
+		resp.File = nil
+	}
+	if ex.pinned != nil {
+		ex.pinned.Release()
+		ex.pinned = nil
+	}
+	resp.Reset()
+	c := &ex.ctx
+	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
+	c.Scratch = c.Scratch[:0]
+	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0
+	if cap(ex.buf) > keepBytes || cap(ex.req.Headers) > keepFields {
+		ex.buf, ex.req = nil, codec.Request{}
+	}
+	if cap(c.Scratch) > keepBytes {
+		c.Scratch = make([]byte, 0, scratchSize)
+	}
+}
+
+// releaseFile closes f and gives its place in the budget back.
+func releaseFile(f *os.File, ex *exchange) {
+	_ = f.Close()
+	if ex.heldFile {
+		ex.loop.Shared.Budget.Release(1)
+		ex.heldFile = false
+	}
+}
+
+// The file cache, per exchange (handlers.CacheAccess).
+
+var _ handlers.CacheAccess = (*exchange)(nil)
+
+// CacheView implements handlers.CacheAccess: the loop's view over c.
+func (ex *exchange) CacheView(c *cache.Cache) *cache.View { return ex.loop.CacheView(c) }
+
+// CacheDone implements handlers.CacheAccess: the callback stores the
+// result and resumes the exchange on its loop.
+func (ex *exchange) CacheDone(key []byte) cache.Done {
+	ex.waitKey = append(ex.waitKey[:0], key...)
+	return ex.loadDone
+}
+
+// CacheReady implements handlers.CacheAccess.
+func (ex *exchange) CacheReady() bool { return ex.result.Load() != nil }
+
+// CacheLoaded implements handlers.CacheAccess.
+func (ex *exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
+	r := ex.result.Load()
+	if r == nil || string(ex.waitKey) != string(key) {
+		return nil, nil, false
+	}
+	ex.result.Store(nil)
+	return r.Entry, r.Err, true
+}

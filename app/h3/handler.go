@@ -1,0 +1,81 @@
+package h3
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// ServeHTTP implements http.Handler for quic-go's http3.Server: it runs
+// on the request stream's goroutine, copies the request into an
+// exchange, reads the request body through (discarding it: the loops'
+// handlers read no bodies), hands the exchange to its connection's loop
+// and waits for the answer, then writes it.
+func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lp, err := l.loopOf(r.Context())
+	if err != nil {
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	ex := l.pool.Get().(*exchange)
+	ex.loop = lp
+	ex.start = time.Now().UnixNano()
+	ex.early = ex.fill(r)
+	if hasBody(r) && ex.early == 0 {
+		ex.early = ex.discardBody(w, r)
+	}
+	if lp.EL.Execute(context.Background(), ex) != nil {
+		// The engine stopped under the request.
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		ex.release()
+		l.pool.Put(ex)
+		return
+	}
+	<-ex.done
+	ex.write(w)
+	ex.release()
+	l.pool.Put(ex)
+}
+
+// bodyBufs are the buffers request bodies are read into and dropped.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// discardBody reads r's body to its end, dropping the bytes as they
+// arrive, and returns the status to answer instead of serving the
+// request: 413 past limits.body_bytes (without reading further), 408
+// when no byte arrived for timeouts.read_body, 400 when the stream
+// failed; 0 once the body ended.
+func (ex *exchange) discardBody(w http.ResponseWriter, r *http.Request) int {
+	set := ex.loop.Shared.Set.Load()
+	limit, wait := set.Limits.BodyBytes, time.Duration(set.ReadBody)
+	if r.ContentLength > limit {
+		return 413
+	}
+	rc, _ := w.(interface{ SetReadDeadline(time.Time) error })
+	bp := bodyBufs.Get().(*[]byte)
+	defer bodyBufs.Put(bp)
+	total := int64(0)
+	for {
+		if rc != nil {
+			_ = rc.SetReadDeadline(time.Now().Add(wait))
+		}
+		n, err := r.Body.Read(*bp)
+		total += int64(n)
+		ex.inBytes = total
+		if total > limit {
+			return 413
+		}
+		switch {
+		case err == io.EOF:
+			return 0
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return 408
+		case err != nil:
+			return 400
+		}
+	}
+}
