@@ -176,3 +176,44 @@ func waitForFault(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStaticRacyFileWaits: files written a moment ago, within their racy
+// window, asked for at once by HTTP/1.1, HTTP/2 over TLS and h2c clients,
+// many at a time: every request waits out the window and gets the whole
+// file, and the descriptor budget comes back to where it was.
+func TestStaticRacyFileWaits(t *testing.T) {
+	ts := h2Hostile(t, "cache: {max_file_bytes: 64KiB}\n", nil)
+	used := ts.srv.sh.Budget.Snapshot().Used
+	site := filepath.Join(ts.dir, "site")
+	want := map[string][]byte{"/racy-large.bin": pseudoRandom(3<<20, 77), "/racy-small.bin": pseudoRandom(4<<10, 78)}
+	for name, b := range want {
+		if err := os.WriteFile(filepath.Join(site, name[1:]), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	clients := h2Clients(t, ts)
+	for proto, cl := range clients {
+		for path, body := range want {
+			for range 5 {
+				wg.Go(func() {
+					resp, err := cl.c.Get(cl.base + path)
+					if err != nil {
+						t.Errorf("%s %s: %v", proto, path, err)
+						return
+					}
+					got, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || err != nil || !bytes.Equal(got, body) {
+						t.Errorf("%s %s: %d, %d of %d bytes, %v", proto, path, resp.StatusCode, len(got), len(body), err)
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	for _, cl := range clients {
+		cl.c.CloseIdleConnections()
+	}
+	awaitBudget(t, ts, used)
+}

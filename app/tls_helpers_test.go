@@ -148,9 +148,7 @@ func startTLSServer(t *testing.T, yamlText string, files map[string]string, extr
 		t.Fatal(err)
 	}
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(site, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeSettled(t, filepath.Join(site, name), []byte(body))
 	}
 	yamlText = strings.ReplaceAll(yamlText, "$CERT", "{cert: cert.pem, key: cert.key}")
 	file := filepath.Join(dir, "gale.yaml")
