@@ -1,0 +1,17 @@
+package wire
+
+import (
+	"gale/config"
+	"gale/fds"
+	"gale/gateway"
+	"gale/handlers"
+)
+
+// fastcgiOption gives handlers.Build the factory of FastCGI routes (the
+// fastcgi route kind and the php preset), which count their connections
+// in b.
+func fastcgiOption(_ *config.Config, b *fds.Budget) handlers.Option {
+	return handlers.WithFastCGI(func(rt *handlers.Route) (handlers.Handler, error) {
+		return gateway.New(rt, gateway.Options{Budget: b})
+	})
+}
