@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ func (l *lockedBuf) String() string {
 // startFPM starts PHP-FPM with a static pool of children workers,
 // listening on a unix socket in dir (tcp false) or on 127.0.0.1 (tcp
 // true). name is the pool's POOL environment variable.
-func startFPM(t *testing.T, dir, name string, tcp bool, children int) *fpm {
+func startFPM(t *testing.T, dir, name string, tcp bool, children int, extra ...string) *fpm {
 	t.Helper()
 	bin := fpmBinary(t)
 	listen := filepath.Join(dir, name+".sock")
@@ -106,7 +105,8 @@ php_admin_value[memory_limit] = 128M
 php_admin_value[max_execution_time] = 0
 php_admin_flag[log_errors] = on
 php_admin_value[error_log] = /dev/stderr
-`, dir, name, listen, children)
+pm.status_path = /fpm-status
+`, dir, name, listen, children) + strings.Join(extra, "\n") + "\n"
 	file := filepath.Join(dir, name+"-fpm.conf")
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -243,5 +243,3 @@ func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
 	}
 	return resp, string(b)
 }
-
-var _ = bufio.NewReader
