@@ -68,7 +68,7 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 		return nil
 	}
 	if v := s.get("to"); v != nil {
-		f.To = d.upstreams(v, join(path, "to"))
+		f.To = d.fastcgiServers(v, join(path, "to"))
 	} else if s.missing("to") {
 		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "unix:/run/php/php8.2-fpm.sock"`)
 	}
@@ -112,6 +112,26 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 		f.Env = d.fastcgiEnv(v, join(path, "env"))
 	}
 	return f
+}
+
+// fastcgiServers decodes fastcgi.to: upstreams as proxy.to takes them,
+// but no URLs (FastCGI is not HTTP).
+func (d *decoder) fastcgiServers(n *yaml.Node, path string) []Upstream {
+	items := []*yaml.Node{deref(n)}
+	if deref(n).Kind == yaml.SequenceNode {
+		items = deref(n).Content
+	}
+	for i, item := range items {
+		if item = deref(item); item.Kind == yaml.ScalarNode && strings.Contains(item.Value, "://") {
+			ip := path
+			if len(items) > 1 || deref(n).Kind == yaml.SequenceNode {
+				ip = index(path, i)
+			}
+			d.errorf(item, ip, `expected a FastCGI server such as "unix:/run/php/php-fpm.sock" or "127.0.0.1:9000", got %s`, quote(item.Value))
+			return nil
+		}
+	}
+	return d.upstreams(n, path)
 }
 
 func cmpOr(a, b string) string {
