@@ -12,18 +12,18 @@ import (
 // FastCGI sends a route's requests to FastCGI applications such as
 // PHP-FPM (the fastcgi route kind, and the php preset).
 type FastCGI struct {
-	To                 []Upstream     // at least one, in file order, no two alike ("unix:/run/php/fpm.sock", "127.0.0.1:9000")
-	Root               string         // absolute after Load; DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist
-	SplitPath          []string       // default [".php"]: the path is split after the first of these (ASCII case-insensitive) that ends a segment, into the script and PATH_INFO; empty (not nil) = the whole path is the script
-	Index              string         // default "index.php": the script of a path that ends in "/"
-	Env                []EnvVar       // user-defined variables, in file order, after the CGI ones (which they may not replace)
-	LoadBalancing      string         // "round-robin" (default) | "least-connections"
-	MaxIdlePerUpstream int            // idle connections kept per application server and per event loop, default 16; 0 = none kept
-	Timeouts           ProxyTimeouts  // connect (default 2s), response_header (default 60s: from the request to the end of the CGI head, and the longest pause between two reads of the body), idle (default 60s)
-	Passive            PassiveHealth  // health_check.passive: failures of real requests take a server out
-	Retries            int            // default 1, 0..10: further servers tried for a request whose connect failed
-	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-For gives REMOTE_ADDR; nil = none
-	PHP                bool           // the php preset: Route.Static serves every path that is not a script (see README)
+	To             []Upstream     // at least one, in file order, no two alike ("unix:/run/php/fpm.sock", "127.0.0.1:9000")
+	Root           string         // absolute after Load; DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist
+	SplitPath      []string       // default [".php"]: the path is split after the first of these (ASCII case-insensitive) that ends a segment, into the script and PATH_INFO; empty (not nil) = the whole path is the script
+	Index          string         // default "index.php": the script of a path that ends in "/"
+	Env            []EnvVar       // user-defined variables, in file order, after the CGI ones (which they may not replace)
+	LoadBalancing  string         // "round-robin" (default) | "least-connections"
+	MaxConns       int            // default 4: connections to each server over all event loops (each loop its share, at least one), all kept alive; requests beyond wait for one
+	Timeouts       ProxyTimeouts  // connect (default 2s), response_header (default 60s: from the request to the end of the CGI head, and the longest pause between two reads of the body), idle (default 60s)
+	Passive        PassiveHealth  // health_check.passive: failures of real requests take a server out
+	Retries        int            // default 1, 0..10: further servers tried for a request whose connect failed
+	TrustedProxies []netip.Prefix // masked; clients whose X-Forwarded-For gives REMOTE_ADDR; nil = none
+	PHP            bool           // the php preset: Route.Static serves every path that is not a script (see README)
 }
 
 // EnvVar is one user-defined variable of fastcgi.env.
@@ -33,18 +33,19 @@ type EnvVar struct {
 
 // FastCGI defaults, as documented on the fields.
 const (
-	defaultFastCGIIdle = 16
-	maxEnvVars         = 256
+	defaultFastCGIConns = 4 // PHP-FPM's default pool has pm.max_children = 5
+	maxFastCGIConns     = 1 << 16
+	maxEnvVars          = 256
 )
 
 // defaultFastCGI returns a FastCGI with every default but To and Root.
 func defaultFastCGI() *FastCGI {
 	return &FastCGI{
-		SplitPath:          []string{".php"},
-		Index:              "index.php",
-		LoadBalancing:      "round-robin",
-		MaxIdlePerUpstream: defaultFastCGIIdle,
-		Retries:            defaultProxyRetries,
+		SplitPath:     []string{".php"},
+		Index:         "index.php",
+		LoadBalancing: "round-robin",
+		MaxConns:      defaultFastCGIConns,
+		Retries:       defaultProxyRetries,
 		Timeouts: ProxyTimeouts{
 			Connect:        2 * time.Second,
 			ResponseHeader: 60 * time.Second,
@@ -85,9 +86,9 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	}
 	d.fastcgiScripts(s, path, f)
 	d.setEnum(s, "load_balancing", &f.LoadBalancing, keys.options("load_balancing")...)
-	if v := s.get("max_idle_per_upstream"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
-			f.MaxIdlePerUpstream = int(k)
+	if v := s.get("max_conns"); v != nil {
+		if k, ok := d.integer(v, join(path, "max_conns"), 1, maxFastCGIConns); ok {
+			f.MaxConns = int(k)
 		}
 	}
 	if v := s.get("timeouts"); v != nil {

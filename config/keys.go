@@ -335,7 +335,7 @@ func fastcgiCommon() []*keySpec {
 		strKey("root", "The document root: DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist.").must(),
 		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request."),
 		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers."),
-		intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "16", "Idle connections kept per server and per event loop; 0 = none kept."),
+		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops, all kept alive; requests beyond wait for one. PHP-FPM gives each connection a worker: keep it at most pm.max_children."),
 		fastcgiTimeoutsKeys,
 		fastcgiHealthKeys,
 		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed."),

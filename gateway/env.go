@@ -65,8 +65,8 @@ func (h *Handler) splitPath(p []byte) (script, info []byte) {
 // appendFixed appends the pairs every request of the route carries.
 func (h *Handler) appendFixed(b []byte) []byte {
 	b = fastcgi.AppendPairString(b, "DOCUMENT_ROOT", h.root)
-	b = fastcgi.AppendPairString(b, "GATEWAY_INTERFACE", []byte("CGI/1.1"))
-	b = fastcgi.AppendPairString(b, "SERVER_SOFTWARE", []byte("gale"))
+	b = fastcgi.AppendPairString(b, "GATEWAY_INTERFACE", valCGI)
+	b = fastcgi.AppendPairString(b, "SERVER_SOFTWARE", valSoftware)
 	for _, e := range h.conf.Env {
 		b = fastcgi.AppendPair(b, []byte(e.Name), []byte(e.Value))
 	}
@@ -137,14 +137,28 @@ func requestURI(sc *envScratch, req *codec.Request) []byte {
 	return sc.val
 }
 
+// Values of the environment, in static memory.
+var (
+	valHTTP10   = []byte("HTTP/1.0")
+	valHTTP11   = []byte("HTTP/1.1")
+	valHTTP20   = []byte("HTTP/2.0")
+	valHTTP     = []byte("http")
+	valHTTPS    = []byte("https")
+	valOn       = []byte("on")
+	valPort80   = []byte("80")
+	valPort443  = []byte("443")
+	valCGI      = []byte("CGI/1.1")
+	valSoftware = []byte("gale")
+)
+
 func protocol(v codec.Version) []byte {
 	switch v {
 	case codec.HTTP10:
-		return []byte("HTTP/1.0")
+		return valHTTP10
 	case codec.HTTP20:
-		return []byte("HTTP/2.0")
+		return valHTTP20
 	}
-	return []byte("HTTP/1.1")
+	return valHTTP11
 }
 
 // appendRemote appends REMOTE_ADDR and REMOTE_PORT.
@@ -208,21 +222,21 @@ func appendServer(b []byte, c *handlers.Ctx, sc *envScratch) []byte {
 	if i := lastColon(host); i >= 0 {
 		name, port = host[:i], host[i+1:]
 	}
-	scheme := "http"
+	scheme := valHTTP
 	if c.TLS {
-		scheme = "https"
+		scheme = valHTTPS
 	}
 	if len(port) == 0 {
-		port = []byte("80")
+		port = valPort80
 		if c.TLS {
-			port = []byte("443")
+			port = valPort443
 		}
 	}
 	b = fastcgi.AppendPairString(b, "SERVER_NAME", name)
 	b = fastcgi.AppendPairString(b, "SERVER_PORT", port)
-	b = fastcgi.AppendPairString(b, "REQUEST_SCHEME", []byte(scheme))
+	b = fastcgi.AppendPairString(b, "REQUEST_SCHEME", scheme)
 	if c.TLS {
-		b = fastcgi.AppendPairString(b, "HTTPS", []byte("on"))
+		b = fastcgi.AppendPairString(b, "HTTPS", valOn)
 	}
 	return b
 }

@@ -22,6 +22,7 @@ const (
 	dlHeader           // waiting for the CGI head
 	dlBody             // waiting for more of the response
 	dlClientBody       // waiting for more of the request body
+	dlQueue            // waiting for a connection of the loop's pool
 )
 
 // requestID is the id of every request: one request per connection.
@@ -86,6 +87,7 @@ type exchange struct {
 	dkind    uint8
 	now      int64
 	held     bool
+	waiting  bool // in its pool's waiting list
 
 	busy     bool
 	clGone   bool
@@ -177,9 +179,10 @@ func (ex *exchange) attempt(fresh bool) bool {
 	} else {
 		ex.attempts++
 	}
+	p := &ex.lp.pools[ex.srv]
 	if !fresh {
 		for {
-			c := ex.lp.pools[ex.srv].take()
+			c := p.take()
 			if c == nil {
 				break
 			}
@@ -196,9 +199,28 @@ func (ex *exchange) attempt(fresh bool) bool {
 				return true
 			}
 		}
+		if ex.lp.full(p) {
+			p.waiting = append(p.waiting, ex)
+			ex.waiting = true
+			ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlQueue
+			return true
+		}
 	}
 	ex.dialNew()
 	return true
+}
+
+// takeConn runs when the pool hands a waiting exchange the connection c
+// another request just freed.
+func (ex *exchange) takeConn(c *Conn) {
+	ex.now = nanotime()
+	ex.attach(c)
+	ex.busy = true
+	if !ex.send() {
+		ex.lostConn = ex.lostConn || c.state == connClosed
+	}
+	ex.busy = false
+	ex.settle()
 }
 
 // use makes srv the server of the next attempt.
@@ -210,8 +232,13 @@ func (ex *exchange) use(srv int) {
 	ex.attempts++
 }
 
-// release gives back the exchange's share of its server's load.
+// release gives back the exchange's share of its server's load, and its
+// place in the waiting list.
 func (ex *exchange) release() {
+	if ex.waiting {
+		ex.lp.pools[ex.srv].unwait(ex)
+		ex.waiting = false
+	}
 	if ex.srv >= 0 {
 		ex.lp.pools[ex.srv].active--
 		ex.srv = -1
@@ -485,6 +512,9 @@ func (ex *exchange) check(now int64) {
 	case dlClientBody:
 		ex.dropConn(true)
 		ex.finishError(408, "request body stalled past timeouts.read_body")
+	case dlQueue:
+		ex.release()
+		ex.finishError(504, "no connection free within timeouts.response_header")
 	}
 }
 
@@ -717,11 +747,12 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 	act := gnet.None
 	keep := ex.reqDone && !leftover && c.state == connBusy
 	ex.dropConn(false)
-	if !keep || !ex.lp.put(c, ex.now) {
+	lp, now := ex.lp, ex.now
+	ex.finish(false)
+	if !keep || !lp.freed(c, now) {
 		c.state = connClosed
 		act = gnet.Close
 	}
-	ex.finish(false)
 	return act
 }
 

@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -105,7 +107,6 @@ routes:
     fastcgi:
       to: ["`+a.listen+`", "`+b.listen+`"]
       root: www
-      max_idle_per_upstream: 0
       health_check: {passive: {fails: 1, cooldown: 1m}}
 `, nil)
 	c := httpClient()
@@ -123,5 +124,53 @@ routes:
 		if resp.StatusCode != 200 || decodeEnv(t, body).Pool != "a" {
 			t.Fatalf("with b gone: %d %q", resp.StatusCode, body)
 		}
+	}
+}
+
+// TestFPMMoreClientsThanWorkers: PHP-FPM gives each connection a worker
+// until it closes, so gale keeps at most max_conns connections to a pool
+// and queues the requests beyond them: 24 concurrent requests to 2
+// workers all complete, none waits behind a kept connection until it
+// times out.
+func TestFPMMoreClientsThanWorkers(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), map[string]string{"nap.php": `<?php usleep(20000); echo "ok";`})
+	f := startFPM(t, dir, "a", false, 2)
+	g := startGale(t, dir, `
+server: {event_loops: 2}
+routes:
+  - path: /
+    fastcgi:
+      to: "`+f.listen+`"
+      root: www
+      max_conns: 2
+      timeouts: {response_header: 5s}
+`, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 24)
+	for i := 0; i < 24; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := httpClient()
+			for j := 0; j < 3; j++ {
+				resp, err := c.Get(g.url("/nap.php"))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(b) != "ok" {
+					errs <- fmt.Sprintf("%d %q", resp.StatusCode, b)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -24,6 +24,7 @@ var ErrNotFastCGI = errors.New("gateway: route has no fastcgi settings")
 
 // Options are what a Handler needs besides its route.
 type Options struct {
+	Loops  int         // event loops of the server, which share each server's max_conns; 0 = 1
 	Budget *fds.Budget // counts the connections to the application servers; nil counts nothing
 }
 
@@ -41,13 +42,15 @@ type Handler struct {
 	fixed   []byte // the pairs every request carries: DOCUMENT_ROOT, GATEWAY_INTERFACE, SERVER_SOFTWARE, env
 	trusted []netip.Prefix
 	retries int
+	perLoop int // connections to each server per loop: max_conns shared by the loops, at least one
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
 	idleTimeout    int64
 
-	budget *fds.Budget
-	log    atomic.Pointer[slog.Logger]
+	budget   *fds.Budget
+	log      atomic.Pointer[slog.Logger]
+	dialHook func(c *Conn) // replaces dialing (SetDial); nil = dial
 
 	loops    sync.Map // gnet.EventLoop -> *loop
 	loopList atomic.Pointer[[]*loop]
@@ -93,6 +96,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		headerTimeout:  int64(fc.Timeouts.ResponseHeader),
 		idleTimeout:    int64(fc.Timeouts.Idle),
 		budget:         opts.Budget,
+		perLoop:        max(1, fc.MaxConns/max(opts.Loops, 1)),
 		stop:           make(chan struct{}),
 	}
 	for _, ext := range fc.SplitPath {
@@ -115,6 +119,12 @@ func (h *Handler) Close() error {
 	h.closed.Store(true)
 	return nil
 }
+
+// SetDial replaces how new connections are made, for tests that drive
+// connections by hand: f gets each new connection, which must be handed
+// its gnet connection through OnOpen on the loop. Call it before the
+// first request.
+func (h *Handler) SetDial(f func(c *Conn)) { h.dialHook = f }
 
 // logger returns the logger, or nil.
 func (h *Handler) logger() *slog.Logger { return h.log.Load() }

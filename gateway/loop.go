@@ -26,11 +26,17 @@ type loop struct {
 }
 
 // pool is one loop's connections to one server: idle ones (most recently
-// used last) and counts.
+// used last), the exchanges waiting for one, and counts. A loop keeps at
+// most Handler.perLoop connections to a server, every one alive after its
+// request (PHP-FPM gives each connection a worker of its own until it
+// closes, so connections beyond the pool's workers would wait in its
+// backlog behind kept ones forever); requests beyond wait here, in
+// order, for the next connection free.
 type pool struct {
-	idle   []*Conn
-	active int // exchanges on this loop using the server (least-connections)
-	conns  int // connections open or being dialed
+	idle    []*Conn
+	waiting []*exchange // FIFO
+	active  int         // exchanges on this loop using the server (least-connections)
+	conns   int         // connections open or being dialed
 }
 
 func newLoop(h *Handler, el gnet.EventLoop) *loop {
@@ -117,10 +123,10 @@ func (p *pool) take() *Conn {
 	return c
 }
 
-// put keeps c for reuse; false when the pool is full or the route retired.
+// put keeps c for reuse; false when the route retired.
 func (lp *loop) put(c *Conn, now int64) bool {
 	p := &lp.pools[c.srv]
-	if len(p.idle) >= lp.h.conf.MaxIdlePerUpstream || lp.h.closed.Load() {
+	if lp.h.closed.Load() {
 		return false
 	}
 	c.state = connIdle
@@ -128,6 +134,66 @@ func (lp *loop) put(c *Conn, now int64) bool {
 	c.reused = true
 	p.idle = append(p.idle, c)
 	return true
+}
+
+// full reports whether the loop may open no further connection to the
+// pool's server.
+func (lp *loop) full(p *pool) bool { return p.conns >= lp.h.perLoop }
+
+// unwait removes ex from the pool's waiting list.
+func (p *pool) unwait(ex *exchange) {
+	for i, w := range p.waiting {
+		if w == ex {
+			copy(p.waiting[i:], p.waiting[i+1:])
+			p.waiting[len(p.waiting)-1] = nil
+			p.waiting = p.waiting[:len(p.waiting)-1]
+			return
+		}
+	}
+}
+
+// nextWaiting pops the first exchange waiting for a connection, or nil.
+func (p *pool) nextWaiting() *exchange {
+	if len(p.waiting) == 0 {
+		return nil
+	}
+	ex := p.waiting[0]
+	copy(p.waiting, p.waiting[1:])
+	p.waiting[len(p.waiting)-1] = nil
+	p.waiting = p.waiting[:len(p.waiting)-1]
+	ex.waiting = false
+	return ex
+}
+
+// freed runs when connection c finished a request cleanly (outside any
+// exchange): the first waiting exchange takes it, else the pool keeps it.
+// It reports false when c must be closed.
+func (lp *loop) freed(c *Conn, now int64) bool {
+	if lp.h.closed.Load() {
+		return false
+	}
+	if w := lp.pools[c.srv].nextWaiting(); w != nil {
+		c.state = connBusy
+		w.takeConn(c)
+		return true
+	}
+	return lp.put(c, now)
+}
+
+// slotFreed runs when a connection of server srv closed or failed to
+// dial: the first waiting exchange dials a new one.
+func (lp *loop) slotFreed(srv int) {
+	p := &lp.pools[srv]
+	if lp.full(p) {
+		return
+	}
+	if w := p.nextWaiting(); w != nil {
+		w.now = nanotime()
+		w.dialNew()
+		if w.fault != 0 {
+			w.settle()
+		}
+	}
 }
 
 func (p *pool) remove(c *Conn) {
@@ -188,7 +254,7 @@ func (c *Conn) OnOpen(gc gnet.Conn) {
 		ex.connected()
 		return
 	}
-	if !c.lp.put(c, time.Now().UnixNano()) {
+	if !c.lp.freed(c, time.Now().UnixNano()) {
 		c.close()
 	}
 }
@@ -206,6 +272,7 @@ func (c *Conn) dialFailed(err error) {
 		c.ex = nil
 		ex.dialFailed(err)
 	}
+	c.lp.slotFreed(c.srv)
 }
 
 // OnTraffic runs on the loop when the server sent bytes.
@@ -238,6 +305,7 @@ func (c *Conn) OnClose(_ gnet.Conn, err error) {
 		c.ex = nil
 		ex.connClosed(err)
 	}
+	c.lp.slotFreed(c.srv)
 }
 
 // dialFDs is what a new connection takes from the descriptor budget: its
@@ -252,6 +320,12 @@ func (lp *loop) dial(srv int, ex *exchange) *Conn {
 	}
 	c := &Conn{lp: lp, srv: srv, state: connDialing, ex: ex}
 	lp.pools[srv].conns++
+	if f := lp.h.dialHook; f != nil {
+		b := lp.h.budget
+		b.Release(1)
+		f(c)
+		return c
+	}
 	s := lp.h.servers[srv]
 	timeout := time.Duration(lp.h.connectTimeout)
 	el, b := lp.el, lp.h.budget
