@@ -105,16 +105,16 @@ func newBudget(fdLimit int64, cfg *config.Config) (*fds.Budget, string, error) {
 }
 
 // admit takes a client connection's place and descriptor in the budget,
-// and reports whether both were available.
-func (s *Server) admit() bool {
+// and reports why it could not ("" when both were available).
+func (s *Server) admit() string {
 	if !s.sh.Budget.Join() {
-		return false
+		return "limits.connections reached"
 	}
 	if !s.sh.Budget.Acquire(1) {
 		s.sh.Budget.Leave()
-		return false
+		return "descriptor limit reached"
 	}
-	return true
+	return ""
 }
 
 // refuse closes a client connection the server will not serve (from
@@ -122,11 +122,12 @@ func (s *Server) admit() bool {
 // section 15.6.4) on plain-text listeners (a TLS client would read it as
 // garbage). gnet writes the bytes before it closes, so the loop's buffer
 // can be reused.
-func (s *Server) refuse(c gnet.Conn, l *loop) ([]byte, gnet.Action) {
+func (s *Server) refuse(c gnet.Conn, l *loop, reason string) ([]byte, gnet.Action) {
 	l.Stats.Rejected.Add(1)
 	if s.sh.Draining.Load() {
 		return nil, gnet.Close
 	}
+	s.noteRefusal(reason)
 	if s.anyTLS {
 		if li := s.listenerOf(c); li != nil && li.tls != nil {
 			return nil, gnet.Close

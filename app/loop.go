@@ -91,6 +91,7 @@ func (l *loop) sweep() {
 		l.victims[i] = nil
 	}
 	l.FlushAccessLog()
+	l.srv.endRefusalRun(now)
 }
 
 // drain starts a graceful stop on this loop: idle connections close now,

@@ -73,6 +73,7 @@ type Server struct {
 
 	ops opsState // the metrics listener and reload counters (metrics.go)
 
+	refusals   refusals         // runs of refused connections, for the log (refusals.go)
 	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
 	anyTLS     bool             // some listener is TLS or redirect_to_https
 	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
@@ -377,8 +378,11 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	l := s.loopFor(c.EventLoop())
-	if s.sh.Draining.Load() || !s.admit() {
-		return s.refuse(c, l)
+	if s.sh.Draining.Load() {
+		return s.refuse(c, l, "")
+	}
+	if why := s.admit(); why != "" {
+		return s.refuse(c, l, why)
 	}
 	s.open.Add(1)
 	l.open(c)

@@ -5,6 +5,7 @@
 //	go run ./bench sweep -h    # the reactor-tuning lab
 //	go run ./bench report R.json  # render R.md and R.svg again from a run
 //	go run ./bench bulk           # a 256 MiB download with curl, HTTP/1.1 against HTTP/2
+//	go run ./bench soak -duration 1h  # hours of mixed load with flat memory
 //
 // Each server runs pinned to the server CPUs with the same number of
 // workers, wrk runs pinned to the client CPUs, rounds are interleaved with
@@ -33,6 +34,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "sweep" {
 		return runSweep(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == soakCmd {
+		return runSoak(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "bulk" {
 		return runBulk(args[1:], stdout, stderr)

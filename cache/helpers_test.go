@@ -53,10 +53,26 @@ func writeFile(t testing.TB, dir, name string, data []byte, mtime time.Time) str
 	return p
 }
 
-// load loads path synchronously (SyncMax above any test file).
+// load loads path (SyncMax above any test file): on the calling
+// goroutine, or, for a file written within its racy window
+// (Version.Racy), by a worker, whose result it waits for.
 func load(t testing.TB, v *View, path, ct string, prof *Profile) *Entry {
 	t.Helper()
-	e, err := v.Load(&Request{Key: []byte(path), ContentType: ct, Profile: prof, SyncMax: 1 << 30})
+	type result struct {
+		e   *Entry
+		err error
+	}
+	done := make(chan result, 1)
+	e, err := v.Load(&Request{Key: []byte(path), ContentType: ct, Profile: prof, SyncMax: 1 << 30,
+		Done: func(e *Entry, err error) { done <- result{e, err} }})
+	if err == ErrPending {
+		select {
+		case r := <-done:
+			e, err = r.e, r.err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s): no result within 10 s", path)
+		}
+	}
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
 	}

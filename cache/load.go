@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
 	"gale/codec"
 )
@@ -137,11 +139,15 @@ func (c *Cache) load(r *Request) (*Entry, *node, error) {
 		return nil, nil, c.submit(j, r.Done)
 	}
 	f, fi, err := openFile(r.Profile, path)
-	if err == nil && fi.Mode().IsRegular() && fi.Size() > r.SyncMax && !c.large(fi.Size()) {
+	if err == nil && fi.Mode().IsRegular() && !c.large(fi.Size()) &&
+		(fi.Size() > r.SyncMax || VersionOf(fi).Racy(time.Now().UnixNano())) {
 		c.queueFile(j, f, fi)
 		return nil, nil, c.submit(j, r.Done)
 	}
-	e, keep, err := c.build(j, f, fi, err)
+	e, keep, err := c.build(j, f, fi, err, false)
+	if err == errSettleOnWorker {
+		return nil, nil, c.submit(j, r.Done) // the worker opens it again
+	}
 	n := c.keep(key, e, keep, r.SyncMax)
 	c.finish(key, e, err, -1)
 	return e, n, err
@@ -232,7 +238,7 @@ func (c *Cache) runLoad(j *loadJob) {
 	if f == nil {
 		f, fi, err = openFile(j.prof, j.path)
 	}
-	e, keep, err := c.build(j, f, fi, err) // closes f
+	e, keep, err := c.build(j, f, fi, err, true) // closes f
 	c.fileDone(j)
 	c.keep(j.key, e, keep, c.maxFile)
 	c.finish(j.key, e, err, -1)
@@ -271,8 +277,10 @@ func (c *Cache) large(size int64) bool {
 // build turns the result of opening j's path into an entry, reading the
 // body of a small regular file. It closes f. keep is false when the entry
 // must not be cached (negative results with NegativeTTL < 0, a file that
-// kept changing while read).
-func (c *Cache) build(j *loadJob, f *os.File, fi fs.FileInfo, openErr error) (e *Entry, keep bool, err error) {
+// kept changing while read). A file that changed while read is read
+// again on a worker (mayWait), after its racy window (Version.Racy);
+// on the caller's goroutine, build returns errSettleOnWorker instead.
+func (c *Cache) build(j *loadJob, f *os.File, fi fs.FileInfo, openErr error, mayWait bool) (e *Entry, keep bool, err error) {
 	now := c.now()
 	if openErr != nil {
 		kind := negativeKind(openErr)
@@ -290,9 +298,17 @@ func (c *Cache) build(j *loadJob, f *os.File, fi fs.FileInfo, openErr error) (e 
 	case !fi.Mode().IsRegular():
 		return c.newNegative(j.key, j.path, KindNotFound, now), c.negTTL > 0, nil
 	}
-	// Read, then fstat again: a file that changed while being read is read
-	// again once, and served uncached if it changed again.
-	for attempt := 0; ; attempt++ {
+	// Read, then fstat again: a file that changed while being read (a
+	// write changes the change time before any byte) is read again, up to
+	// loadAttempts times; one that never settles is not served, since its
+	// bytes would be no version that an ETag could name.
+	for attempt := 1; ; attempt++ {
+		if c.large(fi.Size()) {
+			return c.newStat(j, KindLarge, fi, nil, now), true, nil
+		}
+		if fi, err = settle(f, fi, mayWait); err != nil {
+			return nil, false, err
+		}
 		size := fi.Size()
 		if c.large(size) {
 			return c.newStat(j, KindLarge, fi, nil, now), true, nil
@@ -309,12 +325,44 @@ func (c *Cache) build(j *loadJob, f *os.File, fi fs.FileInfo, openErr error) (e 
 		if int64(n) == size && fileIDOf(fi2) == fileIDOf(fi) {
 			return c.newStat(j, KindFile, fi, body, now), true, nil
 		}
-		if attempt == 1 {
-			return c.newStat(j, KindFile, fi2, body[:n:n], now), false, nil
+		if attempt == loadAttempts {
+			return nil, false, fmt.Errorf("%w: %s", ErrUnsettled, j.path)
+		}
+		if !mayWait {
+			return nil, false, errSettleOnWorker
 		}
 		fi = fi2
 	}
 }
+
+// errSettleOnWorker says a load on the caller's goroutine met a file that
+// changes: a worker reads it, since waiting for it to settle takes time.
+var errSettleOnWorker = errors.New("cache: the file is being written; read it on a worker")
+
+// settle returns fi once the file's version is outside its racy window
+// (Version.Racy), so that a write during the read is seen by the fstat
+// after it: it waits on a worker (mayWait) and fstats again.
+func settle(f *os.File, fi fs.FileInfo, mayWait bool) (fs.FileInfo, error) {
+	for range loadAttempts {
+		d := racyWait(fi.ModTime().UnixNano(), time.Now().UnixNano())
+		if d == 0 {
+			return fi, nil
+		}
+		if !mayWait {
+			return nil, errSettleOnWorker
+		}
+		time.Sleep(d)
+		var err error
+		if fi, err = f.Stat(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, ErrUnsettled
+}
+
+// loadAttempts is how many times a load reads a file that changes while
+// it is read before it gives up with ErrUnsettled.
+const loadAttempts = 3
 
 // newStat builds a file or directory entry from fi (and, for KindFile,
 // its body).

@@ -156,11 +156,12 @@ type Response struct {
 	Pending  Pending        // non-nil: the handler answers later (see Pending); the other fields are ignored
 
 	// Static file responses; see static_body.go.
-	FileOffset int64        // where File's body starts (a byte range)
-	Parts      []BodyPart   // the body in pieces (multipart/byteranges); when set, Body is nil and File, if set, is what the pieces' regions are read from
-	Head       []byte       // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
-	HPACK      []byte       // with Head: the same response as an HTTP/2 header block (cache.Rep.HPACK: ":status" and every field but Date, which the HTTP/2 engine appends); nil otherwise
-	Entry      *cache.Entry // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
+	FileOffset  int64         // where File's body starts (a byte range)
+	FileVersion cache.Version // the version of File the response's validators name: every read of File checks it (cache.Version.ReadAt)
+	Parts       []BodyPart    // the body in pieces (multipart/byteranges); when set, Body is nil and File, if set, is what the pieces' regions are read from
+	Head        []byte        // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
+	HPACK       []byte        // with Head: the same response as an HTTP/2 header block (cache.Rep.HPACK: ":status" and every field but Date, which the HTTP/2 engine appends); nil otherwise
+	Entry       *cache.Entry  // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
 }
 
 // Reset clears r for reuse, keeping header storage. It does not close

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"gale/cache"
 	"gale/codec"
@@ -405,6 +406,10 @@ func (h *staticHandler) loadFailed(c *Ctx, ri *reqInfo, err error, clean []byte,
 	case errors.Is(err, cache.ErrPending):
 	case errors.Is(err, cache.ErrBusy), errors.Is(err, cache.ErrClosed):
 		h.serveUncached(c, ri, clean, dir)
+	case errors.Is(err, cache.ErrUnsettled):
+		// Being rewritten: no whole version to send yet.
+		c.Error(503)
+		c.Resp.Add(hdrRetryAfter, retryAfterOne)
 	default:
 		h.fail(c, 500)
 	}
@@ -499,6 +504,7 @@ func (h *staticHandler) errorPage(status int) *errPage {
 // it could.
 func (h *staticHandler) serveErrorPage(c *Ctx, p *errPage, e *cache.Entry, status int) bool {
 	var f *os.File
+	var version cache.Version
 	size := e.Size
 	switch e.Kind {
 	case cache.KindFile:
@@ -512,7 +518,7 @@ func (h *staticHandler) serveErrorPage(c *Ctx, p *errPage, e *cache.Entry, statu
 			_ = f.Close()
 			return false
 		}
-		size = fi.Size()
+		size, version = fi.Size(), cache.VersionOf(fi)
 	default:
 		return false
 	}
@@ -522,6 +528,7 @@ func (h *staticHandler) serveErrorPage(c *Ctx, p *errPage, e *cache.Entry, statu
 	c.Resp.Entry = e
 	if f != nil {
 		c.Resp.File, c.Resp.FileSize = f, size
+		c.Resp.FileVersion = version
 	} else {
 		c.Resp.Body = e.Body
 	}
@@ -562,6 +569,7 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 		vary:   e.Negotiable(),
 	}
 	if rep.Body == nil {
+		fr.version = e.Version()
 		// A file larger than cache.max_file_bytes: open it now, and make
 		// sure it is still the version the entry describes.
 		f, fi, status := h.openPath(e.Path)
@@ -578,6 +586,9 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 				return
 			}
 			h.openedRep(c, &fr, f, fi, []byte(e.ContentType))
+		}
+		if h.unsettled(c, f, fi) {
+			return
 		}
 		fr.file = f
 	}
@@ -610,11 +621,45 @@ func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir boo
 		h.fail(c, 404)
 		return
 	}
+	if h.unsettled(c, f, fi) {
+		return
+	}
 	var fr fileRep
 	h.openedRep(c, &fr, f, fi, h.mime.lookup(clean))
 	fr.file = f
 	h.respond(c, ri, &fr)
 }
+
+// unsettled reports whether the file opened to be streamed was modified
+// within its racy window (cache.Version.Racy): a write to it now might
+// not change its mtime, so the reads that stream it could not tell a
+// mixed body. Then it closes f, and the exchange waits until the window
+// passed (a few milliseconds) and is served again, as a cache miss waits
+// for its load; without the cache's wake-ups (the cache busy or closed)
+// it answers 503 with Retry-After.
+func (h *staticHandler) unsettled(c *Ctx, f *os.File, fi os.FileInfo) bool {
+	d := cache.VersionOf(fi).SettleWait(time.Now().UnixNano())
+	if d == 0 {
+		return false
+	}
+	_ = f.Close()
+	if c.Cache == nil {
+		c.Error(503)
+		c.Resp.Add(hdrRetryAfter, retryAfterOne)
+		return true
+	}
+	key := []byte(settleKeyPrefix + f.Name())
+	c.Cache.CacheLoaded(key) // drop what an earlier wait of this exchange left
+	done := c.Cache.CacheDone(key)
+	time.AfterFunc(d, func() { done(nil, cache.ErrUnsettled) })
+	c.Resp.Pending = &h.retry
+	return true
+}
+
+// settleKeyPrefix keeps the keys of settling waits apart from cache keys.
+const settleKeyPrefix = "\x00settle:"
+
+var retryAfterOne = []byte("1")
 
 // redirectToDir answers 301 to the normalised request path with a
 // trailing slash and the query. A normal path never starts with "//", so

@@ -13,16 +13,17 @@ import (
 // fileRep is the representation a static response is about to send, from
 // a cache entry or from a file opened without the cache.
 type fileRep struct {
-	entry  *cache.Entry   // the cache entry the bytes come from; nil when uncached
-	head   []byte         // pre-rendered 200 head (Response.Head); nil: render fields
-	hpack  []byte         // the same head as an HTTP/2 header block (Response.HPACK); nil with head
-	fields []codec.Header // the representation's fields, as cache.Rep.Fields (Content-Length is skipped)
-	etag   []byte         // strong ETag
-	mtime  int64          // ns since the Unix epoch
-	size   int64          // body length
-	body   []byte         // the body in memory; nil: read it from file
-	file   *os.File       // open file holding the body; owned here until handed to the response
-	vary   bool           // responses vary on Accept-Encoding
+	entry   *cache.Entry   // the cache entry the bytes come from; nil when uncached
+	head    []byte         // pre-rendered 200 head (Response.Head); nil: render fields
+	hpack   []byte         // the same head as an HTTP/2 header block (Response.HPACK); nil with head
+	fields  []codec.Header // the representation's fields, as cache.Rep.Fields (Content-Length is skipped)
+	etag    []byte         // strong ETag
+	mtime   int64          // ns since the Unix epoch
+	size    int64          // body length
+	body    []byte         // the body in memory; nil: read it from file
+	file    *os.File       // open file holding the body; owned here until handed to the response
+	version cache.Version  // the version of file the validators name
+	vary    bool           // responses vary on Accept-Encoding
 }
 
 // Header names and values of static responses. Static memory.
@@ -51,7 +52,7 @@ var ctMultipart = []byte("multipart/byteranges; boundary=" + multipartBoundary)
 // fstat) as fr, with its fields in Ctx.Scratch. The caller sets fr.file.
 func (h *staticHandler) openedRep(c *Ctx, fr *fileRep, f *os.File, fi os.FileInfo, ct []byte) {
 	mtime := fi.ModTime().UnixNano()
-	*fr = fileRep{mtime: mtime, size: fi.Size(), vary: h.encodings}
+	*fr = fileRep{mtime: mtime, size: fi.Size(), vary: h.encodings, version: cache.VersionOf(fi)}
 	m := len(c.Scratch)
 	c.Scratch = cache.AppendETag(c.Scratch, mtime, fr.size)
 	fr.etag = c.scratchSince(m)
@@ -108,6 +109,7 @@ func (h *staticHandler) setBody(c *Ctx, fr *fileRep, offset, length int64) {
 		return
 	}
 	c.Resp.File, c.Resp.FileOffset, c.Resp.FileSize = fr.file, offset, length
+	c.Resp.FileVersion = fr.version
 	fr.file = nil
 }
 
@@ -212,7 +214,7 @@ func (h *staticHandler) serveRanges(c *Ctx, ri *reqInfo, fr *fileRep) bool {
 	parts = append(parts, BodyPart{Data: multipartEnd})
 	c.Resp.Parts = parts
 	if fr.file != nil {
-		c.Resp.File = fr.file
+		c.Resp.File, c.Resp.FileVersion = fr.file, fr.version
 		fr.file = nil
 	}
 	return true

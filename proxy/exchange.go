@@ -527,6 +527,9 @@ func (ex *exchange) lost(err error) {
 			ex.finish() // the close delimits the body
 			return
 		}
+		// An upstream that dies in the middle of a body is unhealthy
+		// (passive health), as one that dies before its head is.
+		ex.up.failed(ex.now, "connection lost mid-body: "+err.Error())
 		ex.finishTruncated("upstream closed mid-body: " + err.Error())
 		return
 	case rsDone, rsTunnel:

@@ -104,7 +104,7 @@ func (cs *Conn) readFileBody(resp *handlers.Response, size int64) error {
 	l := cs.loop
 	if resp.Parts == nil {
 		l.Out = wire.GrowLen(l.Out, int(size))
-		_, err := resp.File.ReadAt(l.Out[len(l.Out)-int(size):], resp.FileOffset)
+		_, err := resp.FileVersion.ReadAt(resp.File, l.Out[len(l.Out)-int(size):], resp.FileOffset)
 		return err
 	}
 	for _, p := range resp.Parts {
@@ -114,7 +114,7 @@ func (cs *Conn) readFileBody(resp *handlers.Response, size int64) error {
 				return errNoFile
 			}
 			l.Out = wire.GrowLen(l.Out, int(p.Len))
-			if _, err := resp.File.ReadAt(l.Out[len(l.Out)-int(p.Len):], p.Off); err != nil {
+			if _, err := resp.FileVersion.ReadAt(resp.File, l.Out[len(l.Out)-int(p.Len):], p.Off); err != nil {
 				return err
 			}
 		case len(p.Data) <= inlineBody:

@@ -80,6 +80,13 @@ func TestStaticWaitForLoad(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(site, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// Written an hour ago, as far as the cache can tell: a file
+		// modified a moment ago is always read off the loop
+		// (cache.Version.Racy), and a.txt must be read on it.
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(site, name), old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg, err := config.Parse([]byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    static: {root: ./site, compress: {encodings: []}}\n"), filepath.Join(dir, "gale.yaml"))
 	if err != nil {

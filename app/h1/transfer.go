@@ -2,13 +2,13 @@ package h1
 
 import (
 	"bytes"
-	"io"
+
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"gale/app/wire"
 	"gale/cache"
 	"gale/handlers"
 )
@@ -20,9 +20,9 @@ const transferChunk = 512 << 10
 
 // transfer sends one large response (head and body) from a goroutine over
 // a duplicate of the connection's descriptor, so that gnet never buffers
-// the body: with sendfile for file regions, through Go's poller, which
-// waits for writability without a thread per slow reader (an idle slow
-// reader costs no CPU and no buffer). While a transfer is pending the
+// the body: through Go's poller, which waits for writability without a
+// thread per slow reader (an idle slow reader costs no CPU, and one
+// buffer at most while a file region is being written: sendFile). While a transfer is pending the
 // connection parses nothing and the loop writes nothing to it; the
 // goroutine reports back with Conn.Wake.
 //
@@ -43,6 +43,7 @@ type transfer struct {
 	head    []byte              // the rendered response head (a copy)
 	parts   []handlers.BodyPart // the body, in order
 	file    *os.File            // what file regions are read from; nil when there are none
+	version cache.Version       // the version of file the head's validators name
 	entry   *cache.Entry        // the cache entry in-memory pieces alias, pinned; nil for none
 	write   time.Duration
 	fds     int64 // descriptors counted in the budget for it (transferFDs)
@@ -73,12 +74,13 @@ func transferFDs(resp *handlers.Response) int64 {
 // referenced.
 func newTransfer(cs *Conn, head []byte, resp *handlers.Response, write, fds int64) *transfer {
 	x := &transfer{
-		cs:    cs,
-		head:  bytes.Clone(head),
-		file:  resp.File,
-		entry: resp.Entry,
-		write: time.Duration(write),
-		fds:   fds,
+		cs:      cs,
+		head:    bytes.Clone(head),
+		file:    resp.File,
+		version: resp.FileVersion,
+		entry:   resp.Entry,
+		write:   time.Duration(write),
+		fds:     fds,
 	}
 	switch {
 	case resp.Parts != nil:
@@ -178,7 +180,10 @@ func (x *transfer) run(fd int) error {
 	if ly := x.cs.Layer(); ly != nil {
 		return x.runLayered(w, ly) // transfer_tls.go
 	}
-	if err := x.step(w, func() error { _, err := w.Write(x.head); return err }); err != nil {
+	write := func(b []byte) error {
+		return x.step(w, func() error { _, err := w.Write(b); return err })
+	}
+	if err := write(x.head); err != nil {
 		return err
 	}
 	for _, p := range x.parts {
@@ -186,7 +191,7 @@ func (x *transfer) run(fd int) error {
 		if p.Data != nil {
 			err = x.sendBytes(w, p.Data)
 		} else {
-			err = x.sendFile(w, p.Off, p.Len)
+			err = x.sendFile(write, p.Off, p.Len)
 		}
 		if err != nil {
 			return err
@@ -207,32 +212,37 @@ func (x *transfer) sendBytes(w *net.TCPConn, b []byte) error {
 	return nil
 }
 
-// sendFile sends n bytes of the file from off, with sendfile(2), in steps
-// of transferChunk.
-func (x *transfer) sendFile(w *net.TCPConn, off, n int64) error {
+// transferBuf is the buffer a transfer reads file regions through.
+const transferBuf = 64 << 10
+
+var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); return &b }}
+
+// sendFile reads n bytes of the file from off into a pooled buffer, one
+// buffer at a time, each read checked against the version the response's
+// validators name (cache.Version.ReadAt), and writes them through write.
+// Not sendfile(2): the socket would hold references to the page cache's
+// pages, and a write to the file in place before the client read them
+// would reach the client under the old ETag. A file that changed or
+// shrank ends the transfer with an error, and the connection closes
+// before the body's end, so the client sees the response incomplete.
+// Memory stays bounded per transfer: the one buffer.
+func (x *transfer) sendFile(write func([]byte) error, off, n int64) error {
 	if x.file == nil {
 		return errNoFile
 	}
-	if _, err := x.file.Seek(off, io.SeekStart); err != nil {
-		return err
-	}
-	for left := n; left > 0; {
-		chunk := min(left, transferChunk)
-		var sent int64
-		err := x.step(w, func() error {
-			var err error
-			// ReadFrom with an *io.LimitedReader over an *os.File uses
-			// sendfile(2).
-			sent, err = w.ReadFrom(&io.LimitedReader{R: x.file, N: chunk})
-			return err
-		})
+	bp := transferBufs.Get().(*[]byte)
+	defer transferBufs.Put(bp)
+	buf := *bp
+	for n > 0 {
+		m, err := x.version.ReadAt(x.file, buf[:min(n, int64(len(buf)))], off)
 		if err != nil {
 			return err
 		}
-		if sent == 0 {
-			return wire.ErrShortFile
+		if err := write(buf[:m]); err != nil {
+			return err
 		}
-		left -= sent
+		off += int64(m)
+		n -= int64(m)
 	}
 	return nil
 }

@@ -1,23 +1,15 @@
 package h1
 
 import (
-	"io"
 	"net"
-	"sync"
 
 	"gale/app/wire"
 )
 
-// transferBuf is the buffer a TLS transfer reads file regions through.
-const transferBuf = 64 << 10
-
-var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); return &b }}
-
 // runLayered sends a transfer's head and pieces over a TLS connection:
 // they are encrypted by this goroutine through the layer (the
 // connection's tls.Conn), which writes the records to w, the duplicate of
-// the socket (sendfile cannot encrypt, so file regions are read into a
-// pooled buffer). The loop does nothing on the connection meanwhile.
+// the socket. The loop does nothing on the connection meanwhile.
 // Memory stays bounded per transfer: the buffer and crypto/tls's record
 // buffer.
 func (x *transfer) runLayered(w *net.TCPConn, ly wire.Layer) error {
@@ -42,35 +34,9 @@ func (x *transfer) runLayered(w *net.TCPConn, ly wire.Layer) error {
 			}
 			continue
 		}
-		if err := x.sendFileTLS(write, p.Off, p.Len); err != nil {
+		if err := x.sendFile(write, p.Off, p.Len); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// sendFileTLS reads n bytes of the file from off and writes them through
-// write, one buffer at a time.
-func (x *transfer) sendFileTLS(write func([]byte) error, off, n int64) error {
-	if x.file == nil {
-		return errNoFile
-	}
-	bp := transferBufs.Get().(*[]byte)
-	defer transferBufs.Put(bp)
-	buf := *bp
-	for n > 0 {
-		m, err := x.file.ReadAt(buf[:min(n, int64(len(buf)))], off)
-		if m == 0 {
-			if err == nil || err == io.EOF {
-				return wire.ErrShortFile
-			}
-			return err
-		}
-		if err := write(buf[:m]); err != nil {
-			return err
-		}
-		off += int64(m)
-		n -= int64(m)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type exchange struct {
 	off        int64                // bytes of parts[0] already sent
 	file       *os.File             // the body's file regions are read from here, counted in the descriptor budget; closed by dropFile
 	fileQueued bool                 // the writer has regions of file to read: it closes it
+	version    cache.Version        // the version of file the response's validators name
 	status     int
 	sent       int64 // body bytes sent
 	headOnly   bool  // HEAD: the head went out, no body follows
@@ -426,7 +427,7 @@ func (ex *exchange) setBody(resp *handlers.Response) {
 		ex.one[0] = handlers.BodyPart{Data: resp.Body, Len: int64(len(resp.Body))}
 		ex.parts = ex.one[:]
 	}
-	ex.file = resp.File
+	ex.file, ex.version = resp.File, resp.FileVersion
 	resp.File = nil // the exchange owns it now
 }
 

@@ -215,14 +215,14 @@ func (ex *exchange) stepFile(p *handlers.BodyPart, k int) int {
 	if h.w != nil {
 		h.moveOut()
 		ex.fileQueued = true
-		h.w.queueFile(ex.file, p.Off+ex.off, int64(k))
+		h.w.queueFile(ex.file, ex.version, p.Off+ex.off, int64(k))
 		h.wc.Loop.Stats.BytesOut.Add(uint64(k))
 		return k
 	}
 	h.moveOut()
 	l := h.wc.Loop
 	l.FileBuf = wire.GrowLen(l.FileBuf[:0], k)
-	if _, err := ex.file.ReadAt(l.FileBuf, p.Off+ex.off); err != nil {
+	if _, err := ex.version.ReadAt(ex.file, l.FileBuf, p.Off+ex.off); err != nil {
 		// The frame header is out: the connection cannot go on.
 		h.closing = true
 		_ = h.wc.C.Close()

@@ -1,6 +1,7 @@
 package h2conn
 
 import (
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"gale/app/wire"
+	"gale/cache"
 	"gale/fds"
 )
 
@@ -20,9 +22,12 @@ import (
 // waits (Conn.room); when it stopped for lack of room it says so
 // (askRoom), and the writer wakes the loop once half of that drained. A
 // write that makes no progress for timeouts.write fails the writer, and
-// the loop closes the connection. On cleartext connections the writer
-// sends through a pipe without copying (splice.go) when it can have
-// one.
+// the loop closes the connection. File regions are read into the
+// writer's buffer and checked against the version the response named
+// (cache.Version.ReadAt), not spliced: a pipe or the socket would hold
+// page-cache pages that a write to the file in place could still change
+// under the old ETag. A file that changed fails the writer, and the
+// connection closes before the stream's end.
 //
 // Files are closed by the goroutine while it runs (they may be in the
 // batch it writes), by the loop only once it exited.
@@ -47,8 +52,6 @@ type writer struct {
 	dead     atomic.Bool  // a write failed, or abort: the connection must close
 	release  func()       // gives the duplicate's place in the descriptor budget back
 	files    *fds.Budget  // where the exchanges' files it closes are counted (closeHeld)
-	plain    bool         // a cleartext connection: splice when a pipe can be had
-	pipe     *h2pipe      // the zero-copy path's pipe, or nil (the goroutine's)
 }
 
 // writeItem is one piece of queued output: bytes, a region of a file, or
@@ -56,6 +59,7 @@ type writer struct {
 type writeItem struct {
 	b         []byte
 	f         *os.File
+	v         cache.Version // the version f's region must be read from
 	off, n    int64
 	closeFile bool
 }
@@ -91,7 +95,6 @@ func (h *Conn) startWriter() bool {
 		timeout: time.Duration(set.Write),
 		release: func() { b.Release(1) },
 		files:   b,
-		plain:   !cs.Layered(),
 	}
 	w.cond.L = &w.mu
 	h.w = w
@@ -132,9 +135,9 @@ func (w *writer) queueBytes(b []byte) {
 
 // queueFile queues n bytes of f from off (a DATA frame's payload whose
 // header was queued just before), written after the next kick.
-func (w *writer) queueFile(f *os.File, off, n int64) {
+func (w *writer) queueFile(f *os.File, v cache.Version, off, n int64) {
 	w.mu.Lock()
-	w.items = append(w.items, writeItem{f: f, off: off, n: n})
+	w.items = append(w.items, writeItem{f: f, v: v, off: off, n: n})
 	w.queued.Add(n)
 	w.mu.Unlock()
 }
@@ -145,7 +148,7 @@ func (w *writer) queueFile(f *os.File, off, n int64) {
 func (w *writer) kick() { w.cond.Signal() }
 
 // queueClose has the writer close f once it is done with everything
-// queued before (written, or in its pipe, which holds the pages).
+// queued before.
 func (w *writer) queueClose(f *os.File) {
 	w.mu.Lock()
 	if w.exited {
@@ -171,24 +174,14 @@ func (w *writer) abort() {
 
 // run writes batches until abort or a failed write.
 func (w *writer) run() {
-	var buf []byte
-	if tc, ok := w.nc.(*net.TCPConn); ok && w.plain {
-		w.pipe = openPipe(tc, w.files, pipeFor(w.max))
-	}
-	if w.pipe == nil {
-		buf = make([]byte, 0, writeChunk)
-	}
+	buf := make([]byte, 0, writeChunk)
 	var err error
 	for {
 		batch, ok := w.next()
 		if !ok {
 			break
 		}
-		if w.pipe != nil {
-			err = w.spliceBatch(batch)
-		} else {
-			buf, err = w.writeBatch(buf, batch)
-		}
+		buf, err = w.writeBatch(buf, batch)
 		if err != nil {
 			w.closeFiles(batch) // the files the failed batch was to close after its bytes
 			w.recycle(batch)
@@ -204,9 +197,6 @@ func (w *writer) run() {
 	w.items = nil
 	w.mu.Unlock()
 	w.closeFiles(rest)
-	if w.pipe != nil {
-		w.pipe.close(w.files)
-	}
 	_ = w.nc.Close()
 	w.release()
 	w.wakeFn()
@@ -279,7 +269,7 @@ func (w *writer) writeBatch(buf []byte, batch []writeItem) ([]byte, error) {
 					buf = buf[:0]
 				}
 				k := min(n, int64(cap(buf)-len(buf)))
-				m, err := it.f.ReadAt(buf[len(buf):len(buf)+int(k)], it.off+it.n-n)
+				m, err := it.v.ReadAt(it.f, buf[len(buf):len(buf)+int(k)], it.off+it.n-n)
 				if err != nil || int64(m) != k {
 					return buf, wire.ErrShortFile
 				}
@@ -328,3 +318,5 @@ func (w *writer) sent(n int) {
 		w.wakeFn()
 	}
 }
+
+var errWriterStopped = errors.New("app: the HTTP/2 writer was stopped")

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -150,4 +152,124 @@ func dial(t *testing.T, addr string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestDescriptorExhaustionLogsOnce runs gale with 256 descriptors against
+// 1,000 clients that connect at once and hold their connections: gale
+// refuses those beyond its budget (503, or a close), keeps serving the
+// connections it had, logs the run of refusals in one line (and its end,
+// with the count, in another) rather than a line per refused accept, and
+// serves new clients once the crowd left.
+func TestDescriptorExhaustionLogsOnce(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("needs prlimit (util-linux)")
+	}
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	if err := os.MkdirAll(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(site, "small.txt"), []byte("small\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "gale.yaml")
+	conf := "listen: [\"127.0.0.1:0\"]\nserver: {event_loops: 2, reuse_port: true}\nroutes:\n  - path: /\n    static: {root: ./site}\n"
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCommand(t, exec.Command("prlimit", "--nofile=256:256", "--", galeBinary(t), "serve", "-c", file))
+	addr := strings.TrimPrefix(p.base, "http://")
+
+	established := make([]*keptConn, 20)
+	for i := range established {
+		established[i] = keep(t, addr)
+		if code := established[i].get(t, "/small.txt"); code != 200 {
+			t.Fatalf("established connection %d: %d", i, code)
+		}
+	}
+	crowd := make(chan net.Conn, 1000)
+	var served, refused, dialFailed atomic.Int64
+	var wg sync.WaitGroup
+	for range 1000 {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+			if err != nil {
+				dialFailed.Add(1)
+				return
+			}
+			crowd <- c
+			if fetchStatus(t, c, "/small.txt") == 200 {
+				served.Add(1)
+			} else {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(crowd)
+	for i, kc := range established {
+		if code := kc.get(t, "/small.txt"); code != 200 {
+			t.Fatalf("established connection %d during the crowd: %d", i, code)
+		}
+	}
+	for c := range crowd {
+		c.Close()
+	}
+	t.Logf("crowd: %d served, %d refused, %d could not connect", served.Load(), refused.Load(), dialFailed.Load())
+	if refused.Load() < 100 {
+		t.Fatalf("only %d of 1,000 refused with 256 descriptors", refused.Load())
+	}
+	var ended string
+	waitFor(t, func() bool {
+		ended = lineWith(p.stderr.String(), "accepting new connections again")
+		return ended != ""
+	})
+	logs := p.stderr.String()
+	if n := strings.Count(logs, "refusing new connections"); n != 1 {
+		t.Fatalf("%d log lines for one run of refusals, want 1:\n%s", n, logs)
+	}
+	if dialFailed.Load() == 0 && !strings.Contains(ended, fmt.Sprintf("refused=%d", refused.Load())) {
+		t.Errorf("the end of the run reports %q, want refused=%d", ended, refused.Load())
+	}
+	if code := fetchStatus(t, dial(t, addr), "/small.txt"); code != 200 {
+		t.Fatalf("a new client after the crowd left: %d", code)
+	}
+	p.stop(t)
+}
+
+// keptConn is a keep-alive client connection for several requests.
+type keptConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func keep(t *testing.T, addr string) *keptConn {
+	c := dial(t, addr)
+	return &keptConn{c: c, br: bufio.NewReader(c)}
+}
+
+// get sends one GET and returns its status (0 when the connection ended).
+func (k *keptConn) get(t *testing.T, path string) int {
+	t.Helper()
+	_ = k.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(k.c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return 0
+	}
+	resp, err := http.ReadResponse(k.br, nil)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// lineWith returns the first line of logs that contains s, or "".
+func lineWith(logs, s string) string {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }

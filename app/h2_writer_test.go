@@ -13,14 +13,13 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// The HTTP/2 writer's zero-copy path on cleartext connections (package
-// h2conn, splice.go), over real sockets: whole downloads byte for byte, a
-// reader that stops, a file truncated under the download, and the copying
-// path when the descriptor budget has no room for the pipe.
+// The HTTP/2 writer (package h2conn, writer.go) on cleartext
+// connections, over real sockets: whole downloads byte for byte, a reader
+// that stops, and a file truncated under the download.
 
-// spliceSite serves files too large for the cache, so that their bodies
+// writerSite serves files too large for the cache, so that their bodies
 // go through the writer as file regions.
-const spliceSite = "cache: {max_file_bytes: 1KiB}\n"
+const writerSite = "cache: {max_file_bytes: 1KiB}\n"
 
 // offsetPattern returns n bytes in which every 8-byte word holds its own
 // offset (and seed), so that a region sent twice, late or out of place
@@ -89,16 +88,15 @@ func startDownload(t *testing.T, ts *tlsTestServer, path string) (*h2Client, uin
 
 // writerDescriptors is what a connection streaming one file through the
 // writer holds in the budget: the socket, its duplicate and the file,
-// and, on the zero-copy path, the pipe's two ends.
-const writerDescriptors, pipeDescriptors = 3, 2
+const writerDescriptors = 3
 
-// TestH2SpliceDownload downloads files over h2c through the zero-copy
-// path: one stream with x/net's framer (the writer holds its pipe in the
-// descriptor budget meanwhile), then two at once on one connection with
+// TestH2WriterDownload downloads files over h2c through the writer: one
+// stream with x/net's framer (the writer's duplicate and the file held in
+// the descriptor budget meanwhile), then two at once on one connection with
 // net/http's h2c client, every byte checked.
-func TestH2SpliceDownload(t *testing.T) {
+func TestH2WriterDownload(t *testing.T) {
 	t.Parallel()
-	ts := h2Hostile(t, spliceSite, nil)
+	ts := h2Hostile(t, writerSite, nil)
 	big := offsetPattern(48<<20+123, 1)
 	writeSite(t, ts, "big.bin", big)
 	used := ts.srv.sh.Budget.Snapshot().Used
@@ -108,8 +106,8 @@ func TestH2SpliceDownload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
-		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d (with the pipe)", n, writerDescriptors+pipeDescriptors)
+	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors {
+		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d", n, writerDescriptors)
 	}
 	rest, ended, err := hc.readData(id, 0)
 	got := append(head, rest...)
@@ -142,20 +140,20 @@ func TestH2SpliceDownload(t *testing.T) {
 	wg.Wait()
 }
 
-// TestH2SpliceSlowReader stops reading mid-file: the writer's splice to
+// TestH2WriterSlowReader stops reading mid-file: the writer's splice to
 // the socket makes no progress, fails after timeouts.write, and the
 // connection, its duplicate, the file and the pipe are all given back.
-func TestH2SpliceSlowReader(t *testing.T) {
+func TestH2WriterSlowReader(t *testing.T) {
 	t.Parallel()
-	ts := h2Hostile(t, spliceSite+"server: {timeouts: {write: 1s}}\n", nil)
+	ts := h2Hostile(t, writerSite+"server: {timeouts: {write: 1s}}\n", nil)
 	writeSite(t, ts, "big.bin", offsetPattern(64<<20, 3))
 	used := ts.srv.sh.Budget.Snapshot().Used
 	hc, id := startDownload(t, ts, "/big.bin")
 	if _, _, err := hc.readData(id, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors+pipeDescriptors {
-		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d (with the pipe)", n, writerDescriptors+pipeDescriptors)
+	if n := ts.srv.sh.Budget.Snapshot().Used - used; n != writerDescriptors {
+		t.Fatalf("the downloading connection holds %d descriptors in the budget, want %d", n, writerDescriptors)
 	}
 	start := time.Now()
 	awaitBudget(t, ts, used) // the client reads no more
@@ -169,13 +167,13 @@ func TestH2SpliceSlowReader(t *testing.T) {
 	}
 }
 
-// TestH2SpliceTruncated truncates the file while it is downloaded: the
-// splice finds the end of the file before the end of a frame whose header
+// TestH2WriterTruncated truncates the file while it is downloaded: the
+// writer finds the end of the file before the end of a frame whose header
 // is queued, and the connection fails rather than sending a short frame
 // or ending the stream.
-func TestH2SpliceTruncated(t *testing.T) {
+func TestH2WriterTruncated(t *testing.T) {
 	t.Parallel()
-	ts := h2Hostile(t, spliceSite, nil)
+	ts := h2Hostile(t, writerSite, nil)
 	size := 64 << 20
 	want := offsetPattern(size, 4)
 	path := writeSite(t, ts, "big.bin", want)
@@ -199,33 +197,4 @@ func TestH2SpliceTruncated(t *testing.T) {
 	}
 	t.Logf("%d bytes, then %v", len(got), err)
 	awaitBudget(t, ts, used)
-}
-
-// TestH2SpliceNoPipe gives the budget room for the connection, its
-// duplicate and the file but not for a pipe: the writer copies instead,
-// and the download arrives whole.
-func TestH2SpliceNoPipe(t *testing.T) {
-	t.Parallel()
-	ts := h2Hostile(t, spliceSite, nil)
-	big := offsetPattern(24<<20+7, 5)
-	writeSite(t, ts, "big.bin", big)
-	b := ts.srv.sh.Budget.Snapshot()
-	ts.srv.sh.Budget.SetLimit(b.Used + writerDescriptors)
-	defer ts.srv.sh.Budget.SetLimit(b.Limit)
-	hc, id := startDownload(t, ts, "/big.bin")
-	head, _, err := hc.readData(id, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := ts.srv.sh.Budget.Snapshot()
-	if n := after.Used - b.Used; n != writerDescriptors || after.Refused == b.Refused {
-		t.Fatalf("the downloading connection holds %d descriptors (%d refusals), want %d and the pipe refused", n, after.Refused-b.Refused, writerDescriptors)
-	}
-	rest, ended, err := hc.readData(id, 0)
-	got := append(head, rest...)
-	if err != nil || !ended || !bytes.Equal(got, big) {
-		t.Fatalf("%d of %d bytes (equal %v), ended %v, %v", len(got), len(big), bytes.Equal(got, big), ended, err)
-	}
-	hc.c.Close()
-	awaitBudget(t, ts, b.Used)
 }

@@ -1,0 +1,177 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Files changed in place while they are being sent: a response that
+// arrives complete (its Content-Length reached) carries the bytes of one
+// version, the one its ETag names; a response cut short is marked as
+// such by the connection closing before the end. Over and under
+// cache.max_file_bytes (from the cache's memory, and streamed from disk).
+
+// faultVersions are the contents a rewritten file takes in turn, all of
+// one size so that a mixed body cannot be told by its length.
+func faultVersions(n, size int) [][]byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = pseudoRandom(size, uint64(1000+i))
+	}
+	return vs
+}
+
+// rewriteInPlace overwrites path's bytes with each version in turn, in
+// place (same inode, no truncation, so a reader can see a mix), until
+// stop is closed, and counts the rewrites.
+func rewriteInPlace(t *testing.T, path string, vs [][]byte, stop <-chan struct{}, rewrites *atomic.Int64) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	for i := 1; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		v := vs[i%len(vs)]
+		for off := 0; off < len(v); off += 64 << 10 { // in pieces, as a copy would
+			if _, err := f.WriteAt(v[off:min(off+64<<10, len(v))], int64(off)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		rewrites.Add(1)
+		// Pace the rewrites, so that versions also stand long enough to
+		// be served whole (a file rewritten without pause is answered 503
+		// while it is within its racy window).
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+// faultOutcome is what one download saw.
+type faultOutcome int
+
+const (
+	outcomeWhole     faultOutcome = iota // complete and equal to one version
+	outcomeCut                           // the connection closed before the end
+	outcomeMixed                         // complete, but equal to no version
+	outcomeNoVersion                     // no response at all, or an unexpected status
+	outcomeBusy                          // 503 with Retry-After: the file was being written
+)
+
+// downloadOnce fetches path on a new connection and classifies the body.
+func downloadOnce(addr, path string, vs [][]byte) (faultOutcome, string) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return outcomeNoVersion, err.Error()
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "GET"})
+	if err != nil {
+		return outcomeNoVersion, err.Error()
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return outcomeCut, err.Error()
+	}
+	if resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" {
+		return outcomeBusy, resp.Status
+	}
+	if resp.StatusCode != 200 {
+		return outcomeNoVersion, resp.Status
+	}
+	for _, v := range vs {
+		if bytes.Equal(body, v) {
+			return outcomeWhole, resp.Header.Get("ETag")
+		}
+	}
+	return outcomeMixed, "ETag " + resp.Header.Get("ETag") + ", " + strconv.Itoa(len(body)) + " bytes"
+}
+
+func TestStaticRewrittenInPlaceNeverMixes(t *testing.T) {
+	ts := startServer(t, `
+cache: {revalidate: 1ms, max_file_bytes: 1MiB}
+server: {max_buffered_output: 64KiB}
+`+siteConfig, nil)
+	for _, tt := range []struct {
+		name string
+		size int
+	}{{"cached.bin", 512 << 10}, {"streamed.bin", 4 << 20}} {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := faultVersions(4, tt.size)
+			path := filepath.Join(ts.dir, "site", tt.name)
+			if err := os.WriteFile(path, vs[0], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var rewrites atomic.Int64
+			var writer sync.WaitGroup
+			writer.Go(func() { rewriteInPlace(t, path, vs, stop, &rewrites) })
+			counts := make([]atomic.Int64, 5)
+			var clients sync.WaitGroup
+			var mu sync.Mutex
+			var mixed []string
+			for range 50 {
+				clients.Go(func() {
+					for range 4 {
+						o, what := downloadOnce(ts.addr, "/"+tt.name, vs)
+						counts[o].Add(1)
+						if o == outcomeMixed {
+							mu.Lock()
+							mixed = append(mixed, what)
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			clients.Wait()
+			close(stop)
+			writer.Wait()
+			t.Logf("%d rewrites; whole %d, cut %d, 503 %d, mixed %d, no response %d",
+				rewrites.Load(), counts[outcomeWhole].Load(), counts[outcomeCut].Load(), counts[outcomeBusy].Load(),
+				counts[outcomeMixed].Load(), counts[outcomeNoVersion].Load())
+			if len(mixed) > 0 {
+				t.Fatalf("%d complete responses mix versions: %v", len(mixed), mixed[:min(len(mixed), 5)])
+			}
+			if counts[outcomeNoVersion].Load() > 0 {
+				t.Fatalf("%d downloads got no response", counts[outcomeNoVersion].Load())
+			}
+			// Once the writes stop, the file is served whole again.
+			if err := os.WriteFile(path, vs[2], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitForFault(t, func() bool {
+				o, etag := downloadOnce(ts.addr, "/"+tt.name, vs[2:3])
+				return o == outcomeWhole && etag != ""
+			})
+		})
+	}
+}
+
+// waitForFault polls cond (each try is a real request) for up to 10 s.
+func waitForFault(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
