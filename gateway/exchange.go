@@ -59,6 +59,7 @@ type exchange struct {
 	req        []byte // FCGI_BEGIN_REQUEST, FCGI_PARAMS (and the empty FCGI_STDIN without a body)
 	reqDone    bool   // the whole request went to the connection
 	safe       bool   // no body: may be sent again on a fresh connection
+	expect100  bool   // the client waits for 100 Continue before it sends the body
 	isHead     bool
 	json       bool
 	env        envScratch
@@ -135,6 +136,7 @@ func (ex *exchange) setup(h *Handler, cl proxy.Client, c *handlers.Ctx, script, 
 	ex.json = codec.AcceptsJSONOnly(req.Header("Accept"))
 	ex.reqDone = false
 	ex.safe = !req.HasBody()
+	ex.expect100 = req.Expect100 && req.HasBody()
 	ex.logMethod = append(ex.logMethod[:0], req.Method...)
 	ex.logURI = append(ex.logURI[:0], req.Target[:min(len(req.Target), 512)]...)
 	lp := ex.lp
@@ -286,6 +288,14 @@ func (ex *exchange) dropConn(closeIt bool) {
 func (ex *exchange) send() bool {
 	if _, err := ex.conn.c.Write(ex.req); err != nil {
 		return false
+	}
+	if ex.expect100 {
+		// The application is reached: the body may come (RFC 9110
+		// section 10.1.1). FastCGI applications never answer 100
+		// themselves.
+		ex.expect100 = false
+		ex.sink.WriteInterim(100, nil)
+		ex.sink.Flush()
 	}
 	if ex.safe {
 		ex.reqDone = true

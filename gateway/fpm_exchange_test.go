@@ -274,3 +274,34 @@ func TestFPMStderrLogged(t *testing.T) {
 	}
 	_ = strings.Contains
 }
+
+// TestFPMExpect100: a client that waits for 100 Continue gets it once
+// the request reached the application, then sends its body.
+func TestFPMExpect100(t *testing.T) {
+	s := startSite(t, "")
+	conn, err := net.Dial("tcp", s.gale.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	body := "a=1&b=two"
+	fmt.Fprintf(conn, "POST /env.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("interim %q %v", line, err)
+	}
+	if l, _ := br.ReadString('\n'); l != "\r\n" {
+		t.Fatalf("after 100: %q", l)
+	}
+	fmt.Fprint(conn, body)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if env := decodeEnv(t, string(b)); env.Post["a"] != "1" || env.Post["b"] != "two" {
+		t.Fatalf("%d %v", resp.StatusCode, env.Post)
+	}
+}

@@ -167,7 +167,9 @@ type gale struct {
 // startGale loads yamlText (listen added) from dir and runs it.
 func startGale(t *testing.T, dir, yamlText string, log *slog.Logger) *gale {
 	t.Helper()
-	yamlText = "listen: [\"127.0.0.1:0\"]\n" + yamlText
+	if !strings.Contains(yamlText, "listen:") {
+		yamlText = "listen: [\"127.0.0.1:0\"]\n" + yamlText
+	}
 	file := filepath.Join(dir, "gale.yaml")
 	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)

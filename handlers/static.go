@@ -599,6 +599,10 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 // or closed): a whole regular file, a redirect for a directory named
 // without its slash, or an error.
 func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir bool) {
+	if h.scripts != nil && !dir && isScript(clean) {
+		h.scripts.ServeScript(c, clean, nil) // a script is run, never read out, whatever the cache's state
+		return
+	}
 	rel := "."
 	if len(clean) > 1 {
 		rel = string(clean[1:])
