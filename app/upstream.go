@@ -32,11 +32,19 @@ func (s *Server) startProxies(set *wire.Settings) {
 	}
 }
 
-// stopProxies stops the health checks of the running proxy routes (once
-// the engine stopped; a reload closes the routes it replaced).
+// stopProxies stops the health checks of the running proxy routes and
+// retires the FastCGI routes (once the engine stopped; a reload closes the
+// routes it replaced).
 func (s *Server) stopProxies() {
 	for _, r := range s.sh.Set.Load().Router.Routes() {
-		if h, ok := r.Handler.(*proxy.Handler); ok {
+		h := r.Handler
+		if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
+			h = sh.Scripts()
+		}
+		switch h := h.(type) {
+		case *proxy.Handler:
+			_ = h.Close()
+		case *gateway.Handler:
 			_ = h.Close()
 		}
 	}

@@ -239,20 +239,21 @@ func (h *Handler) loopFor(el gnet.EventLoop) *loop {
 const sweepEvery = 100 * time.Millisecond
 
 // tick posts each loop's sweep to its loop until the route retired and
-// its connections are gone.
+// its connections are gone, or the engine stopped.
 func (h *Handler) tick() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for range t.C {
 		cur := h.loopList.Load()
-		live := false
+		live, running := false, false
 		for _, lp := range *cur {
 			if lp.el == nil || lp.el.Execute(context.Background(), lp.sweepFn) != nil {
 				continue // the engine stopped: nothing of the loop is left
 			}
+			running = true
 			live = live || lp.live.Load()
 		}
-		if h.closed.Load() && !live {
+		if !running || h.closed.Load() && !live {
 			return
 		}
 	}
