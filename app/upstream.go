@@ -74,3 +74,20 @@ func upstreamOf(c gnet.Conn) (enrolled, bool) {
 	uc, ok := c.Context().(enrolled)
 	return uc, ok
 }
+
+// FastCGIStats sums the counters of the running FastCGI routes (a php
+// route's scripts among them) over every loop. A reload starts the new
+// routes' counters from zero. Safe for concurrent use.
+func (s *Server) FastCGIStats() gateway.StatsSnapshot {
+	var d gateway.StatsSnapshot
+	for _, r := range s.sh.Set.Load().Router.Routes() {
+		h := r.Handler
+		if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
+			h = sh.Scripts()
+		}
+		if g, ok := h.(*gateway.Handler); ok {
+			g.Stats(&d)
+		}
+	}
+	return d
+}

@@ -145,6 +145,7 @@ func (ex *exchange) setup(h *Handler, cl proxy.Client, c *handlers.Ctx, script, 
 	if status != 0 {
 		return status
 	}
+	lp.stats.Requests.Add(1)
 	b := fastcgi.AppendBeginRequest(ex.req[:0], requestID, fastcgi.RoleResponder, fastcgi.FlagKeepConn)
 	b = fastcgi.AppendStream(b, fastcgi.TypeParams, requestID, pairs)
 	b = fastcgi.AppendHeader(b, fastcgi.TypeParams, requestID, 0)
@@ -189,6 +190,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 				break
 			}
 			ex.attach(c)
+			ex.lp.stats.Reused.Add(1)
 			ex.busy = true
 			ok := ex.send()
 			ex.busy = false
@@ -204,6 +206,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 		if ex.lp.full(p) {
 			p.waiting = append(p.waiting, ex)
 			ex.waiting = true
+			ex.lp.stats.Queued.Add(1)
 			ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlQueue
 			return true
 		}
@@ -217,6 +220,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 func (ex *exchange) takeConn(c *Conn) {
 	ex.now = nanotime()
 	ex.attach(c)
+	ex.lp.stats.Reused.Add(1)
 	ex.busy = true
 	if !ex.send() {
 		ex.lostConn = ex.lostConn || c.state == connClosed
@@ -804,6 +808,9 @@ func (ex *exchange) finishError(status int, why string) {
 		return
 	}
 	ex.debug("answered "+codec.StatusText(status), why)
+	if status >= 500 {
+		ex.lp.stats.Errors.Add(1)
+	}
 	ex.status = status
 	r := &ex.resp
 	r.Reset()

@@ -207,6 +207,9 @@ func TestFPMWorkerKilled(t *testing.T) {
 	if resp == nil || resp.StatusCode != 502 {
 		t.Fatalf("killed worker: %+v", resp)
 	}
+	if st := s.gale.srv.FastCGIStats(); st.Errors != 1 {
+		t.Errorf("stats %+v", st)
+	}
 	for i := 0; i < 5; i++ {
 		resp, body := get(t, c, s.gale.url("/status.php"))
 		if resp.StatusCode != 201 || body != "created" {
@@ -261,6 +264,9 @@ func TestFPMLargeResponseSlowClient(t *testing.T) {
 	t.Logf("heap in use grew by %d KiB at most while relaying %d MiB", grew>>10, total>>20)
 	if grew > 12<<20 {
 		t.Fatalf("heap grew by %d MiB relaying %d MiB to a slow client", grew>>20, total>>20)
+	}
+	if st := s.gale.srv.FastCGIStats(); st.OffLoop != 1 {
+		t.Errorf("the response did not leave the loop: %+v", st)
 	}
 }
 

@@ -68,6 +68,10 @@ routes:
 	if n := p.count.Load(); n > 2 {
 		t.Fatalf("%d connections for 30 requests", n)
 	}
+	st := g.srv.FastCGIStats()
+	if st.Requests != 30 || st.Reused < 28 || st.Dials > 2 || st.Open < 1 || st.Errors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 // TestFPMStalePooledConn: a worker that ends after each request

@@ -11,7 +11,7 @@ import (
 
 // loop is a route's state on one event loop: a pool of connections per
 // server, the exchanges in flight, and scratch memory. Touched only on
-// its loop, but live (read by the route's ticker).
+// its loop, but live (read by the route's ticker) and stats.
 type loop struct {
 	h       *Handler
 	el      gnet.EventLoop
@@ -22,6 +22,7 @@ type loop struct {
 	rr      uint32      // round-robin position
 	pairs   []byte      // the FCGI_PARAMS stream being built
 	live    atomic.Bool // connections or exchanges exist: the route's ticker must go on
+	stats   Stats       // written by the loop only, read anywhere
 	sweepFn gnet.Runnable
 }
 
@@ -244,6 +245,7 @@ func (c *Conn) close() {
 // enrolled: the waiting request goes out, or the connection is pooled.
 func (c *Conn) OnOpen(gc gnet.Conn) {
 	c.c = gc
+	c.lp.stats.Open.Add(1)
 	if c.state == connClosed {
 		c.state = connDialing
 		c.close()
@@ -292,6 +294,7 @@ func (c *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 // OnClose runs on the loop when the connection closed.
 func (c *Conn) OnClose(_ gnet.Conn, err error) {
 	c.lp.h.budget.Release(1)
+	c.lp.stats.Open.Add(-1)
 	prev := c.state
 	c.state = connClosed
 	p := &c.lp.pools[c.srv]
@@ -320,6 +323,7 @@ func (lp *loop) dial(srv int, ex *exchange) *Conn {
 	}
 	c := &Conn{lp: lp, srv: srv, state: connDialing, ex: ex}
 	lp.pools[srv].conns++
+	lp.stats.Dials.Add(1)
 	if f := lp.h.dialHook; f != nil {
 		b := lp.h.budget
 		b.Release(1)

@@ -92,6 +92,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	})
 	ex.off = o
 	ex.held = true
+	ex.lp.stats.OffLoop.Add(1)
 	return gnet.Close
 }
 
