@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -270,44 +271,26 @@ func TestFPMLargeResponseSlowClient(t *testing.T) {
 	}
 }
 
-// TestFPMStderrLogged: what a script writes to FCGI_STDERR is logged with
-// the request; the response is unaffected.
+// TestFPMStderrLogged: what a script writes to FCGI_STDERR (PHP's
+// error_log without a log file of its own) is logged with the request;
+// the response is unaffected.
 func TestFPMStderrLogged(t *testing.T) {
-	s := startSite(t, "")
-	resp, body := get(t, httpClient(), s.gale.url("/err.php"))
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), scripts)
+	f := startFPM(t, dir, "a", false, 2)
+	logs := &lockedBuf{}
+	g := startGale(t, dir, `
+routes:
+  - path: /
+    fastcgi: {to: "`+f.listen+`", root: www}
+`, slog.New(slog.NewTextHandler(logs, nil)))
+	resp, body := get(t, httpClient(), g.url("/err.php?x=1"))
 	if resp.StatusCode != 200 || body != "ok" {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}
-	_ = strings.Contains
-}
-
-// TestFPMExpect100: a client that waits for 100 Continue gets it once
-// the request reached the application, then sends its body.
-func TestFPMExpect100(t *testing.T) {
-	s := startSite(t, "")
-	conn, err := net.Dial("tcp", s.gale.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	body := "a=1&b=two"
-	fmt.Fprintf(conn, "POST /env.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
-	br := bufio.NewReader(conn)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
-		t.Fatalf("interim %q %v", line, err)
-	}
-	if l, _ := br.ReadString('\n'); l != "\r\n" {
-		t.Fatalf("after 100: %q", l)
-	}
-	fmt.Fprint(conn, body)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if env := decodeEnv(t, string(b)); env.Post["a"] != "1" || env.Post["b"] != "two" {
-		t.Fatalf("%d %v", resp.StatusCode, env.Post)
+	out := logs.String()
+	if !strings.Contains(out, "fastcgi stderr") || !strings.Contains(out, "something went wrong in err.php") ||
+		!strings.Contains(out, `uri="/err.php?x=1"`) {
+		t.Fatalf("log: %s", out)
 	}
 }

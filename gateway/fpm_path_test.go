@@ -43,9 +43,20 @@ func TestFPMPathInfo(t *testing.T) {
 			t.Errorf("%s: PATH_INFO %q is not a suffix of DOCUMENT_URI %q", cs.path, cs.info, uri)
 		}
 	}
+	// The exploit's request as published: a newline in PATH_INFO and a
+	// long query that padded PHP-FPM's buffer; the script runs with a
+	// consistent environment.
+	q := strings.Repeat("Q", 1500)
+	resp, body := get(t, c, s.gale.url("/env.php/PHP%0Ais_the_shittiest_lang.php?"+q))
+	if resp.StatusCode != 200 {
+		t.Fatalf("exploit shape: %d %q", resp.StatusCode, body)
+	}
+	if env := decodeEnv(t, body); env.Server["QUERY_STRING"] != q || env.Server["PATH_INFO"] != "/PHP\nis_the_shittiest_lang.php" {
+		t.Errorf("exploit shape: QUERY_STRING %d bytes, PATH_INFO %q", len(env.Server["QUERY_STRING"].(string)), env.Server["PATH_INFO"])
+	}
 	// A split extension in other case splits too; the script is then the
 	// file of that name (none here), which PHP-FPM answers 404.
-	resp, _ := get(t, c, s.gale.url("/ENV.PHP/x"))
+	resp, _ = get(t, c, s.gale.url("/ENV.PHP/x"))
 	if resp.StatusCode != 404 {
 		t.Errorf("/ENV.PHP/x: %d", resp.StatusCode)
 	}

@@ -104,7 +104,6 @@ php_admin_value[post_max_size] = 16M
 php_admin_value[memory_limit] = 128M
 php_admin_value[max_execution_time] = 0
 php_admin_flag[log_errors] = on
-php_admin_value[error_log] = /dev/stderr
 pm.status_path = /fpm-status
 `, dir, name, listen, children) + strings.Join(extra, "\n") + "\n"
 	file := filepath.Join(dir, name+"-fpm.conf")
