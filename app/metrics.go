@@ -143,6 +143,7 @@ func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)
 	s.writeUpstreamMetrics(w)
+	s.writeFastCGIMetrics(w)
 	s.writeReloadMetrics(w)
 	s.writeAccessLogMetrics(w)
 	writeProcessMetrics(w, s.ops.started)
@@ -255,6 +256,19 @@ func (s *Server) writeProxyMetrics(w *metrics.Writer) {
 	w.Counter("gale_upstream_refused_total", "Requests answered 503 for want of a descriptor for a new upstream connection.", p.Refused)
 	w.Counter("gale_upstream_tunnels_total", "Upgraded connections tunnelled.", p.Tunnels)
 	w.Gauge("gale_upstream_connections_open", "Connections to upstreams open, pooled or in use.", p.Open)
+}
+
+// writeFastCGIMetrics writes the FastCGI routes' counters, summed over
+// routes and loops.
+func (s *Server) writeFastCGIMetrics(w *metrics.Writer) {
+	f := s.FastCGIStats()
+	w.Counter("gale_fastcgi_requests_total", "Requests sent to FastCGI servers.", f.Requests)
+	w.Counter("gale_fastcgi_dials_total", "Connections dialed to FastCGI servers.", f.Dials)
+	w.Counter("gale_fastcgi_reused_total", "Requests sent on a kept connection.", f.Reused)
+	w.Counter("gale_fastcgi_queued_total", "Requests that waited for a connection (max_conns).", f.Queued)
+	w.Counter("gale_fastcgi_errors_total", "502, 503 and 504 answered by the FastCGI gateway itself.", f.Errors)
+	w.Counter("gale_fastcgi_offloop_total", "Responses whose connection left the event loop for a slow client.", f.OffLoop)
+	w.Gauge("gale_fastcgi_connections_open", "Connections to FastCGI servers open, pooled or in use.", f.Open)
 }
 
 // writeAccessLogMetrics writes what the access log lost.

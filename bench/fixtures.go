@@ -39,6 +39,7 @@ type workload struct {
 	Idle    int    // idle keep-alive connections held open during the load
 	Proxy   bool   // served through the reverse proxy from the upstream
 	Respond bool   // a fixed response configured in the server
+	PHP     bool   // a PHP script run by the harness's PHP-FPM pool (php.go)
 	// Proto is how the load is driven: "" is HTTP/1.1 over cleartext with
 	// wrk; "h2" is HTTP/2 over TLS 1.3 and "h2c" HTTP/2 over cleartext with
 	// prior knowledge, both with h2load.
@@ -83,7 +84,7 @@ var allWorkloads = []workload{
 
 // findWorkload returns the workload with this ID.
 func findWorkload(id string) (workload, bool) {
-	for _, w := range allWorkloads {
+	for _, w := range append(allWorkloads[:len(allWorkloads):len(allWorkloads)], phpWorkloads...) {
 		if w.ID == id {
 			return w, true
 		}
@@ -207,6 +208,9 @@ func writeFixtures(dir string) (*fixtureSet, error) {
 	if err := add("respond", []byte(respondBody)); err != nil {
 		return nil, err
 	}
+	if err := writePHPFixtures(fs, add); err != nil {
+		return nil, err
+	}
 	return fs, nil
 }
 
@@ -222,7 +226,7 @@ func parseWorkloads(s string) ([]workload, error) {
 		w, ok := findWorkload(id)
 		if !ok {
 			var ids []string
-			for _, w := range allWorkloads {
+			for _, w := range append(allWorkloads[:len(allWorkloads):len(allWorkloads)], phpWorkloads...) {
 				ids = append(ids, w.ID)
 			}
 			return nil, fmt.Errorf("unknown workload %q (known: %s)", id, strings.Join(ids, ", "))

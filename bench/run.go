@@ -132,6 +132,10 @@ type runner struct {
 	upstream   *proc
 	upAddr     string
 	upArgv     []string
+	fpm        *proc // the PHP-FPM pool of the php workloads (php.go)
+	fpmSock    string
+	fpmArgv    []string
+	fpmVersion string
 	ctx        context.Context
 	began      time.Time // when the first measurement started (for the time left)
 }
@@ -465,7 +469,9 @@ type measurement struct {
 	IdleFailed     int            `json:"idle_failed,omitempty"`
 	IdleAliveAfter int            `json:"idle_alive_after,omitempty"`
 	IdleError      string         `json:"idle_error,omitempty"`
-	Upstream       *upstreamStats `json:"upstream,omitempty"` // upstream counters during the measured run
+	Upstream       *upstreamStats `json:"upstream,omitempty"`               // upstream counters during the measured run
+	FPMCPUSeconds  float64        `json:"php_fpm_cpu_s,omitempty"`          // on-CPU time of the PHP-FPM pool during the measured run (php workloads)
+	FPMCPUUsPerReq float64        `json:"php_fpm_cpu_us_per_req,omitempty"` // the same per request
 	CheckBefore    *checkResult   `json:"check_before,omitempty"`
 	CheckAfter     *checkResult   `json:"check_after,omitempty"`
 	CPUMHzBefore   []float64      `json:"cpu_mhz_before,omitempty"` // of the server CPUs
@@ -636,7 +642,8 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 		return serverEnv{}, err
 	}
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
-		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig}
+		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig,
+		FPM: r.fpmSock}
 	if j.spec.Name == "gale" && !noMetrics {
 		if env.MetricsPort, err = freePort(); err != nil {
 			return serverEnv{}, err
@@ -682,11 +689,13 @@ func (r *runner) load(j job, k loadKnobs, t target, m *measurement) {
 		return
 	}
 	srv0, cli0 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
+	fpm0 := r.fpmSample()
 	th0 := threadTimes(s0.PIDs)
 	smp := startSampler(t.p.pid(), s0.PIDs, time.Duration(r.opts.Seconds)*time.Second/2)
 	res, full, wrkCPU, h2res, olres, werr := r.runLoad(j, k, t.url, t.dir, false)
 	s1, serr := sampleTree(t.p.pid())
 	srv1, cli1 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
+	fpm1 := r.fpmSample()
 	m.Threads = busiestThreads(th0, threadTimes(s1.PIDs), 8)
 	m.Loops, m.LoopsError = loopsAfter(t.l.MetricsURL, loops0, loopsErr)
 	m.OpenLoop = olres
@@ -726,6 +735,9 @@ func (r *runner) load(j job, k loadKnobs, t target, m *measurement) {
 	m.HWMKiB = s1.HWMKiB
 	if j.w.Proxy {
 		m.Upstream = upstreamSince(r.upAddr, upBefore)
+	}
+	if j.w.PHP {
+		r.fpmCPU(m, fpm0, fpm1)
 	}
 	post := r.check(t.addr, t.url, j.w, t.want)
 	m.CheckAfter = &post
@@ -999,6 +1011,8 @@ type results struct {
 	Fixtures     *fixtureSet         `json:"fixtures"`
 	Workloads    []string            `json:"workloads"`
 	Upstream     []string            `json:"upstream_command,omitempty"`
+	FPM          []string            `json:"php_fpm_command,omitempty"`
+	FPMVersion   string              `json:"php_fpm_version,omitempty"`
 	Sweep        *sweepInfo          `json:"sweep,omitempty"`
 	Custom       *workload           `json:"custom_workload,omitempty"` // the user's request mix, when the sweep measured one
 	Measurements []measurement       `json:"measurements"`
@@ -1226,6 +1240,14 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		}
 		res.Upstream = r.upArgv
 		defer r.upstream.stop(2 * time.Second)
+	}
+	if needsFPM(ws) {
+		if err := r.startFPM(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.FPM, res.FPMVersion = r.fpmArgv, r.fpmVersion
+		defer r.fpm.stop(2 * time.Second)
 	}
 	total := r.opts.Rounds * len(ws) * len(r.specs)
 	done := r.compareRounds(res, ws, total)

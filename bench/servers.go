@@ -32,6 +32,7 @@ type serverEnv struct {
 	Dir      string    // measurement directory: config, logs, temp files
 	Port     int       // 127.0.0.1 port to listen on
 	Upstream string    // host:port of the proxy upstream
+	FPM      string    // the PHP-FPM pool's unix socket ("" without php workloads)
 	Workers  int       // worker processes / event loops / GOMAXPROCS
 	Pool     int       // upstream keep-alive connections to keep idle
 	Settings []setting // gale server: overrides (sweep)
@@ -172,6 +173,9 @@ func galeConfig(e serverEnv, w workload) string {
 	if w.Proxy {
 		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy: {to: [%q], strip_prefix: true}\n", e.Upstream)
 	}
+	if w.PHP {
+		fmt.Fprintf(&b, "  - path: /php/\n    fastcgi: {to: [%q], root: %q, max_conns: %d}\n", "unix:"+e.FPM, e.Fixtures.Root, fpmConns)
+	}
 	return b.String()
 }
 
@@ -222,6 +226,10 @@ func metricsPath(text string) string {
 // nginxConfig renders nginx.conf: its own prefix, pid and temp paths under
 // dir, so it never touches a system nginx.
 func nginxConfig(e serverEnv, version string) string {
+	var phpUp, phpLoc string
+	if e.FPM != "" {
+		phpUp, phpLoc = nginxPHP(e.FPM)
+	}
 	userLine := ""
 	if u, err := user.Current(); err == nil {
 		// Workers of a root master would otherwise run as nobody.
@@ -267,9 +275,11 @@ http {
         keepalive_requests 1000000000;
         keepalive_timeout 120s;
     }
+    %[10]s
     server {
         %[9]s
         root %[7]s;
+        %[11]s
         location = /respond {
             default_type text/plain;
             return 200 %[8]q;
@@ -285,7 +295,7 @@ http {
         }
     }
 }
-`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version))
+`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version), phpUp, phpLoc)
 }
 
 // nginxListen renders the listen directive of the server block and, for
@@ -364,6 +374,10 @@ func caddyConfig(e serverEnv) ([]byte, error) {
 					"precompressed": obj{"gzip": obj{}}, "precompressed_order": []string{"gzip"}}},
 			},
 		},
+	}
+	if e.FPM != "" {
+		routes := server["routes"].([]obj)
+		server["routes"] = append([]obj{caddyPHP(e.Fixtures.Root, e.FPM)}, routes...)
 	}
 	apps := obj{"http": obj{"servers": obj{"bench": server}}}
 	switch e.Proto {
@@ -493,6 +507,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"static: file cache with defaults (files up to 1 MiB in memory, revalidated every 1s)",
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			"respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool",
+			fmt.Sprintf("php-hello: fastcgi route, max_conns %d (kept connections, FCGI_KEEP_CONN)", fpmConns),
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}
@@ -505,6 +520,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: gzip_static on (precompressed app.js.gz), gzip_vary on",
 			"respond: return 200 \"hello world\\n\"",
 			fmt.Sprintf("proxy: upstream keepalive %d per worker, proxy_http_version 1.1, Connection \"\"", pool),
+			fmt.Sprintf("php-hello: fastcgi_pass to an upstream with keepalive %d (below the pool's %d workers), fastcgi_keep_conn on, Debian's fastcgi_params", nginxFPMCache, fpmChildren),
 			"h2-*: listen ... ssl http2 (http2 on from 1.25.1), ssl_protocols TLSv1.3, the bench certificate; h2c: listen ... http2 without ssl; HTTP/2 settings at nginx's defaults",
 		}
 	case "caddy":
@@ -515,6 +531,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: file_server precompressed gzip (app.js.gz sidecar)",
 			"respond: static_response handler",
 			fmt.Sprintf("proxy: reverse_proxy, HTTP transport keep-alive, max_idle_conns_per_host %d", pool),
+			"php-hello: reverse_proxy with the fastcgi transport (root, split_path .php), as php_fastcgi sets it up; a connection per request",
 			"h2-*: protocols h1, h2 (no HTTP/3), tls_connection_policies protocol_min tls1.3 with the bench certificate from load_files; h2c: protocols h1, h2c",
 		}
 	case "lighttpd":

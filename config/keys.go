@@ -316,6 +316,47 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
 )
 
+// fastcgiBalancingOptions are the load balancing policies of FastCGI
+// routes.
+var fastcgiBalancingOptions = []string{"round-robin", "least-connections"}
+
+var fastcgiTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with the FastCGI servers.",
+	durationKey("connect", "2s", "Connecting to a server; past it the attempt fails (504 when no retry is left)."),
+	durationKey("response_header", "60s", "From the request to the end of the CGI response head (504), and the longest pause between two reads of the response body."),
+	durationKey("idle", "60s", "A pooled connection unused this long is closed."),
+)
+
+var fastcgiHealthKeys = sectionKey("health_check", "Passive health (active checks are not built for FastCGI servers).",
+	passiveKeys,
+)
+
+// fastcgiCommon are the keys the fastcgi route kind and the php preset
+// share.
+func fastcgiCommon() []*keySpec {
+	return []*keySpec{
+		oneOrList("to", &keySpec{typ: typeString, doc: `"unix:/run/php/php-fpm.sock" or "host:port"`}, "FastCGI servers, no two alike.").must(),
+		strKey("root", "The document root: DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist.").must(),
+		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request."),
+		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers."),
+		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops, all kept alive; requests beyond wait for one. PHP-FPM gives each connection a worker: keep it at most pm.max_children."),
+		fastcgiTimeoutsKeys,
+		fastcgiHealthKeys,
+		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed."),
+		listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-For gives REMOTE_ADDR.").distinct(),
+	}
+}
+
+var fastcgiKeys = sectionKey("fastcgi", "Send requests to a FastCGI application (PHP-FPM and others).",
+	append(fastcgiCommon(),
+		listKey("split_path", &keySpec{typ: typeString, doc: `An extension such as ".php".`}, "The path is split after the first of these that ends a segment (ASCII case-insensitive): the script, then PATH_INFO.").withDefault(`[".php"]`),
+		strKey("index", `The script of a path that ends in "/"; default "index.php".`),
+	)...,
+)
+
+var phpKeys = sectionKey("php", "Serve a PHP application through PHP-FPM as Caddy's php_fastcgi does: .php files (and the front controller /index.php) run, other files are served as static files.",
+	fastcgiCommon()...,
+)
+
 // queryNamePattern is what a query matcher's parameter names look like.
 const queryNamePattern = "^[!$'()*+,.:;?@/~0-9A-Za-z_%-]+$"
 
@@ -363,6 +404,8 @@ var routeKeys = func() *keySpec {
 		headersKeys,
 		staticKeys,
 		proxyKeys,
+		fastcgiKeys,
+		phpKeys,
 		respondKeys,
 		redirectKeys,
 		enumKey("health", healthKinds, "", `A health endpoint for probes: "live" answers 200 while the process runs; "ready" answers 200, and 503 from the moment a graceful stop begins.`),

@@ -511,7 +511,7 @@ func (d *decoder) resolve(p string) string {
 
 // handlerKinds are the keys that give a route its handler, in the order
 // messages list them.
-var handlerKinds = []string{"static", "proxy", "respond", "redirect", "health"}
+var handlerKinds = []string{"static", "proxy", "fastcgi", "php", "respond", "redirect", "health"}
 
 // healthKinds are the options of a health route.
 var healthKinds = []string{"live", "ready"}
@@ -738,6 +738,12 @@ func (d *decoder) routeHandlerKind(s *section, path, k string, r *Route) {
 	case "health":
 		if h, ok := d.enum(s.get(k), join(path, k), healthKinds...); ok {
 			r.Health = h
+		}
+	case "fastcgi":
+		r.FastCGI = d.fastcgi(s.get(k), join(path, k), false)
+	case "php":
+		if r.FastCGI = d.fastcgi(s.get(k), join(path, k), true); r.FastCGI != nil {
+			r.Static = phpStatic(r.FastCGI.Root)
 		}
 	case "proxy":
 		r.Proxy = d.proxy(s.get(k), join(path, k))

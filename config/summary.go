@@ -58,6 +58,13 @@ func (c *Config) Summary() []string {
 		b.WriteString(where[i])
 		b.WriteString(strings.Repeat(" ", width-len(where[i])+2))
 		switch {
+		case r.FastCGI != nil:
+			b.WriteString(map[bool]string{false: "fastcgi ", true: "php "}[r.FastCGI.PHP])
+			b.WriteString(c.displayPath(r.FastCGI.Root))
+			for _, u := range r.FastCGI.To {
+				b.WriteByte(' ')
+				b.WriteString(u.Raw)
+			}
 		case r.Static != nil:
 			b.WriteString("static ")
 			b.WriteString(c.displayPath(r.Static.Root))

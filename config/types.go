@@ -197,7 +197,8 @@ type AccessLog struct {
 }
 
 // Route is one entry of routes:. Exactly one of Static, Respond, Redirect,
-// Proxy is non-nil, or Health is set.
+// Proxy, FastCGI is non-nil, or Health is set; the php preset sets both
+// FastCGI (with PHP) and Static.
 type Route struct {
 	Name      string       // the route's label in metrics; "" = its index in the file
 	Host      string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
@@ -211,8 +212,9 @@ type Route struct {
 	Respond   *Respond
 	Redirect  *Redirect
 	Proxy     *Proxy
-	Health    string // "live" or "ready": a health endpoint; "" = not one
-	Pos       Pos    // where the route starts
+	FastCGI   *FastCGI // with Static set too: the php preset (FastCGI.PHP), whose other files Static serves
+	Health    string   // "live" or "ready": a health endpoint; "" = not one
+	Pos       Pos      // where the route starts
 }
 
 // HeaderRules hold request and response header edits.

@@ -29,6 +29,7 @@ var (
 	ErrBadLimit       = errors.New("handlers: bad rate limit")
 	ErrBadHealth      = errors.New("handlers: bad health route")
 	ErrNoProxy        = errors.New("handlers: proxy route, but no proxy handler factory was given to Build (WithProxy)")
+	ErrNoFastCGI      = errors.New("handlers: fastcgi or php route, but no FastCGI handler factory was given to Build (WithFastCGI)")
 )
 
 // maxHostLen is the longest host name (RFC 1035: 253 bytes without the
@@ -114,6 +115,7 @@ type Option func(*buildOptions)
 
 type buildOptions struct {
 	proxy    ProxyFactory
+	fastcgi  ProxyFactory
 	cache    *cache.Cache
 	stopping *atomic.Bool
 }
@@ -137,6 +139,14 @@ func WithStopping(f *atomic.Bool) Option {
 // buildGen numbers Builds, so that the cache keys of routers built one
 // after another never collide (see keyPrefixFor).
 var buildGen atomic.Uint64
+
+// WithFastCGI gives Build the factory of FastCGI route handlers
+// (rt.Conf.FastCGI is set): the whole handler of a fastcgi route, and the
+// ScriptHandler of a php route's static handler. Without it a config with
+// such a route fails to build with ErrNoFastCGI.
+func WithFastCGI(f ProxyFactory) Option {
+	return func(o *buildOptions) { o.fastcgi = f }
+}
 
 // WithProxy gives Build the factory of proxy route handlers. Without it a
 // config with a proxy route fails to build with ErrNoProxy.
@@ -309,6 +319,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	if rc.Proxy != nil {
 		n++
 	}
+	if rc.FastCGI != nil && rc.Static == nil {
+		n++
+	}
 	if rc.Health != "" {
 		n++
 	}
@@ -320,6 +333,8 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 	}
 	var err error
 	switch {
+	case rc.FastCGI != nil:
+		err = rt.buildFastCGI(r)
 	case rc.Static != nil:
 		var s *staticHandler
 		s, err = newStatic(rc.Static, r, rt.staticEnv())

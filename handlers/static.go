@@ -70,6 +70,7 @@ type staticHandler struct {
 	errProf cache.Profile // how its error pages are
 	shared  sharedView    // for requests outside the server (Ctx.Cache nil)
 	retry   loadRetry     // the continuation of requests that wait for a load
+	scripts ScriptHandler // runs the route's scripts (the php preset; static_script.go); nil for a plain static route
 }
 
 // errPage is a custom error page of a static route.
@@ -259,6 +260,10 @@ func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte 
 func renderNothing(dst []byte, _ *cache.Entry, _ *cache.Rep) []byte { return dst }
 
 func (h *staticHandler) Serve(c *Ctx) {
+	if h.scripts != nil {
+		h.serveWithScripts(c)
+		return
+	}
 	switch string(c.Req.Method) {
 	case "GET", "HEAD":
 	case "OPTIONS":
@@ -270,6 +275,12 @@ func (h *staticHandler) Serve(c *Ctx) {
 		c.Resp.Add(hdrAllow, valAllowReadOnly)
 		return
 	}
+	h.serveFiles(c)
+}
+
+// serveFiles answers from the files under the root (try_files, or the
+// request's path).
+func (h *staticHandler) serveFiles(c *Ctx) {
 	var ri reqInfo
 	ri.scan(c.Req)
 	if h.try != nil {
@@ -537,6 +548,9 @@ func (c *Ctx) resetResp() {
 
 // serveEntry answers with a cached file.
 func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
+	if h.serveScriptEntry(c, e) {
+		return
+	}
 	var rep *cache.Rep
 	if ri.multiRange {
 		rep = e.Identity() // multipart/byteranges bodies are of the identity representation
@@ -585,6 +599,10 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 // or closed): a whole regular file, a redirect for a directory named
 // without its slash, or an error.
 func (h *staticHandler) serveUncached(c *Ctx, ri *reqInfo, clean []byte, dir bool) {
+	if h.scripts != nil && !dir && isScript(clean) {
+		h.scripts.ServeScript(c, clean, nil) // a script is run, never read out, whatever the cache's state
+		return
+	}
 	rel := "."
 	if len(clean) > 1 {
 		rel = string(clean[1:])

@@ -18,7 +18,7 @@ func Speaks(cfg *config.Config, h2On bool, where string, protos config.Protocols
 	}
 	why := "server.http2.enabled is false"
 	if cfg.Server.HTTP2.Enabled {
-		why = "HTTP/2 is off while a route proxies (the reverse proxy answers clients over HTTP/1.1 only)"
+		why = "HTTP/2 is off while a route proxies or runs FastCGI (they answer clients over HTTP/1.1 only)"
 	}
 	return fmt.Errorf("%s: protocols %s need HTTP/2, and %s; add h1 to the listener's protocols", where, protos, why)
 }

@@ -48,7 +48,7 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 			return nil, err
 		}
 	}
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b))...)
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b), fastcgiOption(cfg, b))...)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +97,11 @@ func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 	return hc, c.Enabled && !forwards(cfg)
 }
 
-// forwards reports whether any route of cfg proxies.
+// forwards reports whether any route of cfg proxies or runs FastCGI
+// (whose responses, like the proxy's, go to HTTP/1.1 clients only).
 func forwards(cfg *config.Config) bool {
 	for i := range cfg.Routes {
-		if cfg.Routes[i].Proxy != nil {
+		if cfg.Routes[i].Proxy != nil || cfg.Routes[i].FastCGI != nil {
 			return true
 		}
 	}

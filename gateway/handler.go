@@ -1,0 +1,318 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"gale/config"
+	"gale/fastcgi"
+	"gale/fds"
+	"gale/handlers"
+	"gale/proxy"
+)
+
+// ErrNotFastCGI is returned by New for a route without FastCGI settings.
+var ErrNotFastCGI = errors.New("gateway: route has no fastcgi settings")
+
+// Options are what a Handler needs besides its route.
+type Options struct {
+	Loops  int         // event loops of the server, which share each server's max_conns; 0 = 1
+	Budget *fds.Budget // counts the connections to the application servers; nil counts nothing
+}
+
+// Handler serves the requests of one fastcgi route (or the scripts of a
+// php route). It is immutable after New but for the servers' health and
+// the per-loop state, and safe for concurrent use by all event loops.
+type Handler struct {
+	route   *handlers.Route
+	conf    *config.FastCGI
+	servers []*server
+	leastC  bool // least-connections, else round-robin
+	root    []byte
+	split   [][]byte // lower case
+	index   []byte
+	fixed   []byte // the pairs every request carries: DOCUMENT_ROOT, GATEWAY_INTERFACE, SERVER_SOFTWARE, env
+	trusted []netip.Prefix
+	retries int
+	perLoop int // connections to each server per loop: max_conns shared by the loops, at least one
+
+	connectTimeout int64 // ns
+	headerTimeout  int64
+	idleTimeout    int64
+
+	budget   *fds.Budget
+	log      atomic.Pointer[slog.Logger]
+	dialHook func(c *Conn) // replaces dialing (SetDial); nil = dial
+
+	loops    sync.Map // gnet.EventLoop -> *loop
+	loopList atomic.Pointer[[]*loop]
+	loopMu   sync.Mutex
+	ticking  sync.Once
+	stop     chan struct{}
+	closed   atomic.Bool
+}
+
+// server is one FastCGI server of a route, with its passive health
+// (atomics shared by the loops). It must not be copied.
+type server struct {
+	h       *Handler
+	idx     int
+	network string
+	address string
+	raw     string
+
+	failStart atomic.Int64
+	fails     atomic.Int32
+	downUntil atomic.Int64
+}
+
+// New compiles the fastcgi route rt (rt.Conf.FastCGI set) into a
+// Handler.
+func New(rt *handlers.Route, opts Options) (*Handler, error) {
+	fc := rt.Conf.FastCGI
+	if fc == nil {
+		return nil, ErrNotFastCGI
+	}
+	if len(fc.To) == 0 || len(fc.To) > 64 {
+		return nil, fmt.Errorf("gateway: route %q needs 1 to 64 servers, has %d", rt.Conf.Path, len(fc.To))
+	}
+	h := &Handler{
+		route:          rt,
+		conf:           fc,
+		leastC:         fc.LoadBalancing == "least-connections",
+		root:           []byte(fc.Root),
+		index:          []byte(fc.Index),
+		trusted:        fc.TrustedProxies,
+		retries:        fc.Retries,
+		connectTimeout: int64(fc.Timeouts.Connect),
+		headerTimeout:  int64(fc.Timeouts.ResponseHeader),
+		idleTimeout:    int64(fc.Timeouts.Idle),
+		budget:         opts.Budget,
+		perLoop:        max(1, fc.MaxConns/max(opts.Loops, 1)),
+		stop:           make(chan struct{}),
+	}
+	for _, ext := range fc.SplitPath {
+		h.split = append(h.split, []byte(ext))
+	}
+	h.fixed = h.appendFixed(nil)
+	for i, u := range fc.To {
+		h.servers = append(h.servers, &server{h: h, idx: i, network: u.Network, address: u.Address, raw: u.Raw})
+	}
+	return h, nil
+}
+
+// Start sets the logger for server state changes and FCGI_STDERR.
+func (h *Handler) Start(log *slog.Logger) { h.log.Store(log) }
+
+// Close retires the route: pooled connections close at the loops' next
+// sweeps, and the sweeps stop once no connection of the route is left.
+// Requests in flight finish. It implements io.Closer for the router.
+func (h *Handler) Close() error {
+	h.closed.Store(true)
+	return nil
+}
+
+// SetDial replaces how new connections are made, for tests that drive
+// connections by hand: f gets each new connection, which must be handed
+// its gnet connection through OnOpen on the loop. Call it before the
+// first request.
+func (h *Handler) SetDial(f func(c *Conn)) { h.dialHook = f }
+
+// logger returns the logger, or nil.
+func (h *Handler) logger() *slog.Logger { return h.log.Load() }
+
+// available reports whether s is in service at now: no passive cooldown
+// runs. Safe for concurrent use.
+func (s *server) available(now int64) bool {
+	until := s.downUntil.Load()
+	if until == 0 {
+		return true
+	}
+	if now < until {
+		return false
+	}
+	if s.downUntil.CompareAndSwap(until, 0) {
+		s.h.logf(slog.LevelInfo, "fastcgi server back in service", s, "reason", "passive cooldown over")
+	}
+	return true
+}
+
+// failed records a failure of a real request (passive health).
+func (s *server) failed(now int64, why string) {
+	p := &s.h.conf.Passive
+	if p.Fails <= 0 {
+		return
+	}
+	start := s.failStart.Load()
+	if now-start > int64(p.Window) && s.failStart.CompareAndSwap(start, now) {
+		s.fails.Store(0)
+	}
+	if n := s.fails.Add(1); int(n) >= p.Fails && s.downUntil.Load() == 0 {
+		if s.downUntil.CompareAndSwap(0, now+int64(p.Cooldown)) {
+			s.fails.Store(0)
+			s.h.logf(slog.LevelWarn, "fastcgi server out of service", s, "reason", why,
+				"failures", int(n), "for", p.Cooldown.String())
+		}
+	}
+}
+
+func (h *Handler) logf(level slog.Level, msg string, s *server, args ...any) {
+	l := h.logger()
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
+	}
+	args = append([]any{"route", h.route.Conf.Path, "server", s.raw}, args...)
+	l.Log(context.Background(), level, msg, args...)
+}
+
+// pick chooses a server for a request on lp among those in service and
+// not yet tried (a bit mask); when none in service is left, among the
+// untried ones; -1 when every server was tried.
+func (h *Handler) pick(lp *loop, tried uint64, now int64) int {
+	n := len(h.servers)
+	var avail uint64
+	for i, s := range h.servers {
+		if tried&(1<<i) == 0 && s.available(now) {
+			avail |= 1 << i
+		}
+	}
+	if avail == 0 {
+		avail = ^tried & (1<<n - 1)
+		if n == 64 {
+			avail = ^tried
+		}
+		if avail == 0 {
+			return -1
+		}
+	}
+	start := int(lp.rr % uint32(n))
+	lp.rr++
+	best := -1
+	for k := 0; k < n; k++ {
+		i := (start + k) % n
+		if avail&(1<<i) == 0 {
+			continue
+		}
+		if !h.leastC {
+			return i
+		}
+		if best < 0 || lp.pools[i].active < lp.pools[best].active {
+			best = i
+		}
+	}
+	return best
+}
+
+// loopFor returns the route's state on event loop el, made on first use
+// (which starts the route's sweeps).
+func (h *Handler) loopFor(el gnet.EventLoop) *loop {
+	if v, ok := h.loops.Load(el); ok {
+		return v.(*loop)
+	}
+	h.loopMu.Lock()
+	defer h.loopMu.Unlock()
+	if v, ok := h.loops.Load(el); ok {
+		return v.(*loop)
+	}
+	lp := newLoop(h, el)
+	h.loops.Store(el, lp)
+	var list []*loop
+	if cur := h.loopList.Load(); cur != nil {
+		list = append(list, *cur...)
+	}
+	list = append(list, lp)
+	h.loopList.Store(&list)
+	h.ticking.Do(func() { go h.tick() })
+	return lp
+}
+
+// sweepEvery is how often each loop's state is swept: timeouts, idle
+// connections, relaying resumed once a client caught up.
+const sweepEvery = 100 * time.Millisecond
+
+// tick posts each loop's sweep to its loop until the route retired and
+// its connections are gone, or the engine stopped.
+func (h *Handler) tick() {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for range t.C {
+		cur := h.loopList.Load()
+		live, running := false, false
+		for _, lp := range *cur {
+			if lp.el == nil || lp.el.Execute(context.Background(), lp.sweepFn) != nil {
+				continue // the engine stopped: nothing of the loop is left
+			}
+			running = true
+			live = live || lp.live.Load()
+		}
+		if !running || h.closed.Load() && !live {
+			return
+		}
+	}
+}
+
+// Serve implements handlers.Handler for a fastcgi route: the script is
+// found in the request's normal path (split_path, index).
+func (h *Handler) Serve(c *handlers.Ctx) {
+	script, info := h.splitPath(c.Path)
+	if len(info) == 0 && len(script) > 0 && script[len(script)-1] == '/' {
+		mark := len(c.Scratch)
+		c.Scratch = append(append(c.Scratch, script...), h.index...)
+		script = c.Scratch[mark:len(c.Scratch):len(c.Scratch)]
+	}
+	h.serve(c, script, info, false)
+}
+
+// ServeScript implements handlers.ScriptHandler for the php preset: the
+// static handler found script, a file under the root, and info, the
+// PATH_INFO (both decoded).
+func (h *Handler) ServeScript(c *handlers.Ctx, script, info []byte) {
+	h.serve(c, script, info, true)
+}
+
+// serve starts the exchange, or answers an error at once.
+func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
+	cl, ok := c.Conn.(proxy.Client)
+	switch {
+	case !ok || c.Sink == nil || c.Body == nil:
+		h.errorNow(c, 500)
+		return
+	case c.Req.Chunked:
+		c.Resp.Close = true
+		h.errorNow(c, 411)
+		return
+	}
+	lp := h.loopFor(cl.ProxyLoop().EventLoop())
+	ex := lp.getExchange()
+	if status := ex.setup(h, cl, c, script, info, decoded); status != 0 {
+		lp.putExchange(ex)
+		h.errorNow(c, status)
+		return
+	}
+	if status := ex.begin(); status != 0 {
+		lp.putExchange(ex)
+		h.errorNow(c, status)
+		return
+	}
+	c.Resp.Pending = ex
+}
+
+// errorNow answers an error the server renders like any response (the
+// router applies the route's response rules).
+func (h *Handler) errorNow(c *handlers.Ctx, status int) {
+	c.Error(status)
+}
+
+// respLimits bound the CGI head.
+const (
+	headBytes = fastcgi.DefaultHeadBytes
+	maxFields = 256
+)

@@ -1,0 +1,40 @@
+package gateway
+
+import "sync/atomic"
+
+// Stats are one loop's counters of a FastCGI route. Only the owning loop
+// writes them; any goroutine may read them. Sum them with Handler.Stats.
+type Stats struct {
+	Requests atomic.Uint64 // requests sent to a FastCGI server
+	Dials    atomic.Uint64 // connections dialed
+	Reused   atomic.Uint64 // requests sent on a pooled connection
+	Queued   atomic.Uint64 // requests that waited for a connection (max_conns)
+	Errors   atomic.Uint64 // 5xx answered by the gateway itself (502, 503, 504)
+	OffLoop  atomic.Uint64 // responses whose connection left the loop for a slow client
+	Open     atomic.Int64  // connections open now (pooled or in use)
+}
+
+// StatsSnapshot is a plain copy of summed Stats.
+type StatsSnapshot struct {
+	Requests, Dials, Reused, Queued, Errors, OffLoop uint64
+	Open                                             int64
+}
+
+// Stats adds the route's counters, over every loop, to d. Safe for
+// concurrent use.
+func (h *Handler) Stats(d *StatsSnapshot) {
+	cur := h.loopList.Load()
+	if cur == nil {
+		return
+	}
+	for _, lp := range *cur {
+		s := &lp.stats
+		d.Requests += s.Requests.Load()
+		d.Dials += s.Dials.Load()
+		d.Reused += s.Reused.Load()
+		d.Queued += s.Queued.Load()
+		d.Errors += s.Errors.Load()
+		d.OffLoop += s.OffLoop.Load()
+		d.Open += s.Open.Load()
+	}
+}
