@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -85,23 +84,6 @@ func TestAccessLogDiskFull(t *testing.T) {
 	}
 }
 
-// processRSS reads this process's resident set size in bytes.
-func processRSS(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip("needs /proc/self/status")
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Skip("no VmRSS")
-	return 0
-}
-
 // TestCacheBudgetUnderRandomFiles: with an 8 MiB cache, 1,000 distinct
 // 1 MiB files asked for at random by 8 clients: every body is exact, the
 // cache never holds more than its budget, and the process's RSS stays
@@ -125,7 +107,7 @@ func TestCacheBudgetUnderRandomFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := processRSS(t)
+	base := procStatus(os.Getpid(), "VmRSS") << 10
 	var peakRSS, peakCache atomic.Int64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
@@ -136,7 +118,7 @@ func TestCacheBudgetUnderRandomFiles(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			if r := processRSS(t); r > peakRSS.Load() {
+			if r := procStatus(os.Getpid(), "VmRSS") << 10; r > peakRSS.Load() {
 				peakRSS.Store(r)
 			}
 			if b := ts.srv.files.Stats().Bytes; b > peakCache.Load() {
@@ -170,7 +152,7 @@ func TestCacheBudgetUnderRandomFiles(t *testing.T) {
 	if peakCache.Load() > s.MaxBytes+(1<<20)+(64<<10) {
 		t.Errorf("the cache held %d bytes, over its budget of %d and one file", peakCache.Load(), s.MaxBytes)
 	}
-	if grew > 96<<20 {
+	if grew > 96<<20 && !raceDetector { // the race detector's shadow memory grows with every allocation
 		t.Errorf("RSS grew by %d MiB with an 8 MiB cache", grew>>20)
 	}
 }
@@ -233,7 +215,7 @@ func TestConnectionBurst(t *testing.T) {
 		c.Close()
 	}
 	// Once the clients left, a new one is served.
-	waitForFault(t, func() bool {
+	eventually(t, 10*time.Second, "a new client to be served", func() bool {
 		resp, err := client().Get(ts.url("/hello"))
 		if err != nil {
 			return false

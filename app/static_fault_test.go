@@ -158,22 +158,11 @@ server: {max_buffered_output: 64KiB}
 			if err := os.WriteFile(path, vs[2], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			waitForFault(t, func() bool {
+			eventually(t, 10*time.Second, "the file to be served whole", func() bool {
 				o, etag := downloadOnce(ts.addr, "/"+tt.name, vs[2:3])
 				return o == outcomeWhole && etag != ""
 			})
 		})
-	}
-}
-
-// waitForFault polls cond (each try is a real request) for up to 10 s.
-func waitForFault(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

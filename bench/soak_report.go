@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -64,7 +66,7 @@ func (r *soakReport) markdown() string {
 	for k := range r.Errors {
 		kinds[k] = true
 	}
-	for _, k := range sortedKeys(kinds) {
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		e := r.Errors[k]
 		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", k, r.Counts[k], e.Count, strings.ReplaceAll(e.Example, "|", "\\|"))
 	}
