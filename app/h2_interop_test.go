@@ -52,8 +52,10 @@ func (hc *h2Client) readUntilEnd(want ...uint32) (order []uint32, bodies map[uin
 				order = append(order, f.StreamID)
 				delete(left, f.StreamID)
 			}
-		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
-			hc.t.Fatalf("unexpected %v", f)
+		case *http2.GoAwayFrame:
+			hc.t.Fatalf("unexpected GOAWAY %v (last stream %d, %q)", f.ErrCode, f.LastStreamID, f.DebugData())
+		case *http2.RSTStreamFrame:
+			hc.t.Fatalf("unexpected RST_STREAM %v on stream %d", f.ErrCode, f.StreamID)
 		}
 	}
 	return order, bodies
@@ -127,13 +129,15 @@ func TestH2ByteAtATime(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	go func() {
-		for _, b := range buf.Bytes() {
-			if _, err := c.Write([]byte{b}); err != nil {
-				return
-			}
+	// Every byte is written before any frame is read: readUntilEnd
+	// answers DATA with WINDOW_UPDATE frames, which written meanwhile
+	// would land inside the frames still trickling out. The answers are a
+	// few hundred bytes, which the socket buffers hold.
+	for _, b := range buf.Bytes() {
+		if _, err := c.Write([]byte{b}); err != nil {
+			t.Fatal(err)
 		}
-	}()
+	}
 	hc := &h2Client{t: t, c: c, fr: http2.NewFramer(c, c)}
 	_, bodies := hc.readUntilEnd(ids...)
 	if string(bodies[1]) != "hello\n" || string(bodies[3]) != "0123456789" || string(bodies[5]) != "hello\n" {
