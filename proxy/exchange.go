@@ -26,6 +26,7 @@ const (
 	exHandoffWait              // the upstream left gnet; waiting for the client's output to drain
 	exHandoff                  // a goroutine copies the rest of the body
 	exTunnelWait               // a 101 was relayed; waiting for both outputs to drain
+	exPaced                    // the upstream left gnet; a goroutine reads the body at the client's pace (paced.go)
 )
 
 // Response states.
@@ -119,7 +120,8 @@ type exchange struct {
 
 	gen uint32 // counts the exchange's uses, to tell whether a callback ended it
 
-	x *transfer // off-loop copy, when one is pending or running
+	x    *transfer // off-loop copy, when one is pending or running
+	pace *pacer    // paced body, while the state is exPaced
 }
 
 // reset clears ex for reuse, keeping its buffers.
@@ -426,7 +428,16 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 			ex.handoffDone()
 			return handlers.Waiting
 		}
+	case exPaced:
+		ex.pacedResume()
+		return handlers.Waiting
 	case exActive:
+		if ex.held && ex.sink.Room() > 0 {
+			// The client caught up (an HTTP/2 client's windows opened):
+			// relay what was held now rather than at the next sweep.
+			ex.now = nanotime()
+			ex.checkHeld()
+		}
 		if !ex.reqDone && ex.uc != nil && ex.uc.state == ucBusy && ex.rstate != rsTunnel {
 			ex.now = nanotime()
 			ex.busy = true
@@ -461,6 +472,10 @@ func (ex *exchange) abort() {
 	}
 	if x := ex.x; x != nil {
 		x.abort()
+	}
+	if p := ex.pace; p != nil {
+		ex.pace = nil
+		p.abort()
 	}
 	ex.dropConn(true)
 	ex.lp.putExchange(ex)
@@ -607,7 +622,7 @@ func (ex *exchange) check(now int64) {
 			ex.startTunnel(false)
 		}
 		return
-	case exHandoff:
+	case exHandoff, exPaced:
 		return // the goroutine enforces its own deadlines
 	}
 	if ex.held {

@@ -56,6 +56,7 @@ type Stats struct {
 	Timeouts  atomic.Uint64 // connect, response-header or body-read timeouts
 	Truncated atomic.Uint64 // responses cut short after they started (client closed)
 	Handoffs  atomic.Uint64 // response bodies copied off the loop
+	Paced     atomic.Uint64 // response bodies read off the loop at a shared client connection's pace (paced.go)
 	Tunnels   atomic.Uint64 // upgraded connections tunnelled
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
 	Held      atomic.Uint64 // responses whose relaying waited for a client that fell behind in the loop
@@ -68,7 +69,7 @@ type Stats struct {
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
 	Open, Load                                                                                                                           int64
 }
 
@@ -83,6 +84,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Timeouts += s.Timeouts.Load()
 	d.Truncated += s.Truncated.Load()
 	d.Handoffs += s.Handoffs.Load()
+	d.Paced += s.Paced.Load()
 	d.Tunnels += s.Tunnels.Load()
 	d.Reenrolls += s.Reenrolls.Load()
 	d.Held += s.Held.Load()

@@ -107,6 +107,10 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	}
 	ex.noFds = false
 	cl, err := ex.cl.ProxyDup()
+	if errors.Is(err, ErrShared) {
+		b.Release(1) // the pacer needs one duplicate only
+		return ex.startPaced()
+	}
 	var up net.Conn
 	if err == nil {
 		cl = track(b, cl)
