@@ -80,6 +80,13 @@ func (rt *Route) ApplyResponseHeaders(resp *Response) {
 	}
 }
 
+// ReadsBody reports whether the route's handler reads the request body
+// (a proxy or FastCGI route): an engine keeps the body for it as it
+// arrives, where it would otherwise discard it.
+func (rt *Route) ReadsBody() bool {
+	return rt.Conf.Proxy != nil || rt.Conf.FastCGI != nil
+}
+
 // group is the routes of one host selector, longest prefix first.
 type group struct {
 	routes []*Route

@@ -402,7 +402,9 @@ func (h *Conn) Check(now int64, set *wire.Settings) bool {
 				return cs.Dead
 			}
 		}
-		if now-cs.LastActive > set.ReadBody {
+		// Exchanges answered later (a file-cache load, an upstream)
+		// are timed by what they wait for.
+		if h.nwait == 0 && now-cs.LastActive > set.ReadBody {
 			cs.Loop.Stats.TimedOut.Add(1)
 			return true
 		}

@@ -56,6 +56,16 @@ type exchange struct {
 	done    cache.Done // stores into wait; made with it
 	wait    *loadWait  // where done stores the result of a load
 	waitKey []byte
+
+	// A handler that forwards the request (the proxy, FastCGI) reads its
+	// body from body, writes its response to sink and reports its end
+	// through pc (proxy.Client).
+	body       requestBody
+	sink       streamSink
+	pc         proxyClient
+	keepBody   bool // DATA is kept in body for the handler, not discarded
+	forwarded  bool // the handler reported the end (ProxyFinish): the exchange ends once sink drained
+	heldAnswer bool // answered at once but deferred: the answer goes out when the body ended
 }
 
 // loadWait receives the result of the loads an exchange waits for. An
@@ -86,6 +96,8 @@ func (h *Conn) exchange(slot int) *exchange {
 		ex = &exchange{h: h}
 		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
+		ex.body.ex, ex.sink.ex, ex.pc.ex = ex, ex, ex
+		ex.ctx.Body, ex.ctx.Sink, ex.ctx.Conn = &ex.body, &ex.sink, &ex.pc
 		h.ex[slot] = ex
 	}
 	return ex
@@ -94,7 +106,9 @@ func (h *Conn) exchange(slot int) *exchange {
 // Request implements h2.Handler: a stream's request head arrived. A
 // request with a body is answered once the body has ended (the loop's own
 // handlers read no bodies; the bytes are discarded as they arrive), so
-// that the stream's frames are judged in the state the request left it in.
+// that the stream's frames are judged in the state the request left it
+// in; a handler that forwards the body (serveWithBody) gets it as it
+// arrives.
 func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	h.streamActive()
 	ex := h.exchange(s.Slot)
@@ -105,9 +119,32 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 		ex.keepRequest()
 		ex.deferred = true
 		ex.bodySince = h.wc.LastActive
+		if h.wc.Loop.Shared.Set.Load().Forwards {
+			ex.serveWithBody()
+		}
 		return
 	}
 	ex.run()
+}
+
+// serveWithBody serves a request whose body is still to come, under a
+// configuration where some route reads bodies: a handler that forwards
+// it (it answers later, on a route that reads bodies) gets the body as
+// it arrives; any other answer is held until the body ended, as for
+// every request with a body.
+func (ex *exchange) serveWithBody() {
+	ex.keepBody = true
+	ex.serve()
+	switch {
+	case ex.pending != nil && ex.ctx.Route != nil && ex.ctx.Route.ReadsBody():
+		ex.deferred = false
+	case ex.pending != nil:
+		ex.keepBody = false // a file-cache load: answered when it ends
+		ex.deferred = false
+	default:
+		ex.keepBody = false
+		ex.heldAnswer = true
+	}
 }
 
 // run serves the request and answers it, unless it is answered later.
@@ -128,13 +165,18 @@ func (ex *exchange) run() {
 // credit returned at once. A body over limits.body_bytes is answered 413
 // without waiting for the rest.
 func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
-	h.core.Consumed(s, len(data))
-	if s.Slot >= len(h.ex) {
+	var ex *exchange
+	if s.Slot < len(h.ex) {
+		ex = h.ex[s.Slot]
+	}
+	if ex == nil || ex.s != s {
+		h.core.Consumed(s, len(data))
 		return
 	}
-	ex := h.ex[s.Slot]
-	if ex == nil || ex.s != s {
-		return
+	if ex.keepBody {
+		ex.body.add(data, end) // credit goes back as the handler consumes it
+	} else {
+		h.core.Consumed(s, len(data))
 	}
 	if len(data) > 0 || end {
 		h.streamActive()
@@ -148,16 +190,28 @@ func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 		return
 	}
 	if ex.bodyBytes > h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
-		ex.deferred = false
-		ex.ctx.Resp.Reset()
-		ex.ctx.Error(413)
-		ex.answer()
+		ex.answerNow(413)
 		return
 	}
 	if end {
 		ex.deferred = false
+		if ex.heldAnswer {
+			ex.heldAnswer = false
+			ex.answer()
+			return
+		}
 		ex.run()
 	}
+}
+
+// answerNow answers a deferred request with status at once, in place of
+// what it was going to answer.
+func (ex *exchange) answerNow(status int) {
+	ex.deferred, ex.heldAnswer = false, false
+	ex.closeFile(&ex.ctx.Resp)
+	ex.ctx.Resp.Reset()
+	ex.ctx.Error(status)
+	ex.answer()
 }
 
 // expireBodies answers 408 (RFC 9110 section 15.5.9) to every request
@@ -171,10 +225,7 @@ func (h *Conn) expireBodies(now, limit int64) bool {
 			continue
 		}
 		h.wc.Loop.Stats.TimedOut.Add(1)
-		ex.deferred = false
-		ex.ctx.Resp.Reset()
-		ex.ctx.Error(408)
-		ex.answer()
+		ex.answerNow(408)
 		answered = true
 	}
 	return answered
@@ -202,6 +253,9 @@ func (ex *exchange) start(s *h2.Stream) {
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
 	ex.answered, ex.headOnly, ex.deferred = false, false, false
+	ex.keepBody, ex.forwarded, ex.heldAnswer = false, false, false
+	ex.body.reset()
+	ex.sink.reset()
 	ex.setPending(nil)
 	ex.bodyBytes = 0
 	ex.status, ex.sent, ex.off = 0, 0, 0
@@ -496,6 +550,11 @@ func (ex *exchange) release() {
 		ex.parked = false
 		ex.h.parked--
 	}
+	if n := len(ex.body.in) - ex.body.off; n > 0 {
+		ex.h.core.Consumed(nil, n) // the connection's credit for body bytes no one will read
+	}
+	ex.body.reset()
+	ex.keepBody = false
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil

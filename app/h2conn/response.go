@@ -156,6 +156,19 @@ func (h *Conn) round(room int) bool {
 func (h *Conn) finishSent() {
 	for i := 0; i < len(h.active); {
 		ex := h.active[i]
+		if ex.sink.head {
+			// A streamed response: it leaves the queue when what its
+			// producer wrote went, and ends once the producer ended it.
+			if ex.sink.queued() > 0 && ex.sink.usable() {
+				i++
+				continue
+			}
+			h.dequeue(ex)
+			if ex.forwarded {
+				ex.endForwarded()
+			}
+			continue
+		}
 		if len(ex.parts) > 0 {
 			i++
 			continue
@@ -168,6 +181,9 @@ func (h *Conn) finishSent() {
 
 // step sends up to limit body bytes of ex and returns how many it sent.
 func (ex *exchange) step(limit int) int {
+	if ex.sink.head {
+		return ex.sink.step(limit)
+	}
 	h := ex.h
 	win := h.core.SendWindow(ex.s)
 	limit = min(limit, win)

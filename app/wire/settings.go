@@ -24,7 +24,8 @@ type Settings struct {
 	Write        int64
 	MaxOut       int       // server.max_buffered_output
 	HTTP2        h2.Config // server.http2, for new HTTP/2 connections
-	HTTP2On      bool      // HTTP/2 is offered: enabled, and no route forwards (the proxy speaks HTTP/1.1 to clients only)
+	HTTP2On      bool      // HTTP/2 is offered: enabled, and no route runs FastCGI (whose responses go to HTTP/1.1 clients only)
+	Forwards     bool      // some route reads request bodies (proxy, FastCGI): HTTP/2 keeps a body for such a route's handler
 	Dirs         int64     // descriptors the router holds (static roots), counted in the budget
 }
 
@@ -76,13 +77,14 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 		s.ServerHeader = []byte(cfg.Server.ServerHeader)
 	}
 	s.HTTP2, s.HTTP2On = compileHTTP2(cfg)
+	s.Forwards = forwards(cfg)
 	return s, nil
 }
 
 // compileHTTP2 turns server.http2 into the core's limits, and says whether
-// HTTP/2 is offered: it is enabled and no route forwards, since the
-// reverse proxy answers clients over HTTP/1.1 only (such configs keep
-// every listener on HTTP/1.1, and say so at start).
+// HTTP/2 is offered: it is enabled and no route runs FastCGI, whose
+// responses go to HTTP/1.1 clients only (such configs keep every listener
+// on HTTP/1.1, and say so at start).
 func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 	c := cfg.Server.HTTP2
 	hc := h2.Config{
@@ -94,11 +96,21 @@ func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 		MaxRequests:          c.MaxRequests,
 		MaxBodyBytes:         cfg.Server.Limits.BodyBytes,
 	}
-	return hc, c.Enabled && !forwards(cfg)
+	return hc, c.Enabled && !runsFastCGI(cfg)
 }
 
-// forwards reports whether any route of cfg proxies or runs FastCGI
-// (whose responses, like the proxy's, go to HTTP/1.1 clients only).
+// runsFastCGI reports whether any route of cfg runs FastCGI.
+func runsFastCGI(cfg *config.Config) bool {
+	for i := range cfg.Routes {
+		if cfg.Routes[i].FastCGI != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// forwards reports whether any route of cfg proxies or runs FastCGI: its
+// handler reads request bodies.
 func forwards(cfg *config.Config) bool {
 	for i := range cfg.Routes {
 		if cfg.Routes[i].Proxy != nil || cfg.Routes[i].FastCGI != nil {

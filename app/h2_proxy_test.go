@@ -1,0 +1,235 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// h2ProxySite proxies everything under /up/ to $UP (prefix kept), on a
+// TLS listener (h2), a plain one (h1 and h2c) and an h2c-only one.
+const h2ProxySite = `listen:
+  - {address: "127.0.0.1:0", tls: {certificates: [$CERT]}}
+  - "127.0.0.1:0"
+  - {address: "127.0.0.1:0", protocols: [h2c]}
+routes:
+  - path: /up/
+    proxy: {to: ["$UP"], timeouts: {response_header: 2s}}
+  - path: /
+    respond: {status: 200, body: "local\n"}
+`
+
+// h2ProxyServer starts gale with h2ProxySite in front of upstream.
+func h2ProxyServer(t *testing.T, upstream string) *tlsTestServer {
+	t.Helper()
+	return startTLSServer(t, strings.ReplaceAll(h2ProxySite, "$UP", upstream), nil, nil)
+}
+
+// netUpstream serves h on 127.0.0.1 with net/http (HTTP/1.1) for the
+// test's life and returns its address.
+func netUpstream(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestH2ProxyForwards proxies HTTP/2 requests, over TLS and h2c, to an
+// HTTP/1.1 upstream: the request is rebuilt from the pseudo-headers with
+// the forwarding fields, bodies of known and unknown length go upstream
+// with the matching framing, and responses of every framing come back
+// whole, with the upstream's status and fields.
+func TestH2ProxyForwards(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/info", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s %s host=%s xfh=%s xfp=%s xff=%s te=%v cl=%d\n", r.Method, r.URL.RequestURI(), r.Proto,
+			r.Host, r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-For"),
+			r.TransferEncoding, r.ContentLength)
+	})
+	mux.HandleFunc("/up/echo", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("X-Framing", fmt.Sprintf("te=%v cl=%d", r.TransferEncoding, r.ContentLength))
+		w.Header().Set("X-Sum", fmt.Sprintf("%x", sha256.Sum256(body)))
+		_, _ = w.Write(body)
+	})
+	mux.HandleFunc("/up/stream", func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 100; i++ {
+			fmt.Fprintf(w, "line %03d %s\n", i, strings.Repeat("x", 1000))
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/up/empty", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Empty", "yes")
+		w.WriteHeader(204)
+	})
+	mux.HandleFunc("/up/notmod", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		w.WriteHeader(304)
+	})
+	upAddr := netUpstream(t, mux)
+	ts := h2ProxyServer(t, upAddr)
+	for name, cl := range h2Clients(t, ts) {
+		proto := map[string]string{"tls": "https", "h2c": "http"}[name]
+		resp, body := h2get(t, cl.c, "GET", cl.base+"/up/info?q=1", nil)
+		authority := strings.TrimPrefix(strings.TrimPrefix(cl.base, "https://"), "http://")
+		want := "GET /up/info?q=1 HTTP/1.1 host=" + upAddr + " xfh=" + authority + " xfp=" + proto + " xff=127.0.0.1 te=[] cl=0\n"
+		if resp.ProtoMajor != 2 || resp.StatusCode != 200 || body != want {
+			t.Errorf("%s: info: %s %d %q, want HTTP/2 200 %q", name, resp.Proto, resp.StatusCode, body, want)
+		}
+		big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+		sum := fmt.Sprintf("%x", sha256.Sum256(big))
+		for _, known := range []bool{true, false} {
+			var rd io.Reader = bytes.NewReader(big)
+			if !known {
+				rd = io.MultiReader(rd) // no length: the client sends none
+			}
+			req, _ := http.NewRequest("POST", cl.base+"/up/echo", rd)
+			resp, err := cl.c.Do(req)
+			if err != nil {
+				t.Fatalf("%s: echo: %v", name, err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			framing := "te=[] cl=1048576"
+			if !known {
+				framing = "te=[chunked] cl=-1"
+			}
+			if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Sum") != sum || !bytes.Equal(got, big) ||
+				resp.Header.Get("X-Framing") != framing {
+				t.Errorf("%s: echo (length known %v): %d %v, %d bytes, framing %q want %q", name, known, resp.StatusCode, err,
+					len(got), resp.Header.Get("X-Framing"), framing)
+			}
+		}
+		resp, body = h2get(t, cl.c, "GET", cl.base+"/up/stream", nil)
+		if resp.StatusCode != 200 || len(body) != 100*1010 || !strings.HasPrefix(body, "line 000 ") || !strings.Contains(body, "line 099 ") {
+			t.Errorf("%s: stream: %d, %d bytes", name, resp.StatusCode, len(body))
+		}
+		resp, body = h2get(t, cl.c, "GET", cl.base+"/up/empty", nil)
+		if resp.StatusCode != 204 || body != "" || resp.Header.Get("X-Empty") != "yes" {
+			t.Errorf("%s: 204: %d %q %v", name, resp.StatusCode, body, resp.Header)
+		}
+		resp, body = h2get(t, cl.c, "GET", cl.base+"/up/notmod", nil)
+		if resp.StatusCode != 304 || body != "" || resp.Header.Get("Etag") != `"v1"` {
+			t.Errorf("%s: 304: %d %q %v", name, resp.StatusCode, body, resp.Header)
+		}
+		resp, body = h2get(t, cl.c, "HEAD", cl.base+"/up/info", nil)
+		if resp.StatusCode != 200 || body != "" {
+			t.Errorf("%s: HEAD: %d %q", name, resp.StatusCode, body)
+		}
+		resp, body = h2get(t, cl.c, "GET", cl.base+"/local", nil)
+		if resp.StatusCode != 200 || body != "local\n" {
+			t.Errorf("%s: a local route beside the proxy: %d %q", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestH2ProxyConcurrent sends 100 requests at once on one HTTP/2
+// connection, half of them with bodies: each is answered with its own
+// body.
+func TestH2ProxyConcurrent(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s:%s", r.URL.Path, body)
+	})
+	ts := h2ProxyServer(t, netUpstream(t, mux))
+	for name, cl := range h2Clients(t, ts) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		for i := 0; i < 100; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				var rd io.Reader
+				method := "GET"
+				if i%2 == 1 {
+					method, rd = "POST", strings.NewReader(strings.Repeat(fmt.Sprint(i), 1000))
+				}
+				req, _ := http.NewRequest(method, fmt.Sprintf("%s/up/%d", cl.base, i), rd)
+				resp, err := cl.c.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := fmt.Sprintf("/up/%d:", i)
+				if i%2 == 1 {
+					want += strings.Repeat(fmt.Sprint(i), 1000)
+				}
+				if err != nil || resp.ProtoMajor != 2 || string(body) != want {
+					errs <- fmt.Errorf("%d: %s %v %.40q", i, resp.Proto, err, body)
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestH2ProxyLargeDownload downloads 64 MiB through the proxy over
+// HTTP/2, read slowly at first so that the body outruns the client and is
+// paced off the loop, and checks every byte; the connection then serves
+// another request.
+func TestH2ProxyLargeDownload(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = byte(i*7 + i>>16)
+	}
+	sum := sha256.Sum256(big)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/big", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("chunked") == "" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		}
+		_, _ = w.Write(big)
+	})
+	mux.HandleFunc("/up/small", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "small\n") })
+	ts := h2ProxyServer(t, netUpstream(t, mux))
+	for name, cl := range h2Clients(t, ts) {
+		for _, q := range []string{"", "?chunked=1"} {
+			resp, err := cl.c.Get(cl.base + "/up/big" + q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.New()
+			first := make([]byte, 1<<20)
+			n, _ := io.ReadFull(resp.Body, first)
+			h.Write(first[:n])
+			time.Sleep(300 * time.Millisecond) // let the body outrun the client
+			m, err := io.Copy(h, resp.Body)
+			resp.Body.Close()
+			if err != nil || int(m)+n != len(big) || [32]byte(h.Sum(nil)) != sum {
+				t.Fatalf("%s%s: %d bytes, %v", name, q, int(m)+n, err)
+			}
+			if resp, body := h2get(t, cl.c, "GET", cl.base+"/up/small", nil); resp.StatusCode != 200 || body != "small\n" {
+				t.Fatalf("%s: after the download: %d %q", name, resp.StatusCode, body)
+			}
+		}
+	}
+	if ts.srv.ProxyStats().Paced == 0 {
+		t.Errorf("no body was paced off the loop")
+	}
+}
