@@ -70,7 +70,7 @@ type Stats struct {
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
-	Open, Load                                                                                                                           int64
+	Open, Load                                                                                                                                  int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
