@@ -22,6 +22,8 @@ type h2Client struct {
 	c  net.Conn
 	fr *http2.Framer
 	id uint32
+
+	stash map[uint32]*streamResult // streams awaitStream saw while it waited for another
 }
 
 // dialH2C opens an h2c connection with prior knowledge whose stream

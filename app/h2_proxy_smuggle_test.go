@@ -145,12 +145,36 @@ func h2Fields(fs ...[2]string) []byte {
 	return hb.Bytes()
 }
 
-// awaitStream reads frames until stream id ends: it returns the
-// RST_STREAM code (or -1), the response status and body.
+// streamResult is what a stream received: the RST_STREAM code (or -1),
+// the final status, the body, and whether it ended.
+type streamResult struct {
+	code   int
+	status string
+	body   string
+	ended  bool
+}
+
+// awaitStream reads frames until stream id ends (END_STREAM or
+// RST_STREAM) and returns what it received; frames of other streams are
+// kept for their own awaitStream.
 func (hc *h2Client) awaitStream(id uint32) (code int, status string, body string) {
 	hc.t.Helper()
-	code = -1
+	if hc.stash == nil {
+		hc.stash = map[uint32]*streamResult{}
+	}
+	of := func(sid uint32) *streamResult {
+		r := hc.stash[sid]
+		if r == nil {
+			r = &streamResult{code: -1}
+			hc.stash[sid] = r
+		}
+		return r
+	}
 	for {
+		if r := hc.stash[id]; r != nil && r.ended {
+			delete(hc.stash, id)
+			return r.code, r.status, r.body
+		}
 		f, err := hc.fr.ReadFrame()
 		if err != nil {
 			hc.t.Fatalf("reading stream %d: %v", id, err)
@@ -163,25 +187,18 @@ func (hc *h2Client) awaitStream(id uint32) (code int, status string, body string
 		case *http2.GoAwayFrame:
 			hc.t.Fatalf("GOAWAY %v waiting for stream %d", f.ErrCode, id)
 		case *http2.RSTStreamFrame:
-			if f.StreamID == id {
-				return int(f.ErrCode), status, body
-			}
+			r := of(f.StreamID)
+			r.code, r.ended = int(f.ErrCode), true
 		case *http2.MetaHeadersFrame:
-			if f.StreamID == id {
-				if s := f.PseudoValue("status"); s != "" && s[0] != '1' {
-					status = s
-				}
-				if f.StreamEnded() {
-					return code, status, body
-				}
+			r := of(f.StreamID)
+			if s := f.PseudoValue("status"); s != "" && s[0] != '1' {
+				r.status = s
 			}
+			r.ended = r.ended || f.StreamEnded()
 		case *http2.DataFrame:
-			if f.StreamID == id {
-				body += string(f.Data())
-				if f.StreamEnded() {
-					return code, status, body
-				}
-			}
+			r := of(f.StreamID)
+			r.body += string(f.Data())
+			r.ended = r.ended || f.StreamEnded()
 		}
 	}
 }
