@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
 	"gale/app/wire"
 	"gale/config"
+	"gale/proxy"
 )
 
 // h2Frames renders a client's HTTP/2 session with x/net's framer and
@@ -169,5 +171,76 @@ func TestH2TLSServeAllocs(t *testing.T) {
 	t.Logf("allocations per HTTP/2 request over TLS 1.3: %v", n)
 	if n > tlsServeAllocs {
 		t.Fatalf("%v allocations per request, want at most %d", n, tlsServeAllocs)
+	}
+}
+
+// TestH2ProxyAllocs proves that a proxied HTTP/2 GET on an established
+// connection, forwarded on a pooled upstream connection with a small
+// response relayed back (HPACK decoding, routing, the upstream request,
+// the response through the stream's sink, the exchange's end) allocates
+// nothing once the buffers have grown. The client and the upstream are
+// fake connections.
+func TestH2ProxyAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cfg, err := config.Parse([]byte(`
+listen: ["127.0.0.1:0"]
+routes:
+  - path: /api/
+    headers: {request: {set: {X-Env: prod}}, response: {set: {X-Frame-Options: DENY}}}
+    proxy: {to: ["127.0.0.1:9"], strip_prefix: true}
+`), t.TempDir()+"/gale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := wire.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bareServer()
+	s.sh.Set.Store(set)
+	for _, metered := range []bool{false, true} {
+		s.sh.Metered = metered
+		fc, up := &fakeConn{}, &fakeConn{}
+		l := newLoop(s, nil)
+		var uc *proxy.UpstreamConn
+		l.Proxy().SetDial(func(u *proxy.UpstreamConn) {
+			uc = u
+			u.OnOpen(up) // connected at once
+		})
+		cs := newConn(l, fc)
+		start, reqs := h2Frames(t, "/api/users?id=7", 500)
+		fc.in = start
+		cs.onTraffic()
+		if cs.h2 == nil {
+			t.Fatal("the preface did not start HTTP/2")
+		}
+		resp := []byte("HTTP/1.1 200 OK\r\nServer: up\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\nContent-Type: application/json\r\n" +
+			"Connection: keep-alive\r\nContent-Length: 13\r\n\r\n{\"id\":7,\"a\":1")
+		next := 0
+		exchange := func() {
+			fc.in = reqs[next]
+			next++
+			forwarded, relayed := up.written, fc.written
+			cs.onTraffic()
+			if up.written == forwarded || cs.h2.Pending() != 1 {
+				t.Fatalf("request not forwarded (pending %d)", cs.h2.Pending())
+			}
+			up.in = resp
+			if a := uc.OnTraffic(up); a != gnet.None {
+				t.Fatalf("upstream: action %v", a)
+			}
+			if cs.h2.Pending() != 0 || fc.written-relayed < 13 || len(up.in) != 0 {
+				t.Fatalf("response not relayed: pending %d, %d bytes written", cs.h2.Pending(), fc.written-relayed)
+			}
+		}
+		for range 20 {
+			exchange() // dials once, grows the buffers
+		}
+		if n := testing.AllocsPerRun(200, exchange); n != 0 {
+			t.Fatalf("metered %v: %v allocations per proxied HTTP/2 request, want 0", metered, n)
+		}
+		if st := &l.Proxy().Stats; st.Dials.Load() != 1 {
+			t.Errorf("dials %d: the pooled connection was not reused", st.Dials.Load())
+		}
 	}
 }

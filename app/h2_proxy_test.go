@@ -2,11 +2,14 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +82,12 @@ func TestH2ProxyForwards(t *testing.T) {
 		w.Header().Set("X-Empty", "yes")
 		w.WriteHeader(204)
 	})
+	mux.HandleFunc("/up/hints", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</app.js>; rel=preload")
+		w.WriteHeader(103)
+		w.Header().Del("Link")
+		_, _ = io.WriteString(w, "final\n")
+	})
 	mux.HandleFunc("/up/notmod", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"v1"`)
 		w.WriteHeader(304)
@@ -128,6 +137,21 @@ func TestH2ProxyForwards(t *testing.T) {
 		resp, body = h2get(t, cl.c, "GET", cl.base+"/up/notmod", nil)
 		if resp.StatusCode != 304 || body != "" || resp.Header.Get("Etag") != `"v1"` {
 			t.Errorf("%s: 304: %d %q %v", name, resp.StatusCode, body, resp.Header)
+		}
+		var interim []string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			interim = append(interim, fmt.Sprint(code, " ", h.Get("Link")))
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", cl.base+"/up/hints", nil)
+		if resp, err := cl.c.Do(req); err != nil {
+			t.Errorf("%s: hints: %v", name, err)
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != "final\n" || len(interim) != 1 || interim[0] != "103 </app.js>; rel=preload" {
+				t.Errorf("%s: hints: %d %q, interim %q", name, resp.StatusCode, b, interim)
+			}
 		}
 		resp, body = h2get(t, cl.c, "HEAD", cl.base+"/up/info", nil)
 		if resp.StatusCode != 200 || body != "" {
