@@ -83,6 +83,49 @@ func TestProxyRSS(t *testing.T) {
 		size, envInt("GALE_RSS_CLIENTS", slow), slow)
 }
 
+// TestH2ProxyRSS is TestProxyRSS with HTTP/2 clients (h2c, one
+// connection each): the bodies they read slowly are paced off the loop,
+// so gale holds a buffer per stream, not the body.
+func TestH2ProxyRSS(t *testing.T) {
+	skipUnlessRSS(t)
+	const size = 256 << 20
+	chunk := pseudoRandom(1<<20, 7)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		for range size >> 20 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})}
+	go up.Serve(ln)
+	defer up.Close()
+	slow := envInt("GALE_RSS_SLOW", 20)
+	measureRSSWith(t, t.TempDir(), fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: [%q]}\n", ln.Addr().String()),
+		size, envInt("GALE_RSS_CLIENTS", slow), slow, downloadH2C)
+}
+
+// downloadH2C downloads over a new h2c connection (prior knowledge).
+func downloadH2C(addr string, slow bool, stop <-chan struct{}, read *atomic.Int64) (int64, bool, error) {
+	tr := &http.Transport{}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/big.bin")
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		return 0, false, fmt.Errorf("%s, want HTTP/2", resp.Proto)
+	}
+	return readPaced(resp.Body, slow, stop, read)
+}
+
 func skipUnlessRSS(t *testing.T) {
 	if os.Getenv("GALE_RSS") == "" || testing.Short() {
 		t.Skip("set GALE_RSS=1 to measure (20 s, a 256 MiB body)")
@@ -95,6 +138,60 @@ func skipUnlessRSS(t *testing.T) {
 // the child's RSS every 100 ms for GALE_RSS_SECONDS, and fails above
 // 64 MiB or on any download that went wrong.
 func measureRSS(t *testing.T, dir, routes string, size int64, clients, slow int) {
+	measureRSSWith(t, dir, routes, size, clients, slow, downloadH1)
+}
+
+// downloader fetches /big.bin from addr once, reading it at 1 MB/s when
+// slow, counting what it reads in read; it returns the body's length, or
+// stopped when stop closed first.
+type downloader func(addr string, slow bool, stop <-chan struct{}, read *atomic.Int64) (n int64, stopped bool, err error)
+
+// downloadH1 downloads over a new HTTP/1.1 connection.
+func downloadH1(addr string, slow bool, stop <-chan struct{}, read *atomic.Int64) (int64, bool, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, false, err
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 64<<10), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	return readPaced(resp.Body, slow, stop, read)
+}
+
+// readPaced reads body to its end, 64 KiB every 64 ms when slow.
+func readPaced(body io.Reader, slow bool, stop <-chan struct{}, read *atomic.Int64) (int64, bool, error) {
+	buf := make([]byte, 64<<10)
+	var got int64
+	for {
+		if slow { // 1 MB/s: 64 KiB every 64 ms
+			select {
+			case <-stop:
+				return got, true, nil
+			case <-time.After(64 * time.Millisecond):
+			}
+		}
+		n, err := body.Read(buf)
+		got += int64(n)
+		read.Add(int64(n))
+		if err == io.EOF {
+			return got, false, nil
+		}
+		if err != nil {
+			return got, false, err
+		}
+		select {
+		case <-stop:
+			return got, true, nil
+		default:
+		}
+	}
+}
+
+// measureRSSWith is measureRSS with each client's download made by dl.
+func measureRSSWith(t *testing.T, dir, routes string, size int64, clients, slow int, dl downloader) {
 	seconds := envInt("GALE_RSS_SECONDS", 20)
 	cfgPath := filepath.Join(dir, "gale.yaml")
 	if err := os.WriteFile(cfgPath, []byte("listen: [\"127.0.0.1:0\"]\n"+routes), 0o644); err != nil {
@@ -126,54 +223,21 @@ func measureRSS(t *testing.T, dir, routes string, size int64, clients, slow int)
 		wg.Add(1)
 		go func(slow bool) {
 			defer wg.Done()
-			buf := make([]byte, 64<<10)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
+				got, stopped, err := dl(addr, slow, stop, &bytesRead)
+				switch {
+				case stopped:
+					return
+				case err == nil && got == size:
+					completed.Add(1)
+				default:
 					failed.Add(1)
 					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				fmt.Fprint(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-				resp, err := http.ReadResponse(bufio.NewReaderSize(c, 64<<10), nil)
-				if err != nil {
-					failed.Add(1)
-					c.Close()
-					continue
-				}
-				var got int64
-				for {
-					if slow { // 1 MB/s: 64 KiB every 64 ms
-						select {
-						case <-stop:
-							c.Close()
-							return
-						case <-time.After(64 * time.Millisecond):
-						}
-					}
-					n, err := resp.Body.Read(buf)
-					got += int64(n)
-					bytesRead.Add(int64(n))
-					if err != nil {
-						break
-					}
-					select {
-					case <-stop:
-						c.Close()
-						return
-					default:
-					}
-				}
-				c.Close()
-				if got == size {
-					completed.Add(1)
-				} else {
-					failed.Add(1)
 				}
 			}
 		}(i < slow)
