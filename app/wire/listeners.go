@@ -8,19 +8,15 @@ import (
 
 // Speaks returns an error when a listener speaking protos could answer
 // no connection under cfg: it has no h1, and HTTP/2 is not offered (h2On
-// false). config refuses this for server.http2.enabled: false; the check
-// here also covers FastCGI (which keeps HTTP/2 off) and, on reload, the
-// protocols a running listener keeps. where names the listener: its place
-// in the file and its address, as config's messages do.
+// false). config refuses this for a file; the check here covers, on
+// reload, the protocols a running listener keeps. where names the
+// listener: its place in the file and its address, as config's messages
+// do.
 func Speaks(cfg *config.Config, h2On bool, where string, protos config.Protocols) error {
 	if h2On || protos.H1() {
 		return nil
 	}
-	why := "server.http2.enabled is false"
-	if cfg.Server.HTTP2.Enabled {
-		why = "HTTP/2 is off while a route runs FastCGI (it answers clients over HTTP/1.1 only)"
-	}
-	return fmt.Errorf("%s: protocols %s need HTTP/2, and %s; add h1 to the listener's protocols", where, protos, why)
+	return fmt.Errorf("%s: protocols %s need HTTP/2, and server.http2.enabled is false; add h1 to the listener's protocols", where, protos)
 }
 
 // ListenerWhere names listener l of cfg for messages: "FILE:LINE:COL:

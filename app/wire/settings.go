@@ -24,7 +24,7 @@ type Settings struct {
 	Write        int64
 	MaxOut       int       // server.max_buffered_output
 	HTTP2        h2.Config // server.http2, for new HTTP/2 connections
-	HTTP2On      bool      // HTTP/2 is offered: enabled, and no route runs FastCGI (whose responses go to HTTP/1.1 clients only)
+	HTTP2On      bool      // HTTP/2 is offered (server.http2.enabled)
 	Forwards     bool      // some route reads request bodies (proxy, FastCGI): HTTP/2 keeps a body for such a route's handler
 	Dirs         int64     // descriptors the router holds (static roots), counted in the budget
 }
@@ -82,9 +82,7 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 }
 
 // compileHTTP2 turns server.http2 into the core's limits, and says whether
-// HTTP/2 is offered: it is enabled and no route runs FastCGI, whose
-// responses go to HTTP/1.1 clients only (such configs keep every listener
-// on HTTP/1.1, and say so at start).
+// HTTP/2 is offered.
 func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 	c := cfg.Server.HTTP2
 	hc := h2.Config{
@@ -96,17 +94,7 @@ func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 		MaxRequests:          c.MaxRequests,
 		MaxBodyBytes:         cfg.Server.Limits.BodyBytes,
 	}
-	return hc, c.Enabled && !runsFastCGI(cfg)
-}
-
-// runsFastCGI reports whether any route of cfg runs FastCGI.
-func runsFastCGI(cfg *config.Config) bool {
-	for i := range cfg.Routes {
-		if cfg.Routes[i].FastCGI != nil {
-			return true
-		}
-	}
-	return false
+	return hc, c.Enabled
 }
 
 // forwards reports whether any route of cfg proxies or runs FastCGI: its

@@ -1,0 +1,168 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// h2cClient speaks HTTP/2 with prior knowledge over cleartext, on one
+// connection.
+func h2cClient(t *testing.T) *http.Client {
+	tr := &http.Transport{DisableCompression: true}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// TestFPMOverHTTP2 runs PHP-FPM behind gale for HTTP/2 clients (h2c):
+// the environment, a form, an 8 MiB upload, output streamed with flush(),
+// a body without a length (411), concurrent requests on one connection,
+// and a large response read slowly, which leaves the loop with bounded
+// memory.
+func TestFPMOverHTTP2(t *testing.T) {
+	s := startSite(t, "")
+	c := h2cClient(t)
+
+	resp, err := c.PostForm(s.gale.url("/env.php?a=%C3%A9"), url.Values{"name": {"gale & php"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	env := decodeEnv(t, string(body))
+	if resp.ProtoMajor != 2 || env.Get["a"] != "é" || env.Post["name"] != "gale & php" ||
+		env.Server["SERVER_PROTOCOL"] != "HTTP/2.0" || env.Server["CONTENT_LENGTH"] != "17" {
+		t.Fatalf("%s: get %v post %v protocol %q length %q", resp.Proto, env.Get, env.Post,
+			env.Server["SERVER_PROTOCOL"], env.Server["CONTENT_LENGTH"])
+	}
+
+	data := make([]byte, 8<<20)
+	_, _ = rand.Read(data)
+	sum := sha256.Sum256(data)
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("file", "blob.bin")
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	resp, err = c.Post(s.gale.url("/upload.php"), mw.FormDataContentType(), bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := hex.EncodeToString(sum[:]) + " " + strconv.Itoa(len(data)) + " 0"; resp.StatusCode != 200 || string(body) != want {
+		t.Fatalf("upload: %d %q, want %q", resp.StatusCode, body, want)
+	}
+
+	gofile := filepath.Join(s.dir, "go")
+	resp, err = c.Get(s.gale.url("/flush.php?go=" + url.QueryEscape(gofile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "first\n" {
+		t.Fatalf("flush: first line %q %v", line, err)
+	}
+	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(br); string(rest) != "second\n" {
+		t.Fatalf("flush: rest %q", rest)
+	}
+	resp.Body.Close()
+
+	resp, err = c.Post(s.gale.url("/env.php"), "text/plain", io.MultiReader(strings.NewReader("no length")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 411 {
+		t.Fatalf("a body without a length: %d, want 411", resp.StatusCode)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			resp, err := c.Get(s.gale.url(fmt.Sprintf("/env.php?i=%d", i)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), fmt.Sprintf(`"i":"%d"`, i)) {
+				errs <- fmt.Errorf("request %d: %d %.80q", i, resp.StatusCode, body)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestFPMOverHTTP2SlowClient reads a 24 MiB PHP response slowly over
+// HTTP/2: the response leaves the loop, and the heap stays bounded.
+func TestFPMOverHTTP2SlowClient(t *testing.T) {
+	s := startSite(t, "")
+	const chunks = 384 // of 64 KiB
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	resp, err := h2cClient(t).Get(s.gale.url(fmt.Sprintf("/big.php?n=%d", chunks)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var peak uint64
+	total := 0
+	buf := make([]byte, 128<<10)
+	for {
+		n, err := io.ReadFull(resp.Body, buf)
+		total += n
+		if err != nil {
+			break
+		}
+		time.Sleep(8 * time.Millisecond)
+		if total%(4<<20) < len(buf) {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+		}
+	}
+	if total != chunks*65536 || resp.ProtoMajor != 2 {
+		t.Fatalf("%s: received %d bytes, want %d", resp.Proto, total, chunks*65536)
+	}
+	// The test's own client buffers up to its stream window (4 MiB)
+	// in this process too.
+	grew := int64(peak) - int64(base)
+	t.Logf("heap in use grew by %d KiB at most while relaying %d MiB", grew>>10, total>>20)
+	if grew > 16<<20 {
+		t.Fatalf("heap grew by %d MiB relaying %d MiB to a slow client", grew>>20, total>>20)
+	}
+	if st := s.gale.srv.FastCGIStats(); st.OffLoop != 1 {
+		t.Errorf("the response did not leave the loop: %+v", st)
+	}
+}
