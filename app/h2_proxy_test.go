@@ -257,3 +257,89 @@ func TestH2ProxyLargeDownload(t *testing.T) {
 		t.Errorf("no body was paced off the loop")
 	}
 }
+
+// TestProxyMaxConns: with max_conns, 100 concurrent HTTP/2 streams share
+// two upstream connections (requests beyond wait for one), every request
+// is answered, and a request that waits longer than the connect timeout
+// gets a 504 without reaching the upstream.
+func TestProxyMaxConns(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		fmt.Fprint(w, r.URL.Path)
+	})
+	mux.HandleFunc("/up/hold", func(w http.ResponseWriter, r *http.Request) { <-release })
+	up := netUpstream(t, mux)
+	yaml := `listen: ["127.0.0.1:0"]
+server: {event_loops: 1}
+routes:
+  - path: /up/
+    proxy: {to: ["` + up + `"], max_conns: 2, timeouts: {connect: 500ms}}
+`
+	ts := startServer(t, yaml, nil)
+	c := h2cClient(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			resp, err := c.Get(ts.url(fmt.Sprintf("/up/%d", i)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != fmt.Sprintf("/up/%d", i) {
+				errs <- fmt.Errorf("%d: %d %q", i, resp.StatusCode, body)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	mu.Lock()
+	n := len(conns)
+	mu.Unlock()
+	if n > 2 {
+		t.Errorf("the upstream saw %d connections, want at most 2", n)
+	}
+	if ts.srv.ProxyStats().Queued == 0 {
+		t.Errorf("no request waited for a connection")
+	}
+	// Both connections held: a third request waits past the connect
+	// timeout.
+	held := make(chan *http.Response, 2)
+	for range 2 {
+		go func() {
+			resp, err := c.Get(ts.url("/up/hold"))
+			if err == nil {
+				held <- resp
+			}
+		}()
+	}
+	eventually(t, 5*time.Second, "two held requests", func() bool { return ts.srv.ProxyStats().Load == 2 })
+	resp, err := c.Get(ts.url("/up/third"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 504 {
+		t.Errorf("a request waiting past the connect timeout: %d, want 504", resp.StatusCode)
+	}
+	close(release)
+	for range 2 {
+		if r := <-held; r.StatusCode != 200 {
+			t.Errorf("held request: %d", r.StatusCode)
+		}
+	}
+}

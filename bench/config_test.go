@@ -98,7 +98,7 @@ func TestGaleConfig(t *testing.T) {
 	}
 	for id, want := range map[string]string{
 		"respond":   "  - path: /respond\n    respond: {status: 200, body: \"hello world\\n\"}\n",
-		"proxy-16k": "  - path: /proxy/\n    proxy: {to: [\"127.0.0.1:19090\"], strip_prefix: true}\n",
+		"proxy-16k": "  - path: /proxy/\n    proxy: {to: [\"127.0.0.1:19090\"], strip_prefix: true, max_idle_per_upstream: 128, max_conns: 128}\n",
 	} {
 		w, _ := findWorkload(id)
 		if got := galeConfig(e, w); !strings.Contains(got, want) {

@@ -80,6 +80,8 @@ var allWorkloads = []workload{
 	{ID: "h2-static-16k", Path: "/s16k.bin", Fixture: "s16k.bin", Proto: "h2", Desc: "HTTP/2 over TLS 1.3, static file, 16 KiB"},
 	{ID: "h2-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, fixed 12 B response configured in the server"},
 	{ID: "h2c-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2c", Desc: "HTTP/2 over cleartext (prior knowledge), fixed 12 B response"},
+	{ID: "h2-proxy-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, reverse proxy to the HTTP/1.1 upstream, 128 B body"},
+	{ID: "h2-proxy-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, reverse proxy to the HTTP/1.1 upstream, 16 KiB body"},
 }
 
 // findWorkload returns the workload with this ID.

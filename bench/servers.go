@@ -171,7 +171,7 @@ func galeConfig(e serverEnv, w workload) string {
 		fmt.Fprintf(&b, "  - path: /respond\n    respond: {status: 200, body: %q}\n", respondBody)
 	}
 	if w.Proxy {
-		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy: {to: [%q], strip_prefix: true}\n", e.Upstream)
+		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy: {to: [%q], strip_prefix: true, max_idle_per_upstream: %d, max_conns: %d}\n", e.Upstream, e.Pool, e.Pool)
 	}
 	if w.PHP {
 		fmt.Fprintf(&b, "  - path: /php/\n    fastcgi: {to: [%q], root: %q, max_conns: %d}\n", "unix:"+e.FPM, e.Fixtures.Root, fpmConns)
@@ -506,7 +506,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"keep-alive: no per-connection request limit",
 			"static: file cache with defaults (files up to 1 MiB in memory, revalidated every 1s)",
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
-			"respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool",
+			fmt.Sprintf("respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool of %d (max_idle_per_upstream) and max_conns %d: requests beyond wait for a pooled connection (nginx's open-source upstream module has no such queue)", pool, pool),
 			fmt.Sprintf("php-hello: fastcgi route, max_conns %d (kept connections, FCGI_KEEP_CONN)", fpmConns),
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",

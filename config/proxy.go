@@ -19,6 +19,7 @@ const (
 	defaultProxyRetries       = 1
 	maxProxyRetries           = 10
 	maxIdlePerUpstreamCap     = 1 << 16
+	maxProxyConns             = 1 << 20
 	defaultHealthExpect       = 200
 	defaultHealthFails        = 3
 	defaultHealthPasses       = 2
@@ -83,6 +84,11 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if v := s.get("max_idle_per_upstream"); v != nil {
 		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
 			p.MaxIdlePerUpstream = int(k)
+		}
+	}
+	if v := s.get("max_conns"); v != nil {
+		if k, ok := d.integer(v, join(path, "max_conns"), 0, maxProxyConns); ok {
+			p.MaxConns = int(k)
 		}
 	}
 	if v := s.get("timeouts"); v != nil {

@@ -280,6 +280,7 @@ type Proxy struct {
 	Rewrite            string         // "" = forward the path unchanged; else an absolute path that replaces the route's path prefix
 	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
 	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
+	MaxConns           int            // connections to each upstream at once over all loops (shared equally, at least one per loop); requests beyond wait; 0 = no limit
 	Timeouts           ProxyTimeouts  // all positive
 	HealthCheck        HealthCheck    // active and passive health
 	Retries            int            // default 1, 0..10: further attempts for a request that reached no upstream

@@ -44,6 +44,7 @@ const (
 	dlHeader           // waiting for the response head
 	dlBody             // waiting for more of the response body
 	dlClientBody       // waiting for more of the request body from the client
+	dlQueue            // waiting for a connection under max_conns (queue.go)
 )
 
 var errLost = errors.New("proxy: upstream connection closed")
@@ -97,6 +98,7 @@ type exchange struct {
 	tried      uint64              // upstreams tried (bit per index)
 	attempts   int
 	gotBytes   bool // a response byte arrived on the current connection
+	queued     bool // in its pool's waiting list (queue.go)
 	lastReused bool // the current (or just lost) connection came from the pool
 
 	// The response.
@@ -222,6 +224,10 @@ func (ex *exchange) attempt(fresh bool) bool {
 			ex.retrying()
 			ex.use(up)
 		}
+	}
+	if ex.pool.full() {
+		ex.queue(now)
+		return true
 	}
 	ex.dialNew(now)
 	return true
@@ -485,6 +491,9 @@ func (ex *exchange) abort() {
 // least-connections and random-two). putExchange calls it, so that every
 // way an exchange ends gives the share back.
 func (ex *exchange) release() {
+	if ex.queued {
+		ex.pool.unqueue(ex)
+	}
 	if ex.pool != nil {
 		ex.pool.active--
 		ex.pool = nil
@@ -659,6 +668,11 @@ func (ex *exchange) check(now int64) {
 		// The client stopped sending its body: not the upstream's fault.
 		ex.dropConn(true)
 		ex.finishError(408, "request body read timeout")
+	case dlQueue:
+		// Every connection the route allows stayed busy: not the
+		// upstream's fault either.
+		ex.pool.unqueue(ex)
+		ex.finishError(504, "no upstream connection free within the connect timeout (max_conns)")
 	}
 }
 
@@ -825,11 +839,15 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 	act := gnet.None
 	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose && uc.state == ucBusy
 	ex.dropConn(false)
-	if !keep || !uc.pool.put(uc, ex.now) {
+	p := uc.pool
+	if !keep || !p.put(uc, ex.now) {
 		uc.state = ucClosed
 		act = gnet.Close
 	}
 	ex.finish()
+	if act == gnet.None {
+		p.serveWaiting() // the connection just put back
+	}
 	return act
 }
 

@@ -115,6 +115,7 @@ type Handler struct {
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
 	retries int
+	perLoop int // connections to each upstream per loop at once (max_conns shared by the loops); 0 = no limit
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -168,6 +169,9 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		idleTimeout:    int64(pc.Timeouts.Idle),
 		rr:             make([]rrSlot, loops),
 		budget:         opts.Budget,
+	}
+	if pc.MaxConns > 0 {
+		h.perLoop = max(pc.MaxConns/loops, 1)
 	}
 	switch {
 	case pc.StripPrefix:

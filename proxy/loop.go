@@ -57,6 +57,7 @@ type Stats struct {
 	Truncated atomic.Uint64 // responses cut short after they started (client closed)
 	Handoffs  atomic.Uint64 // response bodies copied off the loop
 	Paced     atomic.Uint64 // response bodies read off the loop at a shared client connection's pace (paced.go)
+	Queued    atomic.Uint64 // requests that waited for a connection under max_conns (queue.go)
 	Tunnels   atomic.Uint64 // upgraded connections tunnelled
 	Reenrolls atomic.Uint64 // connections returned to a pool after an off-loop copy
 	Held      atomic.Uint64 // responses whose relaying waited for a client that fell behind in the loop
@@ -69,8 +70,8 @@ type Stats struct {
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
-	Open, Load                                                                                                                                  int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
+	Open, Load                                                                                                                                          int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -85,6 +86,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Truncated += s.Truncated.Load()
 	d.Handoffs += s.Handoffs.Load()
 	d.Paced += s.Paced.Load()
+	d.Queued += s.Queued.Load()
 	d.Tunnels += s.Tunnels.Load()
 	d.Reenrolls += s.Reenrolls.Load()
 	d.Held += s.Held.Load()
@@ -155,7 +157,7 @@ func (lp *Loop) pool(u *Upstream) *pool {
 	} else if p := lp.extra[u]; p != nil {
 		return p
 	}
-	p := &pool{up: u, lp: lp, max: u.h.conf.MaxIdlePerUpstream, st: u.statsFor(lp)}
+	p := &pool{up: u, lp: lp, max: u.h.conf.MaxIdlePerUpstream, limit: u.h.perLoop, st: u.statsFor(lp)}
 	if lp.idx < len(u.pools) {
 		u.pools[lp.idx] = p
 	} else {
@@ -244,6 +246,9 @@ type pool struct {
 	active int             // exchanges on this loop using the upstream (balancing)
 	conns  int             // connections open or being dialed
 	st     *UpstreamStats  // the upstream's counters of this loop
+
+	limit   int         // connections at once (max_conns' share of this loop); 0 = no limit
+	waiting []*exchange // exchanges waiting for a connection under limit, first come first served (queue.go)
 }
 
 // take pops the most recently used idle connection, or nil.
@@ -369,6 +374,7 @@ func (uc *UpstreamConn) OnOpen(c gnet.Conn) {
 	if !uc.pool.put(uc, time.Now().UnixNano()) {
 		uc.close()
 	}
+	uc.pool.serveWaiting()
 }
 
 // DialFailed reports on the loop that connecting uc failed with err.
@@ -389,6 +395,7 @@ func (uc *UpstreamConn) DialFailed(err error) {
 	} else if lp.log != nil && lp.log.Enabled(context.Background(), slog.LevelDebug) {
 		lp.log.Debug("upstream connect failed", "upstream", uc.pool.up.raw, "err", err)
 	}
+	uc.pool.serveWaiting()
 }
 
 // OnTraffic runs on the loop when the upstream sent bytes.
@@ -423,6 +430,7 @@ func (uc *UpstreamConn) OnClose(c gnet.Conn, err error) {
 		uc.ex = nil
 		ex.upstreamClosed(uc, err)
 	}
+	uc.pool.serveWaiting()
 }
 
 // netDial connects in a goroutine with the route's connect timeout and
