@@ -229,6 +229,7 @@ routes:
 			if a := uc.OnTraffic(up); a != gnet.None {
 				t.Fatalf("upstream: action %v", a)
 			}
+			cs.onTraffic() // the Wake that has the relayed frames written
 			if cs.h2.Pending() != 0 || fc.written-relayed < 13 || len(up.in) != 0 {
 				t.Fatalf("response not relayed: pending %d, %d bytes written", cs.h2.Pending(), fc.written-relayed)
 			}

@@ -56,6 +56,6 @@ func (b *requestBody) Consume(n int) {
 	h := b.ex.h
 	h.core.Consumed(b.ex.s, n)
 	if len(h.core.Out()) > 0 {
-		h.flush() // WINDOW_UPDATE, when the handler runs outside the connection's event
+		h.flushLater() // WINDOW_UPDATE
 	}
 }

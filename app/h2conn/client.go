@@ -102,11 +102,7 @@ func (ex *exchange) endForwarded() {
 	}
 	h.now = time.Now().UnixNano()
 	ex.finish()
-	if h.wc.Dead {
-		return
-	}
-	h.flush()
-	if h.goingAway {
-		_ = h.wc.C.Wake(nil) // the connection may close now that no stream is left
+	if !h.wc.Dead {
+		h.flushLater() // and the connection may close if it is going away
 	}
 }

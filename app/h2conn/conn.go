@@ -60,6 +60,7 @@ type Conn struct {
 	progress    int64   // when body bytes were last produced, or an exchange began waiting to send (unix ns)
 	goingAway   bool    // GOAWAY sent: no new streams, close once none remain
 	woke        bool    // a Wake to continue production is pending
+	inEvent     bool    // the connection's own event runs (Traffic): it flushes at its end
 	held        bool    // input is left unfed until the output drained (feed)
 	bodyCheck   int64   // when the sweep next looks for request bodies past timeouts.read_body (unix ns)
 	memHeld     int64   // in-memory body bytes the active exchanges hold (memCap)
@@ -131,7 +132,9 @@ func cipherAllowed(version, suite uint16) bool {
 // sent close_notify, or whose session failed, the connection closes once
 // its output drained.
 func (h *Conn) Traffic() gnet.Action {
+	h.inEvent = true
 	a := h.traffic()
+	h.inEvent = false
 	if h.wc.Layered() {
 		return h.afterLayer(a)
 	}
@@ -325,6 +328,16 @@ func (h *Conn) moveOut() {
 func (h *Conn) room() int {
 	set := h.wc.Loop.Shared.Set.Load()
 	return set.MaxOut - h.pendingOutput() - len(h.core.Out())
+}
+
+// flushLater has what a stream queued from outside the connection's own
+// event (an upstream's) written at the connection's next event, which a
+// Wake brings: the frames of every stream answered meanwhile leave
+// together, in one write (one TLS record) rather than one each.
+func (h *Conn) flushLater() {
+	if !h.inEvent {
+		h.wake()
+	}
 }
 
 // wake asks the loop to run onTraffic again soon.

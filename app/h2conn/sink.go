@@ -143,19 +143,10 @@ func (s *streamSink) WriteBody(p []byte) {
 }
 
 // Flush implements handlers.ResponseSink: the frames go to the
-// connection; bytes still waiting are produced when the windows allow
-// (the connection's next event).
-func (s *streamSink) Flush() {
-	ex := s.ex
-	h := ex.h
-	if h.wc.Dead {
-		return
-	}
-	h.flush()
-	if s.queued() > 0 && ex.s != nil && h.core.SendWindow(ex.s) > 0 && h.room() > 0 {
-		_ = h.wc.C.Wake(nil)
-	}
-}
+// connection at the end of its current event, or at its next one when the
+// producer runs outside it (flushLater); bytes still waiting for the
+// windows are produced then too.
+func (s *streamSink) Flush() { s.ex.h.flushLater() }
 
 // Finish implements handlers.ResponseSink: END_STREAM after the last body
 // byte, on the trailers when there are any.
@@ -196,7 +187,7 @@ func (s *streamSink) Abort() {
 	s.out, s.off = s.out[:0], 0
 	ex.h.dequeue(ex)
 	ex.h.core.Reset(ex.s, h2.InternalError)
-	ex.h.flush()
+	ex.h.flushLater()
 }
 
 // step sends up to limit of the waiting body bytes, and END_STREAM once
