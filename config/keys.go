@@ -130,6 +130,7 @@ func oneOrList(name string, item *keySpec, doc string) *keySpec {
 var (
 	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
 	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
+	proxyProtocolOptions  = []string{"http1", "h2c"}
 	encodingOptions       = []string{"zstd", "br", "gzip"}
 	redirectStatuses      = []string{"301", "302", "303", "307", "308"}
 )
@@ -308,6 +309,7 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
 	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
 	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
+	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, or HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways)."),
 	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 = none kept."),
 	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops (each loop gets an equal share, at least one); requests beyond wait for one to be free, up to the connect timeout (504). 0 = no limit."),
 	proxyTimeoutsKeys,

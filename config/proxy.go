@@ -30,6 +30,7 @@ const (
 func defaultProxy() *Proxy {
 	return &Proxy{
 		LoadBalancing:      "round-robin",
+		Protocol:           "http1",
 		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
 		Retries:            defaultProxyRetries,
 		Timeouts: ProxyTimeouts{
@@ -81,6 +82,7 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		}
 	}
 	d.setEnum(s, "load_balancing", &p.LoadBalancing, proxyKeys.options("load_balancing")...)
+	d.setEnum(s, "protocol", &p.Protocol, proxyKeys.options("protocol")...)
 	if v := s.get("max_idle_per_upstream"); v != nil {
 		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
 			p.MaxIdlePerUpstream = int(k)
@@ -110,6 +112,9 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
 	}
 	d.setBool(s, "preserve_host", &p.PreserveHost)
+	if p.Protocol == "h2c" && p.MaxConns > 0 {
+		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; h2c upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1")
+	}
 	return p
 }
 

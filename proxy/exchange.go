@@ -27,6 +27,7 @@ const (
 	exHandoff                  // a goroutine copies the rest of the body
 	exTunnelWait               // a 101 was relayed; waiting for both outputs to drain
 	exPaced                    // the upstream left gnet; a goroutine reads the body at the client's pace (paced.go)
+	exH2C                      // a goroutine exchanges the request with an h2c upstream (h2c.go)
 )
 
 // Response states.
@@ -124,6 +125,9 @@ type exchange struct {
 
 	x    *transfer // off-loop copy, when one is pending or running
 	pace *pacer    // paced body, while the state is exPaced
+	hx   *h2cStream
+
+	trailers []codec.Header // trailer fields the response ends with (h2c upstreams)
 }
 
 // reset clears ex for reuse, keeping its buffers.
@@ -437,6 +441,9 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 	case exPaced:
 		ex.pacedResume()
 		return handlers.Waiting
+	case exH2C:
+		ex.h2cResume()
+		return handlers.Waiting
 	case exActive:
 		if ex.held && ex.sink.Room() > 0 {
 			// The client caught up (an HTTP/2 client's windows opened):
@@ -482,6 +489,10 @@ func (ex *exchange) abort() {
 	if p := ex.pace; p != nil {
 		ex.pace = nil
 		p.abort()
+	}
+	if hx := ex.hx; hx != nil {
+		ex.hx = nil
+		hx.stop()
 	}
 	ex.dropConn(true)
 	ex.lp.putExchange(ex)
@@ -631,7 +642,7 @@ func (ex *exchange) check(now int64) {
 			ex.startTunnel(false)
 		}
 		return
-	case exHandoff, exPaced:
+	case exHandoff, exPaced, exH2C:
 		return // the goroutine enforces its own deadlines
 	}
 	if ex.held {
@@ -880,7 +891,7 @@ func (ex *exchange) endSink(cut bool) bool {
 	if cut {
 		ex.sink.Abort()
 	} else {
-		ex.sink.Finish(nil)
+		ex.sink.Finish(ex.trailers)
 	}
 	ex.busy = was
 	if ex.clGone {

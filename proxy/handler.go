@@ -115,7 +115,8 @@ type Handler struct {
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
 	retries int
-	perLoop int // connections to each upstream per loop at once (max_conns shared by the loops); 0 = no limit
+	perLoop int  // connections to each upstream per loop at once (max_conns shared by the loops); 0 = no limit
+	h2c     bool // the upstreams speak HTTP/2 over cleartext (h2c.go)
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -173,6 +174,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 	if pc.MaxConns > 0 {
 		h.perLoop = max(pc.MaxConns/loops, 1)
 	}
+	h.h2c = pc.Protocol == "h2c"
 	switch {
 	case pc.StripPrefix:
 		h.rewrite = []byte("/")
@@ -198,6 +200,9 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 			pools:   make([]*pool, loops),
 			stats:   make([]UpstreamStats, loops+1),
 		})
+		if h.h2c {
+			h.ups[i].h2t = h2cTransport(u.Network, u.Address, pc.Timeouts.Connect)
+		}
 	}
 	return h, nil
 }
@@ -226,6 +231,11 @@ func (h *Handler) Close() error {
 		return nil
 	}
 	h.checkers.stopAll()
+	for _, u := range h.ups {
+		if u.h2t != nil {
+			u.h2t.CloseIdleConnections()
+		}
+	}
 	return nil
 }
 
@@ -394,7 +404,11 @@ func (h *Handler) Serve(c *handlers.Ctx) {
 	lp := cl.ProxyLoop()
 	ex := lp.getExchange()
 	ex.setup(h, cl, c)
-	if status := ex.begin(); status != 0 {
+	begin := ex.begin
+	if h.h2c {
+		begin = func() int { return ex.beginH2C(c) }
+	}
+	if status := begin(); status != 0 {
 		lp.putExchange(ex)
 		h.errorNow(c, status)
 		return

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"gale/config"
 )
 
@@ -37,8 +39,9 @@ type Upstream struct {
 	raw     string // as configured, for logs
 	host    []byte // Host field value when preserve_host is off
 
-	pools []*pool         // per loop, indexed by Loop.idx; slot i touched only by loop i
-	stats []UpstreamStats // per loop, then one overflow slot (upstream_stats.go)
+	pools []*pool          // per loop, indexed by Loop.idx; slot i touched only by loop i
+	stats []UpstreamStats  // per loop, then one overflow slot (upstream_stats.go)
+	h2t   *http2.Transport // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
 
 	// Passive health: failures of real requests within a window take the
 	// upstream out until downUntil.
@@ -162,6 +165,9 @@ func (hc *healthChecker) probe() (int, error) {
 	u := hc.u
 	ctx, cancel := context.WithTimeout(context.Background(), hc.conf.Timeout)
 	defer cancel()
+	if u.h2t != nil {
+		return hc.probeH2C(ctx)
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, u.network, u.address)
 	if err != nil {
@@ -176,6 +182,24 @@ func (hc *healthChecker) probe() (int, error) {
 		return 0, err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// probeH2C sends one check request to an h2c upstream over its
+// transport's connections.
+func (hc *healthChecker) probeH2C(ctx context.Context) (int, error) {
+	u := hc.u
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://localhost"+hc.conf.Path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Host = string(u.host)
+	req.Header.Set("User-Agent", "gale-health-check")
+	resp, err := u.h2t.RoundTrip(req)
 	if err != nil {
 		return 0, err
 	}

@@ -65,7 +65,9 @@ func (s *streamSink) WriteInterim(status int, fields []codec.Header) {
 }
 
 // WriteHead implements handlers.ResponseSink: the final head. A response
-// that has no body (to HEAD, 204, 304) ends the stream with it.
+// that has no body (to HEAD, 204, 304, or of length 0) ends the stream
+// with it: a gRPC status without messages ("Trailers-Only") is such a
+// response, and must arrive as one HEADERS frame.
 func (s *streamSink) WriteHead(hd handlers.Head) {
 	ex := s.ex
 	if !s.usable() || s.head {
@@ -77,7 +79,7 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 	bodyless := hd.Status == 204 || hd.Status == 304
 	h.hdr = hpack.AppendStatus(h.hdr[:0], hd.Status)
 	h.hdr, h.lower = handlers.AppendHPACKFields(h.hdr, h.lower, hd.Fields)
-	if hd.Length >= 0 && !bodyless {
+	if hd.Length > 0 && !bodyless || hd.Length == 0 && isHead {
 		var n [20]byte
 		h.hdr = hpack.AppendField(h.hdr, fieldContentLength, strconv.AppendInt(n[:0], hd.Length, 10))
 	}
@@ -85,7 +87,7 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 		h.hdr = h.appendDate(h.hdr)
 	}
 	h.hdr = h.appendAltSvc(h.hdr)
-	end := isHead || bodyless
+	end := isHead || bodyless || hd.Length == 0
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	s.head, s.closed = true, end
 	ex.status = hd.Status

@@ -1,0 +1,370 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"gale/codec"
+	"gale/handlers"
+)
+
+// Upstreams that speak HTTP/2 over cleartext (protocol: h2c), for gRPC
+// and other HTTP/2 applications that need trailers. Each upstream has one
+// x/net HTTP/2 transport, which multiplexes the requests of every loop
+// over a few connections of its own (a new one only past the upstream's
+// SETTINGS_MAX_CONCURRENT_STREAMS). A request runs on a goroutine of its
+// own: the loop hands it the request (its fields rendered as for an
+// HTTP/1.1 upstream, the body through a bodyPipe), and the goroutine hands
+// back the response head and then one body buffer at a time, reading the
+// next only when the loop asks for it, as a paced body is read
+// (paced.go): the client's windows pace the upstream stream. Trailers
+// come back with the end of the body. A client that goes away cancels
+// the upstream stream (RST_STREAM), which is how a gRPC deadline the
+// client enforces reaches the upstream; grpc-timeout is forwarded as it
+// is.
+
+// h2cTransport returns the transport of an h2c upstream: cleartext with
+// prior knowledge, dialed with the route's connect timeout.
+func h2cTransport(network, address string, connect time.Duration) *http2.Transport {
+	return &http2.Transport{
+		AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+			d := net.Dialer{Timeout: connect}
+			return d.DialContext(ctx, network, address)
+		},
+		ReadIdleTimeout: 30 * time.Second, // PING a connection that went quiet
+		PingTimeout:     10 * time.Second,
+	}
+}
+
+// h2cStream is one request to an h2c upstream. Between ready turning
+// true and the loop asking for more, resp, buf, n and err are the
+// loop's; otherwise the goroutine's.
+type h2cStream struct {
+	cancel   context.CancelFunc
+	pipe     *bodyPipe // the request body; nil without one
+	timedOut atomic.Bool
+
+	resp   *http.Response
+	buf    [pacedBuf]byte
+	n      int
+	err    error // RoundTrip's, then the body read's (io.EOF at its end)
+	headUp bool  // the loop relayed the head
+
+	ready   atomic.Bool
+	more    chan struct{}
+	quit    chan struct{}
+	stopped bool
+}
+
+// beginH2C starts the exchange's request to an h2c upstream; c is the
+// request being served, whose head setup rendered. It returns 0, or the
+// status to answer at once.
+func (ex *exchange) beginH2C(c *handlers.Ctx) int {
+	up := ex.h.pick(ex.lp, ex.clientIP, 0, ex.now)
+	if up == nil {
+		return 502
+	}
+	ex.use(up)
+	req, err := ex.h2cRequest(c)
+	if err != nil {
+		return 502
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hx := &h2cStream{cancel: cancel, more: make(chan struct{}, 1), quit: make(chan struct{})}
+	if !ex.reqDone {
+		hx.pipe = newBodyPipe(ex.cl.ProxyWake)
+		req.Body = hx.pipe
+	}
+	ex.hx = hx
+	ex.state = exH2C
+	ex.deadline, ex.dkind = 0, dlNone
+	go hx.run(up.h2t, req.WithContext(ctx), time.Duration(ex.h.headerTimeout), ex.cl)
+	if hx.pipe != nil {
+		ex.h2cPump()
+	}
+	return 0
+}
+
+// h2cRequest builds the upstream request from the head setup rendered for
+// an HTTP/1.1 upstream, so that both kinds forward the same fields: the
+// hop-by-hop ones dropped, X-Forwarded-* and Via added, the route's
+// request rules applied. The framing fields are the transport's to send;
+// te: trailers, which HTTP/2 allows, goes as the client sent it.
+func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
+	line, rest, _ := bytes.Cut(ex.head, []byte("\r\n"))
+	parts := strings.SplitN(string(line), " ", 3)
+	if len(parts) != 3 {
+		return nil, errors.New("proxy: bad request line")
+	}
+	u, err := url.ParseRequestURI(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme, u.Host = "http", ex.up.address
+	if ex.up.network == "unix" {
+		u.Host = "localhost"
+	}
+	req := &http.Request{Method: parts[0], URL: u, Header: http.Header{}, Proto: "HTTP/2.0", ProtoMajor: 2,
+		ContentLength: c.Req.ContentLength, Body: http.NoBody}
+	if c.Req.ContentLength < 0 {
+		req.ContentLength = -1
+	}
+	for _, l := range strings.Split(string(rest), "\r\n") {
+		name, value, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(name) {
+		case "content-length", "transfer-encoding":
+			continue
+		case "host":
+			req.Host = value // a header rule set it
+			continue
+		}
+		req.Header.Add(name, value)
+	}
+	if req.Host == "" {
+		req.Host = string(ex.up.host)
+		if len(ex.host) > 0 {
+			req.Host = string(ex.host)
+		}
+	}
+	for _, f := range c.Req.Headers {
+		if codec.EqualFold(f.Name, "te") && codec.EqualFold(f.Value, "trailers") {
+			req.Header.Set("Te", "trailers")
+		}
+	}
+	return req, nil
+}
+
+// run sends req on tr and hands the loop the head, then each body buffer
+// when it asks. It runs on its own goroutine.
+func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration, wake Client) {
+	timer := time.AfterFunc(timeout, func() {
+		hx.timedOut.Store(true)
+		hx.cancel()
+	})
+	resp, err := tr.RoundTrip(req)
+	timer.Stop()
+	hx.resp, hx.err = resp, err
+	hx.ready.Store(true)
+	wake.ProxyWake()
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	for {
+		select {
+		case <-hx.more:
+		case <-hx.quit:
+			return
+		}
+		timer.Reset(timeout) // the longest pause between two reads of the body
+		n, err := resp.Body.Read(hx.buf[:])
+		timer.Stop()
+		hx.n, hx.err = n, err
+		hx.ready.Store(true)
+		wake.ProxyWake()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stop ends the goroutine and the upstream stream (on the loop;
+// idempotent): a stream not finished is reset.
+func (hx *h2cStream) stop() {
+	if !hx.stopped {
+		hx.stopped = true
+		close(hx.quit)
+		hx.cancel()
+		if hx.pipe != nil {
+			hx.pipe.fail(context.Canceled)
+		}
+	}
+}
+
+// h2cResume runs on the loop when the client's engine resumes the
+// exchange: more of the request body goes into the pipe, and what the
+// goroutine handed back is relayed.
+func (ex *exchange) h2cResume() {
+	if ex.hx.pipe != nil && !ex.reqDone {
+		ex.h2cPump()
+		if ex.settle() {
+			return
+		}
+	}
+	hx := ex.hx
+	if !hx.ready.Load() {
+		return
+	}
+	ex.now = nanotime()
+	if !hx.headUp {
+		ex.h2cHead()
+		return
+	}
+	if hx.n > 0 && ex.sink.Room() == 0 {
+		return // the client's windows are shut: the next resume relays
+	}
+	ex.h2cBody()
+}
+
+// h2cPump moves what the client's body source has into the pipe, as far
+// as the pipe has room.
+func (ex *exchange) h2cPump() {
+	pipe := ex.hx.pipe
+	for !ex.reqDone {
+		p, done, err := ex.body.Next()
+		if err != nil {
+			ex.fault, ex.why = 400, "request body: "+err.Error()
+			return
+		}
+		n := pipe.write(p)
+		ex.body.Consume(n)
+		if n < len(p) {
+			return // full: a read of the pipe wakes the loop
+		}
+		if done {
+			ex.reqDone = true
+			pipe.close()
+		}
+		if len(p) == 0 {
+			return
+		}
+	}
+}
+
+// h2cHead relays the upstream's response head, or answers the failure
+// that came instead.
+func (ex *exchange) h2cHead() {
+	hx := ex.hx
+	hx.headUp = true
+	if hx.err != nil {
+		hx.stop()
+		ex.state = exActive
+		if hx.timedOut.Load() {
+			ex.lp.Stats.Timeouts.Add(1)
+			ex.fail(FailTimeout)
+			ex.up.failed(ex.now, "response header timeout")
+			ex.finishError(504, "response header timeout")
+			return
+		}
+		ex.fail(FailConnect)
+		ex.up.failed(ex.now, "h2c: "+hx.err.Error())
+		ex.finishError(502, "h2c: "+hx.err.Error())
+		return
+	}
+	resp := hx.resp
+	ex.status = resp.StatusCode
+	hs := ex.lp.hdrs[:0]
+	hs = appendHTTPFields(hs, resp.Header)
+	ex.h.route.ApplyResponseHeaders(ex.respFor(hs))
+	hs = ex.lp.resp.Headers
+	ex.busy = true
+	ex.sink.WriteHead(handlers.Head{Status: resp.StatusCode, Fields: hs, Length: resp.ContentLength})
+	ex.sink.Flush()
+	ex.busy = false
+	ex.lp.resp.Headers = nil
+	clear(hs)
+	ex.lp.hdrs = hs[:0]
+	ex.started = true
+	ex.rstate = rsBody
+	if ex.clGone {
+		ex.abort()
+		return
+	}
+	ex.h2cNext()
+}
+
+// respFor puts hs in the loop's scratch response for the route's
+// response rules.
+func (ex *exchange) respFor(hs []codec.Header) *handlers.Response {
+	r := &ex.lp.resp
+	r.Reset()
+	r.Headers = hs
+	return r
+}
+
+// h2cBody relays a body buffer, and ends the response with the body.
+func (ex *exchange) h2cBody() {
+	hx := ex.hx
+	ex.busy = true
+	if hx.n > 0 {
+		ex.sink.WriteBody(hx.buf[:hx.n])
+		ex.bodyOut += int64(hx.n)
+		ex.out += int64(hx.n)
+		ex.sink.Flush()
+	}
+	ex.busy = false
+	if ex.clGone {
+		ex.abort()
+		return
+	}
+	switch {
+	case hx.err == io.EOF:
+		ex.trailers = appendHTTPFields(ex.trailers[:0], hx.resp.Trailer)
+		hx.stop()
+		ex.state = exActive
+		ex.rstate = rsDone
+		ex.finish()
+	case hx.err != nil:
+		hx.stop()
+		ex.state = exActive
+		if hx.timedOut.Load() {
+			ex.lp.Stats.Timeouts.Add(1)
+			ex.fail(FailTimeout)
+			ex.finishTruncated("response body read timeout")
+			return
+		}
+		ex.up.failed(ex.now, "h2c: stream lost mid-body: "+hx.err.Error())
+		ex.fail(FailReset)
+		ex.finishTruncated("h2c: stream lost mid-body: " + hx.err.Error())
+	default:
+		ex.h2cNext()
+	}
+}
+
+// h2cNext asks the goroutine for the next body buffer.
+func (ex *exchange) h2cNext() {
+	hx := ex.hx
+	hx.n = 0
+	hx.ready.Store(false)
+	hx.more <- struct{}{}
+}
+
+// appendHTTPFields appends the end-to-end fields of h to hs, their bytes
+// in memory of their own.
+func appendHTTPFields(hs []codec.Header, h http.Header) []codec.Header {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v)
+		}
+	}
+	b := make([]byte, 0, n)
+	for k, vs := range h {
+		if codec.ConnectionSpecific([]byte(k)) || strings.EqualFold(k, "content-length") || strings.EqualFold(k, "trailer") {
+			continue
+		}
+		for _, v := range vs {
+			at := len(b)
+			b = append(b, k...)
+			b = append(b, v...)
+			hs = append(hs, codec.Header{Name: b[at : at+len(k) : at+len(k)], Value: b[at+len(k) : len(b) : len(b)]})
+		}
+	}
+	return hs
+}
