@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,80 @@ routes:
 		case <-time.After(5 * time.Second):
 			t.Errorf("%s: the waiting call never reached the upstream", name)
 		}
+	}
+}
+
+// h2cUpstream serves h over HTTP/2 cleartext (prior knowledge) with
+// net/http, and returns its address.
+func h2cUpstream(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestH2CUpstream: an h2c route forwards a request's trailers and body and
+// relays the response's trailers; a safe request that cannot reach the
+// first upstream is tried on the next; round robin spreads requests.
+func TestH2CUpstream(t *testing.T) {
+	t.Parallel()
+	var ups []string
+	for i := 0; i < 2; i++ {
+		i := i
+		ups = append(ups, h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Trailer", "X-Sum")
+			w.Header().Set("X-Up", fmt.Sprint(i))
+			fmt.Fprintf(w, "%s %s %d te=%s trailer=%s", r.Proto, r.URL.Path, len(body), r.Header.Get("Te"), r.Trailer.Get("X-Checksum"))
+			w.Header().Set("X-Sum", fmt.Sprint(len(body)))
+		})))
+	}
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+routes:
+  - path: /t/
+    proxy: {to: ["`+ups[0]+`"], protocol: h2c}
+  - path: /
+    proxy: {to: ["`+deadAddr(t)+`", "`+ups[0]+`", "`+ups[1]+`"], protocol: h2c, retries: 2}
+`, nil)
+	c := h2cClient(t)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", ts.url("/t/up"), pr)
+	req.Trailer = http.Header{"X-Checksum": nil}
+	req.Header.Set("Te", "trailers")
+	go func() {
+		_, _ = pw.Write([]byte(strings.Repeat("x", 100000)))
+		req.Trailer.Set("X-Checksum", "abc")
+		_ = pw.Close()
+	}()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "HTTP/2.0 /t/up 100000 te=trailers trailer=abc") || resp.Trailer.Get("X-Sum") != "100000" {
+		t.Fatalf("%d %q trailer %v", resp.StatusCode, body, resp.Trailer)
+	}
+	seen := map[string]int{}
+	for i := 0; i < 20; i++ {
+		resp, err := c.Get(ts.url("/get"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %d: %d", i, resp.StatusCode)
+		}
+		seen[resp.Header.Get("X-Up")]++
+	}
+	if seen["0"] == 0 || seen["1"] == 0 {
+		t.Errorf("answers by upstream %v, want both", seen)
 	}
 }

@@ -115,3 +115,20 @@ type BodySource interface {
 	// beyond n are returned again by the next Next.
 	Consume(n int)
 }
+
+// Canceler is implemented by a ResponseSink whose protocol tells a
+// response that was cancelled apart from one that failed (HTTP/2's
+// RST_STREAM with CANCEL rather than INTERNAL_ERROR, RFC 9113 section
+// 8.7): Cancel ends the response so, where Abort would.
+type Canceler interface {
+	Cancel()
+}
+
+// TrailerSource is implemented by a BodySource whose protocol carries a
+// request's trailer fields to the handler (HTTP/2; HTTP/1.1 drops them
+// when it de-frames a chunked body). Trailers returns them once Next
+// reported the end of the body, nil when none came. The fields are the
+// engine's memory, valid until the exchange ends.
+type TrailerSource interface {
+	Trailers() []codec.Header
+}

@@ -127,7 +127,8 @@ type exchange struct {
 	pace *pacer    // paced body, while the state is exPaced
 	hx   *h2cStream
 
-	trailers []codec.Header // trailer fields the response ends with (h2c upstreams)
+	trailers  []codec.Header // trailer fields the response ends with (h2c upstreams)
+	cancelled bool           // the upstream cancelled the stream: a cut response is cancelled, where the sink can say so
 }
 
 // reset clears ex for reuse, keeping its buffers.
@@ -431,7 +432,7 @@ func (ex *exchange) requestDeadline() {
 // Resume implements handlers.Pending: the client sent more bytes, or an
 // off-loop copy woke the connection. The exchange ends through the
 // client's ProxyFinish, never by answering here.
-func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
+func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 	switch ex.state {
 	case exHandoff:
 		if ex.x.finished() {
@@ -442,7 +443,7 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 		ex.pacedResume()
 		return handlers.Waiting
 	case exH2C:
-		ex.h2cResume()
+		ex.h2cResume(c)
 		return handlers.Waiting
 	case exActive:
 		if ex.held && ex.sink.Room() > 0 {
@@ -888,7 +889,9 @@ func (ex *exchange) finish() {
 func (ex *exchange) endSink(cut bool) bool {
 	was := ex.busy
 	ex.busy = true
-	if cut {
+	if c, ok := ex.sink.(handlers.Canceler); cut && ok && ex.cancelled {
+		c.Cancel()
+	} else if cut {
 		ex.sink.Abort()
 	} else {
 		ex.sink.Finish(ex.trailers)

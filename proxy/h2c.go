@@ -72,7 +72,7 @@ type h2cStream struct {
 // request being served, whose head setup rendered. It returns 0, or the
 // status to answer at once.
 func (ex *exchange) beginH2C(c *handlers.Ctx) int {
-	up := ex.h.pick(ex.lp, ex.clientIP, 0, ex.now)
+	up := ex.h.pick(ex.lp, ex.clientIP, ex.tried, ex.now)
 	if up == nil {
 		return 502
 	}
@@ -86,6 +86,10 @@ func (ex *exchange) beginH2C(c *handlers.Ctx) int {
 	if !ex.reqDone {
 		hx.pipe = newBodyPipe(ex.cl.ProxyWake)
 		req.Body = hx.pipe
+		if _, ok := ex.body.(handlers.TrailerSource); ok {
+			req.Trailer = declaredTrailers(c.Req) // values filled as the body ends (bodyPipe)
+			hx.pipe.trailer = req.Trailer
+		}
 	}
 	ex.hx = hx
 	ex.state = exH2C
@@ -200,7 +204,7 @@ func (hx *h2cStream) stop() {
 // h2cResume runs on the loop when the client's engine resumes the
 // exchange: more of the request body goes into the pipe, and what the
 // goroutine handed back is relayed.
-func (ex *exchange) h2cResume() {
+func (ex *exchange) h2cResume(c *handlers.Ctx) {
 	if ex.hx.pipe != nil && !ex.reqDone {
 		ex.h2cPump()
 		if ex.settle() {
@@ -213,7 +217,7 @@ func (ex *exchange) h2cResume() {
 	}
 	ex.now = nanotime()
 	if !hx.headUp {
-		ex.h2cHead()
+		ex.h2cHead(c)
 		return
 	}
 	if hx.n > 0 && ex.sink.Room() == 0 {
@@ -239,7 +243,7 @@ func (ex *exchange) h2cPump() {
 		}
 		if done {
 			ex.reqDone = true
-			pipe.close()
+			pipe.close(ex.h2cTrailers())
 		}
 		if len(p) == 0 {
 			return
@@ -247,14 +251,52 @@ func (ex *exchange) h2cPump() {
 	}
 }
 
+// declaredTrailers returns the trailer fields a request announced in its
+// Trailer field, without values, for the transport to announce in turn
+// (an HTTP/2 server may keep only announced ones).
+func declaredTrailers(req *codec.Request) http.Header {
+	t := http.Header{}
+	for _, f := range req.Headers {
+		if !codec.EqualFold(f.Name, "trailer") {
+			continue
+		}
+		for _, name := range strings.Split(string(f.Value), ",") {
+			if name = strings.TrimSpace(name); name != "" && !codec.ConnectionSpecific([]byte(name)) {
+				t[http.CanonicalHeaderKey(name)] = nil
+			}
+		}
+	}
+	return t
+}
+
+// h2cTrailers returns the request's trailer fields for the upstream
+// request, copied out of the client engine's memory.
+func (ex *exchange) h2cTrailers() [][2]string {
+	ts, ok := ex.body.(handlers.TrailerSource)
+	if !ok {
+		return nil
+	}
+	var kv [][2]string
+	for _, f := range ts.Trailers() {
+		if codec.ConnectionSpecific(f.Name) || codec.EqualFold(f.Name, "content-length") {
+			continue
+		}
+		kv = append(kv, [2]string{string(f.Name), string(f.Value)})
+	}
+	return kv
+}
+
 // h2cHead relays the upstream's response head, or answers the failure
 // that came instead.
-func (ex *exchange) h2cHead() {
+func (ex *exchange) h2cHead(c *handlers.Ctx) {
 	hx := ex.hx
 	hx.headUp = true
 	if hx.err != nil {
 		hx.stop()
 		ex.state = exActive
+		if ex.h2cRetry(c, hx) || ex.h2cCancelled(hx.err) {
+			return
+		}
 		if hx.timedOut.Load() {
 			ex.lp.Stats.Timeouts.Add(1)
 			ex.fail(FailTimeout)
@@ -287,6 +329,42 @@ func (ex *exchange) h2cHead() {
 		return
 	}
 	ex.h2cNext()
+}
+
+// h2cCancelled passes on an upstream's RST_STREAM(CANCEL), which a gRPC
+// server sends when a call's deadline expired or it gave the call up, as
+// a cancelled stream to a client that can be told (HTTP/2; a gRPC client
+// past its deadline reports DEADLINE_EXCEEDED then, rather than the
+// failure a 502 would be). It reports whether it ended the exchange so.
+func (ex *exchange) h2cCancelled(err error) bool {
+	var se http2.StreamError
+	if !errors.As(err, &se) || se.Code != http2.ErrCodeCancel {
+		return false
+	}
+	if _, ok := ex.sink.(handlers.Canceler); !ok {
+		return false
+	}
+	ex.cancelled = true
+	ex.finishTruncated("h2c: the upstream cancelled the stream")
+	return true
+}
+
+// h2cRetry tries the next upstream for a safe request whose connection
+// could not be made (it reached no upstream), as for HTTP/1.1 upstreams.
+// It reports whether a new attempt is under way.
+func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
+	var op *net.OpError
+	if !ex.safe || ex.attempts > ex.h.retries || hx.timedOut.Load() || !errors.As(hx.err, &op) || op.Op != "dial" {
+		return false
+	}
+	ex.fail(FailConnect)
+	ex.up.failed(ex.now, "h2c: "+hx.err.Error())
+	ex.retrying()
+	if popcount(ex.tried) >= len(ex.h.ups) {
+		ex.tried = 0 // every upstream was tried: start over
+	}
+	ex.hx = nil
+	return ex.beginH2C(c) == 0
 }
 
 // respFor puts hs in the loop's scratch response for the route's
@@ -323,6 +401,9 @@ func (ex *exchange) h2cBody() {
 	case hx.err != nil:
 		hx.stop()
 		ex.state = exActive
+		if ex.h2cCancelled(hx.err) {
+			return
+		}
 		if hx.timedOut.Load() {
 			ex.lp.Stats.Timeouts.Add(1)
 			ex.fail(FailTimeout)

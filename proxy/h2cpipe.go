@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"net/http"
 	"sync"
 )
 
@@ -18,6 +19,14 @@ type bodyPipe struct {
 	closed bool  // the body ended: reads return io.EOF once buf drained
 	err    error // the exchange ended: reads fail with it
 	wake   func()
+
+	// The request's trailer fields, given with the end of the body and
+	// put in trailer (the upstream request's Trailer) by the read that
+	// returns io.EOF: the transport reads that map after the body
+	// ended, on the goroutine that reads the body, so only its own
+	// goroutines touch it.
+	trailer http.Header
+	pending [][2]string
 }
 
 // bodyPipeSize bounds what waits in a bodyPipe.
@@ -46,10 +55,12 @@ func (p *bodyPipe) write(b []byte) int {
 	return n
 }
 
-// close marks the end of the body.
-func (p *bodyPipe) close() {
+// close marks the end of the body, after which the reader puts
+// trailers in the request's Trailer.
+func (p *bodyPipe) close(trailers [][2]string) {
 	p.mu.Lock()
 	p.closed = true
+	p.pending = trailers
 	p.mu.Unlock()
 	p.ready.Signal()
 }
@@ -73,6 +84,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 		return 0, p.err
 	}
 	if len(p.buf) == 0 {
+		for _, kv := range p.pending {
+			p.trailer.Add(kv[0], kv[1])
+		}
+		p.pending = nil
 		p.mu.Unlock()
 		return 0, io.EOF
 	}

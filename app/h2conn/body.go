@@ -1,6 +1,10 @@
 package h2conn
 
-import "gale/handlers"
+import (
+	"gale/codec"
+	"gale/h2"
+	"gale/handlers"
+)
 
 // The request body of a stream whose handler reads it (a proxy or FastCGI
 // route): DATA payloads are kept as they arrive and their credit is
@@ -16,9 +20,15 @@ type requestBody struct {
 	in  []byte // payload received and not consumed, from off
 	off int
 	end bool // END_STREAM came after in
+
+	trailers []codec.Header // the request's trailer fields, in trailerBuf
+	tbuf     []byte
 }
 
-var _ handlers.BodySource = (*requestBody)(nil)
+var (
+	_ handlers.BodySource    = (*requestBody)(nil)
+	_ handlers.TrailerSource = (*requestBody)(nil)
+)
 
 // reset prepares the source for a new stream, keeping a small buffer.
 func (b *requestBody) reset() {
@@ -26,6 +36,7 @@ func (b *requestBody) reset() {
 		b.in = nil
 	}
 	b.in, b.off, b.end = b.in[:0], 0, false
+	b.trailers, b.tbuf = nil, b.tbuf[:0]
 }
 
 // add keeps payload that arrived on the stream, and its end.
@@ -57,5 +68,42 @@ func (b *requestBody) Consume(n int) {
 	h.core.Consumed(b.ex.s, n)
 	if len(h.core.Out()) > 0 {
 		h.flushLater() // WINDOW_UPDATE
+	}
+}
+
+// Trailers implements handlers.TrailerSource.
+func (b *requestBody) Trailers() []codec.Header { return b.trailers }
+
+// keepTrailers copies a request's trailer fields out of the core's
+// memory. The fields' memory is sized first, so that no append moves it.
+func (b *requestBody) keepTrailers(fs []codec.Header) {
+	n := 0
+	for _, f := range fs {
+		n += len(f.Name) + len(f.Value)
+	}
+	if cap(b.tbuf) < n {
+		b.tbuf = make([]byte, 0, n)
+	}
+	buf := b.tbuf[:0]
+	b.trailers = b.trailers[:0]
+	for _, f := range fs {
+		at := len(buf)
+		buf = append(buf, f.Name...)
+		buf = append(buf, f.Value...)
+		b.trailers = append(b.trailers, codec.Header{Name: buf[at : at+len(f.Name)], Value: buf[at+len(f.Name):]})
+	}
+	b.tbuf = buf
+}
+
+var _ h2.TrailersHandler = (*Conn)(nil)
+
+// Trailers implements h2.TrailersHandler: a request's trailer fields are
+// kept for a handler that reads the body; others drop them.
+func (h *Conn) Trailers(s *h2.Stream, fields []codec.Header) {
+	if s.Slot >= len(h.ex) {
+		return
+	}
+	if ex := h.ex[s.Slot]; ex != nil && ex.s == s && ex.keepBody {
+		ex.body.keepTrailers(fields)
 	}
 }

@@ -180,7 +180,15 @@ func (s *streamSink) end() {
 
 // Abort implements handlers.ResponseSink: the stream is reset, so that a
 // cut response never passes for a whole one.
-func (s *streamSink) Abort() {
+func (s *streamSink) Abort() { s.resetStream(h2.InternalError) }
+
+// Cancel implements handlers.Canceler: the stream is reset with CANCEL.
+func (s *streamSink) Cancel() { s.resetStream(h2.Cancel) }
+
+var _ handlers.Canceler = (*streamSink)(nil)
+
+// resetStream ends the stream with RST_STREAM(code), dropping what waits.
+func (s *streamSink) resetStream(code h2.ErrCode) {
 	ex := s.ex
 	if !s.usable() {
 		return
@@ -188,7 +196,7 @@ func (s *streamSink) Abort() {
 	s.closed = true
 	s.out, s.off = s.out[:0], 0
 	ex.h.dequeue(ex)
-	ex.h.core.Reset(ex.s, h2.InternalError)
+	ex.h.core.Reset(ex.s, code)
 	ex.h.flushLater()
 }
 
