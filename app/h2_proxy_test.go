@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -340,6 +343,49 @@ routes:
 	for range 2 {
 		if r := <-held; r.StatusCode != 200 {
 			t.Errorf("held request: %d", r.StatusCode)
+		}
+	}
+}
+
+// TestH2ProxyTools drives the proxy over HTTP/2 with curl (--http2 over
+// TLS, --http2-prior-knowledge over cleartext) and h2load (100 streams at
+// once on each of 4 connections, every request a success); each skips
+// when the tool is missing.
+func TestH2ProxyTools(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %d", r.Method, r.URL.Path, len(body))
+	})
+	ts := h2ProxyServer(t, netUpstream(t, mux))
+	if curl, err := exec.LookPath("curl"); err != nil {
+		t.Log("curl not installed (apt-get install curl): skipped")
+	} else {
+		ca := filepath.Join(ts.dir, "ca.pem")
+		if err := os.WriteFile(ca, ts.ca.rootPEM, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for name, args := range map[string][]string{
+			"tls": {"--http2", "--cacert", ca, "--resolve", "localhost:" + portOf(ts.tlsAddr) + ":127.0.0.1", "https://localhost:" + portOf(ts.tlsAddr) + "/up/a"},
+			"h2c": {"--http2-prior-knowledge", "http://" + ts.plainAddr() + "/up/a"},
+		} {
+			out, err := exec.Command(curl, append([]string{"-sS", "--max-time", "10", "-w", " %{http_version}", "--data-binary", "0123456789"}, args...)...).CombinedOutput()
+			if err != nil || string(out) != "POST /up/a 10 2" {
+				t.Errorf("curl %s: %v %q", name, err, out)
+			}
+		}
+	}
+	bin, err := exec.LookPath("h2load")
+	if err != nil {
+		t.Skip("h2load not installed (apt-get install nghttp2-client)")
+	}
+	for name, url := range map[string]string{"tls": "https://" + ts.tlsAddr + "/up/b", "h2c": "http://" + ts.plainAddr() + "/up/b"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, bin, "-n", "4000", "-c", "4", "-m", "100", url).CombinedOutput()
+		cancel()
+		if err != nil || !strings.Contains(string(out), "4000 succeeded, 0 failed, 0 errored") {
+			t.Errorf("h2load %s: %v\n%s", name, err, out)
 		}
 	}
 }
