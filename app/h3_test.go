@@ -367,23 +367,123 @@ func TestHTTP3CertificateReload(t *testing.T) {
 	}
 }
 
-// TestHTTP3ProxyRefused: a listener with http3 in a config that proxies
-// is refused (the reverse proxy answers over HTTP/1.1 only), naming the
-// listener.
-func TestHTTP3ProxyRefused(t *testing.T) {
-	dir := t.TempDir()
-	newTestCA(t).issue(dir, "c", "localhost")
-	cfg, err := config.Parse([]byte(`listen:
-  - {address: "127.0.0.1:0", http3: true, tls: {certificates: [{cert: c.pem, key: c.key}]}}
-routes:
-  - path: /
-    proxy: {to: ["127.0.0.1:9"]}
-`), filepath.Join(dir, "x.yaml"))
-	if err == nil {
-		err = Check(cfg)
+// TestHTTP3Proxy proxies HTTP/3 requests to an HTTP/1.1 upstream: a GET
+// with the forwarding fields, an 8 MiB POST body streamed upstream and
+// checked by hash, a 32 MiB download read slowly at first (paced off the
+// loop) checked byte for byte, 50 concurrent requests on one connection,
+// a local route beside them with a body it does not read, and an
+// upstream that dies mid-body (the stream is reset).
+func TestHTTP3Proxy(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, 32<<20)
+	for i := range big {
+		big[i] = byte(i*13 + i>>12)
 	}
-	if err == nil || !strings.Contains(err.Error(), "http3 cannot be served while a route proxies") {
-		t.Fatalf("got %v", err)
+	bigSum := sha256.Sum256(big)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/info", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s xfp=%s xfh=%s", r.Method, r.URL.RequestURI(), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"))
+	})
+	mux.HandleFunc("/up/sum", func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, _ := io.Copy(h, r.Body)
+		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
+	})
+	mux.HandleFunc("/up/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		_, _ = w.Write(big)
+	})
+	mux.HandleFunc("/up/cut", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		_, _ = w.Write(make([]byte, 1000))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the upstream dies mid-body
+	})
+	up := netUpstream(t, mux)
+	ts := startTLSServer(t, `listen:
+  - {address: "127.0.0.1:0", http3: true, tls: {certificates: [$CERT]}}
+routes:
+  - path: /up/
+    proxy: {to: ["`+up+`"]}
+  - path: /
+    respond: {status: 200, body: "local\n"}
+`, nil, nil)
+	c := h3Client(t, ts)
+	base := "https://" + ts.tlsAddr
+	resp, body := h3Get(t, c, "GET", base+"/up/info?x=1")
+	if resp.ProtoMajor != 3 || string(body) != "GET /up/info?x=1 xfp=https xfh="+ts.tlsAddr {
+		t.Fatalf("info: %s %d %q", resp.Proto, resp.StatusCode, body)
+	}
+	upload := make([]byte, 8<<20)
+	for i := range upload {
+		upload[i] = byte(i * 7)
+	}
+	upSum := sha256.Sum256(upload)
+	r, err := c.Post(base+"/up/sum", "application/octet-stream", bytes.NewReader(upload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(r.Body)
+	r.Body.Close()
+	if want := fmt.Sprintf("%d %x", len(upload), upSum); r.StatusCode != 200 || string(body) != want {
+		t.Fatalf("8 MiB POST: %d %q, want %q", r.StatusCode, body, want)
+	}
+	r, err = c.Get(base + "/up/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	first := make([]byte, 1<<20)
+	n, _ := io.ReadFull(r.Body, first)
+	h.Write(first[:n])
+	time.Sleep(300 * time.Millisecond) // let the body outrun the client
+	m, err := io.Copy(h, r.Body)
+	r.Body.Close()
+	if err != nil || int(m)+n != len(big) || [32]byte(h.Sum(nil)) != bigSum {
+		t.Fatalf("32 MiB download: %d bytes, %v", int(m)+n, err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r, err := c.Get(fmt.Sprintf("%s/up/info?i=%d", base, i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if !strings.HasPrefix(string(b), fmt.Sprintf("GET /up/info?i=%d ", i)) {
+				errs <- fmt.Errorf("%d: %d %q", i, r.StatusCode, b)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	r, err = c.Post(base+"/local", "text/plain", strings.NewReader(strings.Repeat("x", 100000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || string(body) != "local\n" {
+		t.Fatalf("local route with a body: %d %q", r.StatusCode, body)
+	}
+	r, err = c.Get(base + "/up/cut")
+	if err == nil {
+		_, err = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a body the upstream cut arrived as a whole one")
+	}
+	if resp, body := h3Get(t, c, "GET", base+"/up/info"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "GET /up/info ") {
+		t.Fatalf("after the cut: %d %q", resp.StatusCode, body)
 	}
 }
 

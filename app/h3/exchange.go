@@ -43,6 +43,7 @@ type exchange struct {
 	result   atomic.Pointer[wire.CacheResult]
 	waitKey  []byte
 	resumer  resumeRun
+	fw       forward // a forwarded exchange's two sides (forward.go); fw.ex is nil unless the configuration forwards
 	rec      accesslog.Record
 	meter    wire.Meter // the exchange's start and route, for the metrics
 	start    int64      // when the request reached the handler (unix ns)
@@ -86,6 +87,10 @@ func (ex *exchange) Run(context.Context) error {
 	}
 	if p := c.Resp.Pending; p != nil {
 		ex.pending = p
+		if ex.fw.ex != nil && c.Route != nil && c.Route.ReadsBody() {
+			ex.fw.on = true
+			ex.done <- struct{}{} // the request's goroutine writes what the sink queues
+		}
 		return nil
 	}
 	ex.answer()
@@ -224,6 +229,8 @@ func (ex *exchange) release() {
 	resp.Reset()
 	c := &ex.ctx
 	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
+	c.Sink, c.Body, c.Conn = nil, nil, nil
+	ex.fw = forward{}
 	c.Scratch = c.Scratch[:0]
 	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0
 	if cap(ex.buf) > keepBytes || cap(ex.req.Headers) > keepFields {

@@ -25,8 +25,20 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.loop = lp
 	ex.start = time.Now().UnixNano()
 	ex.early = ex.fill(r)
+	forwards := lp.Shared.Set.Load().Forwards
+	if forwards {
+		// A route may read the body: it is read as the handler takes
+		// it (forward.go), or dropped after a local answer.
+		ex.fw.init(ex)
+		ex.fw.attach(&ex.ctx)
+	}
 	if hasBody(r) && ex.early == 0 {
-		ex.early = ex.discardBody(w, r)
+		if forwards {
+			ex.fw.body = r.Body
+			ex.fw.rc, _ = w.(interface{ SetReadDeadline(time.Time) error })
+		} else {
+			ex.early = ex.discardBody(w, r)
+		}
 	}
 	if lp.EL.Execute(context.Background(), ex) != nil {
 		// The engine stopped under the request.
@@ -36,6 +48,18 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	<-ex.done
+	if ex.fw.on {
+		cut := ex.fw.stream(w)
+		ex.release()
+		l.pool.Put(ex)
+		if cut {
+			panic(http.ErrAbortHandler) // resets the stream
+		}
+		return
+	}
+	if ex.fw.body != nil {
+		ex.discardBody(w, r) // answered by a route that does not read it
+	}
 	ex.write(w)
 	ex.release()
 	l.pool.Put(ex)

@@ -40,9 +40,6 @@ func Compile(cfg *config.Config, opts ...handlers.Option) (*Settings, error) {
 // giving b to the proxy routes.
 func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (*Settings, error) {
 	_, h2On := compileHTTP2(cfg)
-	if err := speaksHTTP3(cfg); err != nil {
-		return nil, err
-	}
 	for i := range cfg.Listen {
 		l := &cfg.Listen[i]
 		if err := Speaks(cfg, h2On, ListenerWhere(cfg, l), l.Protocols); err != nil {

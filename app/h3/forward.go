@@ -1,0 +1,465 @@
+package h3
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gale/codec"
+	"gale/handlers"
+	"gale/proxy"
+)
+
+// Forwarded exchanges: a request to a route whose handler forwards it (a
+// proxy or FastCGI route) is answered through a response sink and a
+// request body source, as on the other protocols. Their two sides run on
+// two goroutines besides the loop: the request's goroutine writes what
+// the loop's sink queued to quic-go's ResponseWriter, and a reader hands
+// the loop one buffer of the request body at a time, reading the next
+// only when the loop consumed it, so that QUIC's flow control holds a
+// fast uploader to the upstream's pace. What the sink queues is bounded
+// by server.max_buffered_output (Room), so a slow client paces the
+// upstream too (the proxy paces a body that outruns it, paced.go).
+
+// forward is an exchange's forwarded side. The fields under mu are shared
+// by the loop (which queues) and the request's goroutine (which writes);
+// the body fields follow the reader's hand-over (ready).
+type forward struct {
+	ex *exchange
+	on bool // the exchange is forwarded (set on the loop before done)
+
+	mu       sync.Mutex
+	cond     sync.Cond
+	status   int
+	header   http.Header
+	headSet  bool
+	chunks   [][]byte
+	queued   int         // bytes in chunks
+	trailers http.Header // set with ended
+	ended    bool        // the response is complete (or cut: abort)
+	abort    bool        // cut: the stream is reset
+	gone     bool        // the client's stream failed: nothing more is written
+
+	finished chan struct{} // the loop is done with the exchange (ProxyFinish, or the client gone)
+
+	// The request body: the reader fills buf when asked (more), the loop
+	// consumes buf[off:n].
+	body       io.Reader
+	rc         interface{ SetReadDeadline(time.Time) error }
+	buf        [32 << 10]byte
+	n          int
+	off        int
+	err        error
+	total      int64
+	ready      atomic.Bool
+	more       chan struct{}
+	quit       chan struct{}
+	readerDone chan struct{} // closed when readBody returned
+
+	sink   forwardSink
+	source forwardBody
+	client forwardClient
+}
+
+// init prepares f for a new exchange.
+func (f *forward) init(ex *exchange) {
+	*f = forward{ex: ex, finished: make(chan struct{}, 1), more: make(chan struct{}, 1), quit: make(chan struct{}), readerDone: make(chan struct{})}
+	f.cond.L = &f.mu
+	f.sink.f, f.source.f, f.client.f = f, f, f
+}
+
+// attach gives the exchange's context the sink, the body source and the
+// proxy client, for a handler that forwards.
+func (f *forward) attach(c *handlers.Ctx) {
+	c.Sink, c.Body, c.Conn = &f.sink, &f.source, &f.client
+}
+
+// The request's goroutine side.
+
+// stream writes the response the loop queues to w until it ended, then
+// waits for the loop to be done with the exchange. It reports whether the
+// response was cut (the caller resets the stream).
+func (f *forward) stream(w http.ResponseWriter) bool {
+	if f.body != nil {
+		go f.readBody()
+	} else {
+		close(f.readerDone)
+	}
+	cut := f.writeAll(w)
+	f.mu.Lock()
+	gone := f.gone
+	f.mu.Unlock()
+	if gone {
+		<-f.ex.closeOnLoop()
+	}
+	<-f.finished
+	f.stopReader()
+	return cut
+}
+
+// stopReader ends the body reader and waits for it: a read under way is
+// cut short by a deadline in the past and by closing the body, so that
+// nothing of the reader outlives the exchange.
+func (f *forward) stopReader() {
+	close(f.quit)
+	if f.body != nil {
+		if f.rc != nil {
+			_ = f.rc.SetReadDeadline(time.Now())
+		}
+		if c, ok := f.body.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	<-f.readerDone
+}
+
+// writeAll writes the head, the chunks and the trailers as they are
+// queued. It reports whether the response was cut.
+func (f *forward) writeAll(w http.ResponseWriter) bool {
+	wrote := false
+	fl, _ := w.(http.Flusher)
+	for {
+		f.mu.Lock()
+		for !f.ended && (!f.headSet || wrote) && len(f.chunks) == 0 {
+			f.cond.Wait()
+		}
+		if f.abort {
+			f.mu.Unlock()
+			return true
+		}
+		chunks := f.chunks
+		f.chunks = nil
+		ended, headSet := f.ended, f.headSet
+		f.mu.Unlock()
+		if !wrote && headSet {
+			h := w.Header()
+			for k, v := range f.header {
+				h[k] = v
+			}
+			if f.trailers != nil || ended {
+				for k := range f.trailers {
+					h.Add("Trailer", k)
+				}
+			}
+			w.WriteHeader(f.status)
+			wrote = true
+		}
+		n := 0
+		for _, c := range chunks {
+			if _, err := w.Write(c); err != nil {
+				f.mu.Lock()
+				f.gone = true
+				f.mu.Unlock()
+				return true
+			}
+			n += len(c)
+		}
+		if fl != nil && len(chunks) > 0 {
+			fl.Flush()
+		}
+		if n > 0 {
+			f.mu.Lock()
+			f.queued -= n
+			f.mu.Unlock()
+			f.ex.wakeLoop() // room again
+		}
+		if ended && len(chunks) == 0 {
+			if !wrote {
+				return true // ended without a head
+			}
+			for k, v := range f.trailers {
+				w.Header()[http.TrailerPrefix+k] = v
+			}
+			return false
+		}
+	}
+}
+
+// readBody reads the request body one buffer at a time, when the loop
+// asks, and wakes the loop with each.
+func (f *forward) readBody() {
+	defer close(f.readerDone)
+	set := f.ex.loop.Shared.Set.Load()
+	wait := time.Duration(set.ReadBody)
+	for {
+		if f.rc != nil {
+			_ = f.rc.SetReadDeadline(time.Now().Add(wait))
+		}
+		n, err := f.body.Read(f.buf[:])
+		select {
+		case <-f.quit:
+			return // the exchange ended: the loop takes nothing more
+		default:
+		}
+		f.n, f.off, f.err = n, 0, err
+		f.ready.Store(true)
+		f.ex.wakeLoop()
+		if err != nil {
+			return
+		}
+		select {
+		case <-f.more:
+		case <-f.quit:
+			return
+		}
+	}
+}
+
+// wakeLoop has the exchange resumed on its loop. A resume that arrives
+// after the exchange ended finds no continuation, or one it does not
+// disturb (Resume only looks for work).
+func (ex *exchange) wakeLoop() {
+	if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {
+		ex.fw.finishedNow() // the engine stopped: no loop runs again
+	}
+}
+
+// closeOnLoop tells the exchange's handler, on its loop, that the
+// client's stream failed; the channel closes once it was told.
+func (ex *exchange) closeOnLoop() <-chan struct{} {
+	r := &closeRun{ex: ex, done: make(chan struct{})}
+	if ex.loop.EL.Execute(context.Background(), r) != nil {
+		ex.fw.finishedNow()
+		close(r.done)
+	}
+	return r.done
+}
+
+// finishedNow signals that the loop is done with the exchange (once).
+func (f *forward) finishedNow() {
+	select {
+	case f.finished <- struct{}{}:
+	default:
+	}
+}
+
+// closeRun tells a forwarded exchange's handler, on its loop, that the
+// client's stream failed. The request's goroutine keeps the exchange
+// until done closed.
+type closeRun struct {
+	ex   *exchange
+	done chan struct{}
+}
+
+func (r *closeRun) Run(context.Context) error {
+	ex := r.ex
+	if p := ex.pending; p != nil {
+		ex.pending = nil
+		p.Closed()
+		ex.recordForwarded(0)
+		ex.fw.finishedNow()
+	}
+	close(r.done)
+	return nil
+}
+
+// The loop side: the response sink.
+
+type forwardSink struct{ f *forward }
+
+var _ handlers.ResponseSink = (*forwardSink)(nil)
+
+// WriteInterim implements handlers.ResponseSink: dropped (quic-go's
+// ResponseWriter would take only some; none is needed).
+func (s *forwardSink) WriteInterim(int, []codec.Header) {}
+
+// WriteHead implements handlers.ResponseSink.
+func (s *forwardSink) WriteHead(hd handlers.Head) {
+	f := s.f
+	ex := f.ex
+	h := http.Header{}
+	for _, fl := range hd.Fields {
+		if codec.ConnectionSpecific(fl.Name) {
+			continue
+		}
+		k := fieldKey(fl.Name)
+		h[k] = append(h[k], string(fl.Value))
+	}
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = ex.l.date.now()
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
+	bodyless := hd.Status < 200 || hd.Status == 204 || hd.Status == 304
+	if hd.Length >= 0 && !bodyless {
+		h["Content-Length"] = []string{strconv.FormatInt(hd.Length, 10)}
+	}
+	ex.status = hd.Status
+	f.mu.Lock()
+	f.status, f.header, f.headSet = hd.Status, h, true
+	f.mu.Unlock()
+	f.cond.Signal()
+}
+
+// Room implements handlers.ResponseSink: server.max_buffered_output less
+// what waits for the client.
+func (s *forwardSink) Room() int {
+	f := s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone || f.ended {
+		return 0
+	}
+	return max(f.ex.loop.Shared.Set.Load().MaxOut-f.queued, 0)
+}
+
+// WriteBody implements handlers.ResponseSink: the bytes are copied for
+// the request's goroutine.
+func (s *forwardSink) WriteBody(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	f := s.f
+	c := append([]byte(nil), p...)
+	f.mu.Lock()
+	f.chunks = append(f.chunks, c)
+	f.queued += len(c)
+	f.mu.Unlock()
+	f.cond.Signal()
+}
+
+// Flush implements handlers.ResponseSink: WriteBody signalled already.
+func (s *forwardSink) Flush() {}
+
+// Finish implements handlers.ResponseSink.
+func (s *forwardSink) Finish(trailers []codec.Header) {
+	f := s.f
+	var t http.Header
+	for _, fl := range trailers {
+		if t == nil {
+			t = http.Header{}
+		}
+		k := fieldKey(fl.Name)
+		t[k] = append(t[k], string(fl.Value))
+	}
+	f.mu.Lock()
+	f.trailers, f.ended = t, true
+	f.mu.Unlock()
+	f.cond.Signal()
+}
+
+// Abort implements handlers.ResponseSink: the stream is reset.
+func (s *forwardSink) Abort() {
+	f := s.f
+	f.mu.Lock()
+	f.abort, f.ended = true, true
+	f.mu.Unlock()
+	f.cond.Signal()
+}
+
+// The loop side: the request body.
+
+type forwardBody struct{ f *forward }
+
+var _ handlers.BodySource = (*forwardBody)(nil)
+
+// Next implements handlers.BodySource.
+func (b *forwardBody) Next() ([]byte, bool, error) {
+	f := b.f
+	if f.body == nil {
+		return nil, true, nil
+	}
+	if !f.ready.Load() {
+		return nil, false, nil
+	}
+	switch {
+	case f.err == nil, f.err == io.EOF:
+	case errors.Is(f.err, os.ErrDeadlineExceeded):
+		return nil, false, &codec.Error{Status: 408, Reason: "request body read timeout"}
+	default:
+		return nil, false, &codec.Error{Status: 400, Reason: "request body: " + f.err.Error()}
+	}
+	if f.total+int64(f.n-f.off) > f.ex.loop.Shared.Set.Load().Limits.BodyBytes {
+		return nil, false, &codec.Error{Status: 413, Reason: "request body over limits.body_bytes"}
+	}
+	return f.buf[f.off:f.n], f.err == io.EOF, nil
+}
+
+// Consume implements handlers.BodySource: once the buffer is used up, the
+// reader reads the next.
+func (b *forwardBody) Consume(n int) {
+	f := b.f
+	if f.body == nil || !f.ready.Load() {
+		return
+	}
+	n = min(n, f.n-f.off)
+	f.off += n
+	f.total += int64(n)
+	f.ex.inBytes = f.total
+	if f.off == f.n && f.err == nil {
+		f.ready.Store(false)
+		f.more <- struct{}{}
+	}
+}
+
+// The loop side: the proxy's view of the client.
+
+type forwardClient struct{ f *forward }
+
+var _ proxy.Client = (*forwardClient)(nil)
+
+func (*forwardClient) ProxyInbound() []byte                  { return nil }
+func (*forwardClient) ProxyConsume(int)                      {}
+func (*forwardClient) ProxyInboundBuffered() int             { return 0 }
+func (c *forwardClient) ProxySwitch([]codec.Header, []byte)  { c.f.sink.Abort() }
+func (*forwardClient) ProxyChunked() bool                    { return false }
+func (c *forwardClient) ProxyOutboundBuffered() int          { return 0 }
+func (*forwardClient) ProxyDup() (net.Conn, error)           { return nil, proxy.ErrShared }
+func (c *forwardClient) ProxyWake()                          { c.f.ex.wakeLoop() }
+func (c *forwardClient) ProxyLoop() *proxy.Loop              { return c.f.ex.loop.Proxy() }
+func (*forwardClient) ProxyClosing() bool                    { return false }
+func (c *forwardClient) ProxySettings() proxy.ClientSettings { return clientSettings(c.f.ex) }
+
+// ProxyFinish implements proxy.Client: the forwarded response ended; it
+// is counted and logged, and the request's goroutine finishes writing it.
+func (c *forwardClient) ProxyFinish(r proxy.Result) {
+	f := c.f
+	ex := f.ex
+	ex.pending = nil
+	if ex.status == 0 {
+		ex.status = r.Status
+	}
+	ex.recordForwarded(r.BodyBytes)
+	f.mu.Lock()
+	f.ended = true
+	if ex.status == 0 || !f.headSet {
+		f.abort = true
+	}
+	f.mu.Unlock()
+	f.cond.Signal()
+	f.finishedNow()
+}
+
+// clientSettings are the server settings a forwarded request follows.
+func clientSettings(ex *exchange) proxy.ClientSettings {
+	set := ex.loop.Shared.Set.Load()
+	return proxy.ClientSettings{
+		Server:          set.ServerHeader,
+		BodyBytes:       set.Limits.BodyBytes,
+		WriteTimeout:    time.Duration(set.Write),
+		ReadBodyTimeout: time.Duration(set.ReadBody),
+	}
+}
+
+// recordForwarded counts a forwarded exchange and writes its access log
+// line.
+func (ex *exchange) recordForwarded(body int64) {
+	lp := ex.loop
+	lp.Stats.H3Requests.Add(1)
+	if lp.Shared.Access != nil {
+		ex.rec.FromRequest(ex.ctx.Req)
+	}
+	ex.meter.Begin(ex.req.Method, ex.start)
+	ex.meter.Route = ex.ctx.Route
+	ex.meter.InBytes = ex.inBytes
+	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, body, time.Now().UnixNano())
+	lp.FlushAccessLog()
+}
