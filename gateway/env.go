@@ -20,7 +20,7 @@ import (
 //	DOCUMENT_URI     the request's normal path, decoded (nginx's $uri)
 //	REQUEST_URI      the request-target as the client sent it (absolute-form: its path and query)
 //	QUERY_STRING     the query without "?", as sent ("" when none)
-//	REQUEST_METHOD, SERVER_PROTOCOL ("HTTP/1.1"), GATEWAY_INTERFACE ("CGI/1.1"), SERVER_SOFTWARE ("gale")
+//	REQUEST_METHOD, SERVER_PROTOCOL ("HTTP/1.1", "HTTP/2.0" or "HTTP/3.0"), GATEWAY_INTERFACE ("CGI/1.1"), SERVER_SOFTWARE ("gale")
 //	CONTENT_TYPE, CONTENT_LENGTH (both "" when the request has none)
 //	REMOTE_ADDR, REMOTE_PORT  the client (X-Forwarded-For's last untrusted hop when the peer is a trusted proxy)
 //	SERVER_NAME, SERVER_PORT  Host's name and port (the scheme's port when Host has none), as Caddy does
@@ -142,6 +142,7 @@ var (
 	valHTTP10   = []byte("HTTP/1.0")
 	valHTTP11   = []byte("HTTP/1.1")
 	valHTTP20   = []byte("HTTP/2.0")
+	valHTTP30   = []byte("HTTP/3.0")
 	valHTTP     = []byte("http")
 	valHTTPS    = []byte("https")
 	valOn       = []byte("on")
@@ -157,6 +158,8 @@ func protocol(v codec.Version) []byte {
 		return valHTTP10
 	case codec.HTTP20:
 		return valHTTP20
+	case codec.HTTP30:
+		return valHTTP30
 	}
 	return valHTTP11
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -19,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go/http3"
 )
 
 // h2cClient speaks HTTP/2 with prior knowledge over cleartext, on one
@@ -165,4 +169,74 @@ func TestFPMOverHTTP2SlowClient(t *testing.T) {
 	if st := s.gale.srv.FastCGIStats(); st.OffLoop != 1 {
 		t.Errorf("the response did not leave the loop: %+v", st)
 	}
+}
+
+// TestFPMOverHTTP3 runs PHP-FPM behind gale for HTTP/3 clients (quic-go's
+// client): the environment over QUIC, a form, an 8 MiB upload by hash,
+// and output streamed with flush().
+func TestFPMOverHTTP3(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), scripts)
+	f := startFPM(t, dir, "a", false, 3)
+	cert, key := writeCert(t, dir)
+	g := startGale(t, dir, `listen:
+  - {address: "127.0.0.1:0", http3: true, tls: {certificates: [{cert: "`+cert+`", key: "`+key+`"}]}}
+routes:
+  - path: /
+    fastcgi: {to: "`+f.listen+`", root: www}
+`, nil)
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(cert)
+	pool.AppendCertsFromPEM(pem)
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	t.Cleanup(func() { _ = tr.Close() })
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	base := "https://" + g.addr
+
+	resp, err := c.PostForm(base+"/env.php?a=1", url.Values{"name": {"h3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	env := decodeEnv(t, string(body))
+	if resp.ProtoMajor != 3 || env.Get["a"] != "1" || env.Post["name"] != "h3" ||
+		env.Server["SERVER_PROTOCOL"] != "HTTP/3.0" || env.Server["HTTPS"] != "on" {
+		t.Fatalf("%s: get %v post %v protocol %q https %q", resp.Proto, env.Get, env.Post, env.Server["SERVER_PROTOCOL"], env.Server["HTTPS"])
+	}
+
+	data := make([]byte, 8<<20)
+	_, _ = rand.Read(data)
+	sum := sha256.Sum256(data)
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("file", "blob.bin")
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	resp, err = c.Post(base+"/upload.php", mw.FormDataContentType(), bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := hex.EncodeToString(sum[:]) + " " + strconv.Itoa(len(data)) + " 0"; resp.StatusCode != 200 || string(body) != want {
+		t.Fatalf("upload: %d %q, want %q", resp.StatusCode, body, want)
+	}
+
+	gofile := filepath.Join(dir, "go")
+	resp, err = c.Get(base + "/flush.php?go=" + url.QueryEscape(gofile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "first\n" {
+		t.Fatalf("flush: first line %q %v", line, err)
+	}
+	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(br); string(rest) != "second\n" {
+		t.Fatalf("flush: rest %q", rest)
+	}
+	resp.Body.Close()
 }

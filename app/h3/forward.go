@@ -182,33 +182,58 @@ func (f *forward) writeAll(w http.ResponseWriter) bool {
 	}
 }
 
+// peek reads the first buffer of a body whose length the request did
+// not declare: HTTP/3 says only with the stream's end whether a body
+// follows, and a request whose stream ends with its head has none (a GET
+// goes upstream without framing, not chunked). A body that ended within
+// the buffer gets its length. It runs on the request's goroutine before
+// the exchange goes to the loop.
+func (f *forward) peek(req *codec.Request) {
+	f.read(time.Duration(f.ex.loop.Shared.Set.Load().ReadBody))
+	switch {
+	case f.n == 0 && f.err == io.EOF:
+		f.body = nil
+		req.ContentLength, req.Chunked = 0, false
+	case f.err == io.EOF:
+		req.ContentLength, req.Chunked = int64(f.n), false
+	}
+}
+
+// read reads the next buffer of the body, waiting at most wait.
+func (f *forward) read(wait time.Duration) {
+	if f.rc != nil {
+		_ = f.rc.SetReadDeadline(time.Now().Add(wait))
+	}
+	n, err := f.body.Read(f.buf[:])
+	f.n, f.off, f.err = n, 0, err
+	f.ready.Store(true)
+}
+
 // readBody reads the request body one buffer at a time, when the loop
-// asks, and wakes the loop with each.
+// asks, and wakes the loop with each. A buffer peek read goes first.
 func (f *forward) readBody() {
 	defer close(f.readerDone)
-	set := f.ex.loop.Shared.Set.Load()
-	wait := time.Duration(set.ReadBody)
+	wait := time.Duration(f.ex.loop.Shared.Set.Load().ReadBody)
+	if f.ready.Load() && (f.err != nil || !f.waitMore()) {
+		return
+	}
 	for {
-		if f.rc != nil {
-			_ = f.rc.SetReadDeadline(time.Now().Add(wait))
-		}
-		n, err := f.body.Read(f.buf[:])
-		select {
-		case <-f.quit:
-			return // the exchange ended: the loop takes nothing more
-		default:
-		}
-		f.n, f.off, f.err = n, 0, err
-		f.ready.Store(true)
+		f.read(wait)
 		f.ex.wakeLoop()
-		if err != nil {
+		if f.err != nil || !f.waitMore() {
 			return
 		}
-		select {
-		case <-f.more:
-		case <-f.quit:
-			return
-		}
+	}
+}
+
+// waitMore waits until the loop asks for the next buffer, and reports
+// false when the exchange ended instead.
+func (f *forward) waitMore() bool {
+	select {
+	case <-f.more:
+		return true
+	case <-f.quit:
+		return false
 	}
 }
 

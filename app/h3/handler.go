@@ -36,6 +36,9 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if forwards {
 			ex.fw.body = r.Body
 			ex.fw.rc, _ = w.(interface{ SetReadDeadline(time.Time) error })
+			if r.ContentLength < 0 {
+				ex.fw.peek(&ex.req)
+			}
 		} else {
 			ex.early = ex.discardBody(w, r)
 		}
