@@ -149,3 +149,30 @@ routes:
 		t.Errorf("answers by upstream %v, want both", seen)
 	}
 }
+
+// TestH2ProxyCloseDelimited: a response whose body ends where the
+// upstream closes reaches an HTTP/2 client whole, ended by END_STREAM.
+func TestH2ProxyCloseDelimited(t *testing.T) {
+	t.Parallel()
+	up := fakeUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		_, _ = http.ReadRequest(br)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"+strings.Repeat("z", 100000))
+	})
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    proxy: {to: ["`+up+`"]}
+`, nil)
+	c := h2cClient(t)
+	for i := 0; i < 3; i++ {
+		resp, err := c.Get(ts.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || string(body) != strings.Repeat("z", 100000) {
+			t.Fatalf("%d: %v %d, %d bytes", i, err, resp.StatusCode, len(body))
+		}
+	}
+}

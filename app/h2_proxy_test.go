@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +92,17 @@ func TestH2ProxyForwards(t *testing.T) {
 		w.Header().Del("Link")
 		_, _ = io.WriteString(w, "final\n")
 	})
+	mux.HandleFunc("/up/trailers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum, Content-Type")
+		_, _ = io.WriteString(w, "with trailers\n")
+		w.(http.Flusher).Flush() // chunked
+		w.Header().Set("X-Checksum", "c0ffee")
+		w.Header().Set("Content-Type", "text/evil") // not allowed in a trailer: dropped
+	})
+	mux.HandleFunc("/up/expect", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body) // net/http sends 100 Continue on the first read
+		fmt.Fprintf(w, "expect=%s %d", r.Header.Get("Expect"), len(body))
+	})
 	mux.HandleFunc("/up/notmod", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"v1"`)
 		w.WriteHeader(304)
@@ -154,6 +166,21 @@ func TestH2ProxyForwards(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != 200 || string(b) != "final\n" || len(interim) != 1 || interim[0] != "103 </app.js>; rel=preload" {
 				t.Errorf("%s: hints: %d %q, interim %q", name, resp.StatusCode, b, interim)
+			}
+		}
+		resp, body = h2get(t, cl.c, "GET", cl.base+"/up/trailers", nil)
+		if resp.StatusCode != 200 || body != "with trailers\n" || resp.Trailer.Get("X-Checksum") != "c0ffee" || resp.Trailer.Get("Content-Type") != "" {
+			t.Errorf("%s: trailers: %d %q %v", name, resp.StatusCode, body, resp.Trailer)
+		}
+		ereq, _ := http.NewRequest("PUT", cl.base+"/up/expect", strings.NewReader(strings.Repeat("e", 5000)))
+		ereq.Header.Set("Expect", "100-continue")
+		if r, err := cl.c.Do(ereq); err != nil {
+			t.Errorf("%s: expect: %v", name, err)
+		} else {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != 200 || string(b) != "expect=100-continue 5000" {
+				t.Errorf("%s: expect: %d %q", name, r.StatusCode, b)
 			}
 		}
 		resp, body = h2get(t, cl.c, "HEAD", cl.base+"/up/info", nil)
@@ -387,5 +414,63 @@ func TestH2ProxyTools(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "4000 succeeded, 0 failed, 0 errored") {
 			t.Errorf("h2load %s: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// TestH2ProxySlowUpstreamUpload uploads 32 MiB over HTTP/2 to an upstream
+// that reads 256 KiB every 20 ms: the body waits in the client, whose
+// windows get credit only as the upstream reads, so the process's heap
+// (gale, the client and the upstream together) grows by far less than the
+// body.
+func TestH2ProxySlowUpstreamUpload(t *testing.T) {
+	const size = 32 << 20
+	var mu sync.Mutex
+	var peak uint64
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	mux := http.NewServeMux()
+	mux.HandleFunc("/up/slow", func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 256<<10)
+		total := 0
+		for {
+			n, err := io.ReadFull(r.Body, buf)
+			total += n
+			if total%(4<<20) < n {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				mu.Lock()
+				peak = max(peak, ms.HeapInuse)
+				mu.Unlock()
+			}
+			if err != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		fmt.Fprint(w, total)
+	})
+	up := netUpstream(t, mux)
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+server: {limits: {body_bytes: 64MiB}}
+routes:
+  - path: /up/
+    proxy: {to: ["`+up+`"]}
+`, nil)
+	body := bytes.Repeat([]byte("u"), size)
+	resp, err := h2cClient(t).Post(ts.url("/up/slow"), "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != fmt.Sprint(size) {
+		t.Fatalf("%d %q", resp.StatusCode, got)
+	}
+	grew := int64(peak) - int64(base) - size // the test's own copy of the body
+	t.Logf("heap in use grew by %d KiB beyond the body at most", grew>>10)
+	if grew > 12<<20 {
+		t.Errorf("heap grew by %d MiB beyond the body: the upload was not paced", grew>>20)
 	}
 }

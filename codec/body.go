@@ -1,5 +1,7 @@
 package codec
 
+import "bytes"
+
 // Bounds on what a chunked body may carry besides its payload.
 const (
 	// MaxChunkExtBytes bounds the chunk extensions of one body, all chunks
@@ -71,7 +73,8 @@ const (
 // MaxChunkExtBytes per body; trailer fields are validated like header
 // fields (a token name, a colon with no whitespace before it, a value of
 // VCHAR, obs-text, SP and HTAB, no obs-fold, CRLF line endings) and
-// dropped, up to MaxTrailerBytes. A chunk-size has at most 16 hex digits.
+// dropped (kept in Keep when it is set), up to MaxTrailerBytes. A
+// chunk-size has at most 16 hex digits.
 type BodyReader struct {
 	state     uint8
 	digits    uint8  // hex digits of the current chunk-size
@@ -81,6 +84,11 @@ type BodyReader struct {
 	ext       int    // chunk-extension bytes so far
 	trailer   int    // trailer-section bytes so far
 	err       error  // sticky
+
+	// Keep, when set (after Init), receives the trailer section's field
+	// lines as they are validated, each with its CRLF, for a caller that
+	// relays them (ParseTrailers); it grows by at most MaxTrailerBytes.
+	Keep *[]byte
 }
 
 // Init prepares b for the body of r, bounded by max bytes of payload
@@ -339,6 +347,9 @@ func (b *BodyReader) stepTrailer(c byte, k uint8) error {
 	if b.trailer > MaxTrailerBytes+2 { // +2: the final CRLF
 		return errTrailerSize
 	}
+	if b.Keep != nil && b.state != stFinalLF && (b.state != stTrailerStart || c != '\r') {
+		*b.Keep = append(*b.Keep, c)
+	}
 	switch b.state {
 	case stTrailerStart:
 		switch {
@@ -377,4 +388,25 @@ func (b *BodyReader) stepTrailer(c byte, k uint8) error {
 		b.state = stDone
 	}
 	return nil
+}
+
+// ParseTrailers appends to dst the fields of a trailer section that a
+// BodyReader validated and kept (BodyReader.Keep): "name:value" lines
+// with CRLFs, the value's surrounding whitespace trimmed. The fields
+// alias section.
+func ParseTrailers(section []byte, dst []Header) []Header {
+	for len(section) > 0 {
+		i := bytes.Index(section, []byte("\r\n"))
+		if i < 0 {
+			break
+		}
+		line := section[:i]
+		section = section[i+2:]
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		dst = append(dst, Header{Name: line[:colon:colon], Value: TrimOWS(line[colon+1:])})
+	}
+	return dst
 }

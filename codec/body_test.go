@@ -227,3 +227,37 @@ func FuzzBody(f *testing.F) {
 		}
 	})
 }
+
+// TestBodyReaderKeepsTrailers: with Keep set, the trailer section's field
+// lines reach it whole, however the body is split, and ParseTrailers
+// reads them back; without it nothing is kept.
+func TestBodyReaderKeepsTrailers(t *testing.T) {
+	body := "5\r\nhello\r\n0\r\nX-Sum: 5 \r\ngrpc-status:0\r\n\r\n"
+	for split := 1; split <= len(body); split++ {
+		var b BodyReader
+		b.Init(&Request{Chunked: true}, 0)
+		var kept []byte
+		b.Keep = &kept
+		in, payload := []byte(body), ""
+		for done := false; !done; {
+			chunk := in[:min(split, len(in))]
+			n, p, d, err := b.Next(chunk)
+			if err != nil {
+				t.Fatalf("split %d: %v", split, err)
+			}
+			payload += string(p)
+			in, done = in[n:], d
+			if n == 0 && !d {
+				t.Fatalf("split %d: stuck", split)
+			}
+		}
+		if payload != "hello" || string(kept) != "X-Sum: 5 \r\ngrpc-status:0\r\n" {
+			t.Fatalf("split %d: payload %q kept %q", split, payload, kept)
+		}
+		fs := ParseTrailers(kept, nil)
+		if len(fs) != 2 || string(fs[0].Name) != "X-Sum" || string(fs[0].Value) != "5" ||
+			string(fs[1].Name) != "grpc-status" || string(fs[1].Value) != "0" {
+			t.Fatalf("split %d: fields %q", split, fs)
+		}
+	}
+}

@@ -50,6 +50,28 @@ import (
 // upstream connection's inbound buffer while it holds (see above).
 const MaxHeldResponse = 1 << 20
 
+// maxUpstreamBacklog bounds the request body bytes of a client on a
+// shared connection (HTTP/2, HTTP/3) that wait in the upstream
+// connection's output. Past it the exchange takes no more of the body,
+// so the credit the client's windows need does not come back and a slow
+// upstream paces a fast uploader; the sweep (or the client's next event)
+// resumes the body once the upstream read some of it. An HTTP/1.1
+// client's body waits in its own connection instead (see above).
+const maxUpstreamBacklog = 1 << 20
+
+// resumeBody moves more of a shared client's request body upstream from
+// the sweep, once a backlog the upstream was slow to read went down.
+func (ex *exchange) resumeBody(now int64) bool {
+	if ex.state != exActive || ex.reqDone || ex.bodyCount != nil || ex.uc == nil || ex.uc.state != ucBusy || ex.rstate == rsTunnel {
+		return false
+	}
+	ex.now = now
+	ex.busy = true
+	ex.pumpBody()
+	ex.busy = false
+	return ex.settle()
+}
+
 // behind reports whether the client can take no more (its sink has no
 // room: the output reached server.max_buffered_output) while the response
 // may not leave the loop: relaying must wait.

@@ -127,8 +127,9 @@ type exchange struct {
 	pace *pacer    // paced body, while the state is exPaced
 	hx   *h2cStream
 
-	trailers  []codec.Header // trailer fields the response ends with (h2c upstreams)
-	cancelled bool           // the upstream cancelled the stream: a cut response is cancelled, where the sink can say so
+	trailers   []codec.Header // trailer fields the response ends with (h2c upstreams; chunked HTTP/1.1 ones for shared clients)
+	trailerRaw []byte         // the trailer section of a chunked response, as the body reader kept it
+	cancelled  bool           // the upstream cancelled the stream: a cut response is cancelled, where the sink can say so
 }
 
 // reset clears ex for reuse, keeping its buffers.
@@ -347,6 +348,9 @@ func (ex *exchange) pumpBody() {
 	moved := false
 	var err error
 	for !ex.reqDone {
+		if ex.bodyCount == nil && ex.uc.c.OutboundBuffered() >= maxUpstreamBacklog {
+			break // the upstream reads slowly: the client's windows wait (backpressure.go)
+		}
 		p, done, berr := ex.body.Next()
 		if berr != nil {
 			status := 400
@@ -646,6 +650,9 @@ func (ex *exchange) check(now int64) {
 	case exHandoff, exPaced, exH2C:
 		return // the goroutine enforces its own deadlines
 	}
+	if ex.resumeBody(now) {
+		return // it ended
+	}
 	if ex.held {
 		ex.now = now
 		if ex.dkind != dlClientBody || now < ex.deadline {
@@ -835,6 +842,9 @@ func (ex *exchange) relayBody(buf []byte, off int) int {
 		ex.sink.WriteBody(payload)
 		if done {
 			ex.rstate = rsDone
+			if ex.rbody.Keep != nil {
+				ex.trailers = relayedTrailers(ex.trailers[:0], ex.trailerRaw)
+			}
 			break
 		}
 		if n == 0 {

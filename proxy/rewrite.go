@@ -490,6 +490,12 @@ func (ex *exchange) relayHead() {
 		return
 	}
 	ex.kind = ex.rbody.InitResponse(r, ex.isHead)
+	if ex.kind == codec.BodyChunked && ex.bodyCount == nil {
+		// A client on a shared connection (HTTP/2, HTTP/3) gets the
+		// trailer fields of a chunked response (relayBody).
+		ex.trailerRaw = ex.trailerRaw[:0]
+		ex.rbody.Keep = &ex.trailerRaw
+	}
 	ex.remaining = r.ContentLength
 	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.ProxyClosing()
 	length := r.ContentLength
@@ -500,4 +506,29 @@ func (ex *exchange) relayHead() {
 	ex.sink.WriteHead(handlers.Head{Status: r.Status, Reason: r.Reason, Fields: hs, Length: length, Close: ex.closeClient})
 	clear(hs)
 	lp.hdrs = hs[:0]
+}
+
+// relayedTrailers appends to dst the trailer fields of a chunked
+// response's section that may go on: not the connection-specific ones,
+// nor those that would say something about framing, routing or the
+// message's content (RFC 9110 section 6.5.1).
+func relayedTrailers(dst []codec.Header, section []byte) []codec.Header {
+	for _, f := range codec.ParseTrailers(section, nil) {
+		if codec.ConnectionSpecific(f.Name) || framingField(f.Name) || trailerForbidden(f.Name) {
+			continue
+		}
+		dst = append(dst, f)
+	}
+	return dst
+}
+
+// trailerForbidden reports whether a field must not be taken from a
+// trailer section.
+func trailerForbidden(name []byte) bool {
+	for _, n := range []string{"host", "trailer", "content-type", "content-encoding", "content-range", "authorization", "set-cookie", "cache-control", "expires", "date", "location", "retry-after", "vary", "www-authenticate"} {
+		if codec.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
