@@ -13,28 +13,11 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// fakeUpstream accepts connections and runs serve on each, for upstreams
-// that misbehave in ways net/http will not.
+// fakeUpstream runs serve on each connection to a new upstream, with a
+// reader over it, for upstreams that misbehave in ways net/http will not.
 func fakeUpstream(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c, bufio.NewReader(c))
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return rawUpstream(t, func(c net.Conn) { serve(c, bufio.NewReader(c)) })
 }
 
 // TestH2ProxyFailures: upstream failures are answered on their own

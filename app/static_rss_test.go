@@ -60,33 +60,20 @@ func TestLargeFileRSS(t *testing.T) {
 // pull a 256 MiB response through gale from an upstream that writes as
 // fast as gale takes it, for 20 seconds. The upstream lives in this
 // process; only the gale child is measured.
-func TestProxyRSS(t *testing.T) {
-	skipUnlessRSS(t)
-	const size = 256 << 20
-	chunk := pseudoRandom(1<<20, 7)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(size))
-		for range size >> 20 {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	})}
-	go up.Serve(ln)
-	defer up.Close()
-	slow := envInt("GALE_RSS_SLOW", 20)
-	measureRSS(t, t.TempDir(), fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: [%q]}\n", ln.Addr().String()),
-		size, envInt("GALE_RSS_CLIENTS", slow), slow)
-}
+func TestProxyRSS(t *testing.T) { proxyRSS(t, measureRSS) }
 
 // TestH2ProxyRSS is TestProxyRSS with HTTP/2 clients (h2c, one
 // connection each): the bodies they read slowly are paced off the loop,
 // so gale holds a buffer per stream, not the body.
 func TestH2ProxyRSS(t *testing.T) {
+	proxyRSS(t, func(t *testing.T, dir, routes string, size int64, clients, slow int) {
+		measureRSSWith(t, dir, routes, size, clients, slow, downloadH2C)
+	})
+}
+
+// proxyRSS runs measure on a proxy route to an upstream that sends a
+// 256 MiB body as fast as it is taken.
+func proxyRSS(t *testing.T, measure func(t *testing.T, dir, routes string, size int64, clients, slow int)) {
 	skipUnlessRSS(t)
 	const size = 256 << 20
 	chunk := pseudoRandom(1<<20, 7)
@@ -105,8 +92,8 @@ func TestH2ProxyRSS(t *testing.T) {
 	go up.Serve(ln)
 	defer up.Close()
 	slow := envInt("GALE_RSS_SLOW", 20)
-	measureRSSWith(t, t.TempDir(), fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: [%q]}\n", ln.Addr().String()),
-		size, envInt("GALE_RSS_CLIENTS", slow), slow, downloadH2C)
+	measure(t, t.TempDir(), fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: [%q]}\n", ln.Addr().String()),
+		size, envInt("GALE_RSS_CLIENTS", slow), slow)
 }
 
 // downloadH2C downloads over a new h2c connection (prior knowledge).

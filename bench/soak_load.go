@@ -94,7 +94,8 @@ func soakKinds(h2 bool) []soakKind {
 		{"websocket-echo", 2, (*soakLoad).websocket, false},
 	}
 	if h2 {
-		ks = append(ks, soakKind{"h2-tls", 12, (*soakLoad).overH2, false}, soakKind{"h2c", 8, (*soakLoad).overH2C, false})
+		ks = append(ks, soakKind{"h2-tls", 12, (*soakLoad).overH2, false}, soakKind{"h2c", 8, (*soakLoad).overH2C, false},
+			soakKind{"h2-proxy", 8, (*soakLoad).proxiedH2, false})
 	}
 	return ks
 }
@@ -243,6 +244,11 @@ func (l *soakLoad) overH2() error {
 
 func (l *soakLoad) overH2C() error {
 	return l.get(l.h2c, "http://"+l.env.plain, "/small.txt", l.env.files["/small.txt"], 2)
+}
+
+// proxiedH2 is proxy-keepalive for an HTTP/2 client (over TLS).
+func (l *soakLoad) proxiedH2() error {
+	return l.get(l.h2, "https://"+l.env.tlsAddr, "/up/echo-get", soakUpstreamBody, 2)
 }
 
 func (l *soakLoad) largeFile() error {

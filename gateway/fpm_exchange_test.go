@@ -2,14 +2,9 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
@@ -85,24 +80,7 @@ func TestFPMQueryAndForm(t *testing.T) {
 
 func TestFPMUpload8MiB(t *testing.T) {
 	s := startSite(t, "")
-	data := make([]byte, 8<<20)
-	_, _ = rand.Read(data)
-	sum := sha256.Sum256(data)
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	fw, _ := mw.CreateFormFile("file", "blob.bin")
-	_, _ = fw.Write(data)
-	_ = mw.Close()
-	resp, err := httpClient().Post(s.gale.url("/upload.php"), mw.FormDataContentType(), &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	want := hex.EncodeToString(sum[:]) + " " + strconv.Itoa(len(data)) + " 0"
-	if resp.StatusCode != 200 || string(body) != want {
-		t.Fatalf("%d %q, want %q", resp.StatusCode, body, want)
-	}
+	checkUpload8MiB(t, httpClient(), s.gale.url("/upload.php"))
 }
 
 func TestFPMStatusHeadersAndRedirects(t *testing.T) {
@@ -138,24 +116,7 @@ func TestFPMStatusHeadersAndRedirects(t *testing.T) {
 // the first line arrived).
 func TestFPMFlushStreams(t *testing.T) {
 	s := startSite(t, "")
-	gofile := filepath.Join(s.dir, "go")
-	resp, err := httpClient().Get(s.gale.url("/flush.php?go=" + url.QueryEscape(gofile)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "first\n" {
-		t.Fatalf("first line %q %v", line, err)
-	}
-	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := io.ReadAll(br)
-	if string(rest) != "second\n" {
-		t.Fatalf("rest %q", rest)
-	}
+	resp := checkFlushStreams(t, httpClient(), s.gale.url("/flush.php"), filepath.Join(s.dir, "go"))
 	if resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 {
 		t.Fatalf("a streamed response is chunked: %d %v", resp.ContentLength, resp.TransferEncoding)
 	}

@@ -12,7 +12,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,7 +45,7 @@ func TestFPMOverHTTP2(t *testing.T) {
 	s := startSite(t, "")
 	c := h2cClient(t)
 
-	resp, err := c.PostForm(s.gale.url("/env.php?a=%C3%A9"), url.Values{"name": {"gale & php"}})
+	resp, err := c.PostForm(s.gale.url("/env.php?a=%C3%A9"), neturl.Values{"name": {"gale & php"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,40 +58,9 @@ func TestFPMOverHTTP2(t *testing.T) {
 			env.Server["SERVER_PROTOCOL"], env.Server["CONTENT_LENGTH"])
 	}
 
-	data := make([]byte, 8<<20)
-	_, _ = rand.Read(data)
-	sum := sha256.Sum256(data)
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	fw, _ := mw.CreateFormFile("file", "blob.bin")
-	_, _ = fw.Write(data)
-	_ = mw.Close()
-	resp, err = c.Post(s.gale.url("/upload.php"), mw.FormDataContentType(), bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if want := hex.EncodeToString(sum[:]) + " " + strconv.Itoa(len(data)) + " 0"; resp.StatusCode != 200 || string(body) != want {
-		t.Fatalf("upload: %d %q, want %q", resp.StatusCode, body, want)
-	}
+	checkUpload8MiB(t, c, s.gale.url("/upload.php"))
 
-	gofile := filepath.Join(s.dir, "go")
-	resp, err = c.Get(s.gale.url("/flush.php?go=" + url.QueryEscape(gofile)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || line != "first\n" {
-		t.Fatalf("flush: first line %q %v", line, err)
-	}
-	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if rest, _ := io.ReadAll(br); string(rest) != "second\n" {
-		t.Fatalf("flush: rest %q", rest)
-	}
-	resp.Body.Close()
+	checkFlushStreams(t, c, s.gale.url("/flush.php"), filepath.Join(s.dir, "go"))
 
 	resp, err = c.Post(s.gale.url("/env.php"), "text/plain", io.MultiReader(strings.NewReader("no length")))
 	if err != nil {
@@ -193,7 +162,7 @@ routes:
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	base := "https://" + g.addr
 
-	resp, err := c.PostForm(base+"/env.php?a=1", url.Values{"name": {"h3"}})
+	resp, err := c.PostForm(base+"/env.php?a=1", neturl.Values{"name": {"h3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +174,15 @@ routes:
 		t.Fatalf("%s: get %v post %v protocol %q https %q", resp.Proto, env.Get, env.Post, env.Server["SERVER_PROTOCOL"], env.Server["HTTPS"])
 	}
 
+	checkUpload8MiB(t, c, base+"/upload.php")
+
+	checkFlushStreams(t, c, base+"/flush.php", filepath.Join(dir, "go"))
+}
+
+// checkUpload8MiB posts an 8 MiB file as multipart/form-data to url (the
+// upload.php script) and checks the hash PHP computed of what it got.
+func checkUpload8MiB(t *testing.T, c *http.Client, url string) {
+	t.Helper()
 	data := make([]byte, 8<<20)
 	_, _ = rand.Read(data)
 	sum := sha256.Sum256(data)
@@ -213,21 +191,27 @@ routes:
 	fw, _ := mw.CreateFormFile("file", "blob.bin")
 	_, _ = fw.Write(data)
 	_ = mw.Close()
-	resp, err = c.Post(base+"/upload.php", mw.FormDataContentType(), bytes.NewReader(buf.Bytes()))
+	resp, err := c.Post(url, mw.FormDataContentType(), bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ = io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if want := hex.EncodeToString(sum[:]) + " " + strconv.Itoa(len(data)) + " 0"; resp.StatusCode != 200 || string(body) != want {
 		t.Fatalf("upload: %d %q, want %q", resp.StatusCode, body, want)
 	}
+}
 
-	gofile := filepath.Join(dir, "go")
-	resp, err = c.Get(base + "/flush.php?go=" + url.QueryEscape(gofile))
+// checkFlushStreams fetches url (the flush.php script): its first line
+// must arrive while the script still waits for the file gofile, which
+// the check then creates. It returns the response, its body read.
+func checkFlushStreams(t *testing.T, c *http.Client, url, gofile string) *http.Response {
+	t.Helper()
+	resp, err := c.Get(url + "?go=" + neturl.QueryEscape(gofile))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || line != "first\n" {
 		t.Fatalf("flush: first line %q %v", line, err)
@@ -238,5 +222,5 @@ routes:
 	if rest, _ := io.ReadAll(br); string(rest) != "second\n" {
 		t.Fatalf("flush: rest %q", rest)
 	}
-	resp.Body.Close()
+	return resp
 }

@@ -176,12 +176,18 @@ func (ex *exchange) answer() {
 // record counts the exchange and writes its access log line; the bytes
 // are the body's length as answered.
 func (ex *exchange) record() {
-	lp := ex.loop
-	lp.Stats.H3Requests.Add(1)
 	sent := ex.size
 	if ex.noBody {
 		sent = 0
 	}
+	ex.recordSent(sent)
+}
+
+// recordSent counts the exchange and writes its access log line, with
+// sent body bytes.
+func (ex *exchange) recordSent(sent int64) {
+	lp := ex.loop
+	lp.Stats.H3Requests.Add(1)
 	if lp.Shared.Access != nil {
 		ex.rec.FromRequest(ex.ctx.Req)
 	}

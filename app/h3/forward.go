@@ -278,7 +278,7 @@ func (r *closeRun) Run(context.Context) error {
 	if p := ex.pending; p != nil {
 		ex.pending = nil
 		p.Closed()
-		ex.recordForwarded(0)
+		ex.recordSent(0)
 		ex.fw.finishedNow()
 	}
 	close(r.done)
@@ -452,7 +452,7 @@ func (c *forwardClient) ProxyFinish(r proxy.Result) {
 	if ex.status == 0 {
 		ex.status = r.Status
 	}
-	ex.recordForwarded(r.BodyBytes)
+	ex.recordSent(r.BodyBytes)
 	f.mu.Lock()
 	f.ended = true
 	if ex.status == 0 || !f.headSet {
@@ -472,19 +472,4 @@ func clientSettings(ex *exchange) proxy.ClientSettings {
 		WriteTimeout:    time.Duration(set.Write),
 		ReadBodyTimeout: time.Duration(set.ReadBody),
 	}
-}
-
-// recordForwarded counts a forwarded exchange and writes its access log
-// line.
-func (ex *exchange) recordForwarded(body int64) {
-	lp := ex.loop
-	lp.Stats.H3Requests.Add(1)
-	if lp.Shared.Access != nil {
-		ex.rec.FromRequest(ex.ctx.Req)
-	}
-	ex.meter.Begin(ex.req.Method, ex.start)
-	ex.meter.Route = ex.ctx.Route
-	ex.meter.InBytes = ex.inBytes
-	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, body, time.Now().UnixNano())
-	lp.FlushAccessLog()
 }
