@@ -470,7 +470,7 @@ routes:
 	}
 	grew := int64(peak) - int64(base) - size // the test's own copy of the body
 	t.Logf("heap in use grew by %d KiB beyond the body at most", grew>>10)
-	if grew > 12<<20 {
+	if grew > 12<<20 && !raceDetector { // the race detector's allocations blur the heap
 		t.Errorf("heap grew by %d MiB beyond the body: the upload was not paced", grew>>20)
 	}
 }

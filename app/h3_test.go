@@ -393,6 +393,12 @@ func TestHTTP3Proxy(t *testing.T) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(big)))
 		_, _ = w.Write(big)
 	})
+	mux.HandleFunc("/up/trailers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		_, _ = io.WriteString(w, "with trailers\n")
+		w.(http.Flusher).Flush() // chunked
+		w.Header().Set("X-Checksum", "c0ffee")
+	})
 	mux.HandleFunc("/up/cut", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000000")
 		_, _ = w.Write(make([]byte, 1000))
@@ -473,6 +479,9 @@ routes:
 	r.Body.Close()
 	if r.StatusCode != 200 || string(body) != "local\n" {
 		t.Fatalf("local route with a body: %d %q", r.StatusCode, body)
+	}
+	if resp, body := h3Get(t, c, "GET", base+"/up/trailers"); resp.StatusCode != 200 || string(body) != "with trailers\n" || resp.Trailer.Get("X-Checksum") != "c0ffee" {
+		t.Errorf("trailers: %d %q %v", resp.StatusCode, body, resp.Trailer)
 	}
 	r, err = c.Get(base + "/up/cut")
 	if err == nil {

@@ -136,17 +136,15 @@ func (f *forward) writeAll(w http.ResponseWriter) bool {
 		}
 		chunks := f.chunks
 		f.chunks = nil
-		ended, headSet := f.ended, f.headSet
+		ended, headSet, trailers := f.ended, f.headSet, f.trailers
 		f.mu.Unlock()
 		if !wrote && headSet {
 			h := w.Header()
 			for k, v := range f.header {
 				h[k] = v
 			}
-			if f.trailers != nil || ended {
-				for k := range f.trailers {
-					h.Add("Trailer", k)
-				}
+			for k := range trailers {
+				h.Add("Trailer", k)
 			}
 			w.WriteHeader(f.status)
 			wrote = true
@@ -174,7 +172,7 @@ func (f *forward) writeAll(w http.ResponseWriter) bool {
 			if !wrote {
 				return true // ended without a head
 			}
-			for k, v := range f.trailers {
+			for k, v := range trailers {
 				w.Header()[http.TrailerPrefix+k] = v
 			}
 			return false
