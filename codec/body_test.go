@@ -15,15 +15,18 @@ type bodyResult struct {
 	payload  string
 	done     bool
 	err      error
+	trailers string // the trailer section BodyReader.Keep received
 }
 
 // frameBody feeds in to a BodyReader in pieces ending at cuts (then
 // len(in)), the way a connection would: bytes not consumed stay at the
 // front of the next piece.
-func frameBody(r *Request, max int64, in []byte, cuts []int) bodyResult {
+func frameBody(r *Request, max int64, in []byte, cuts []int) (res bodyResult) {
 	var b BodyReader
 	b.Init(r, max)
-	var res bodyResult
+	var kept []byte
+	b.Keep = &kept
+	defer func() { res.trailers = string(kept) }()
 	var payload []byte
 	for _, k := range append(cuts, len(in)) {
 		for {
@@ -137,6 +140,10 @@ func TestBodyReader(t *testing.T) {
 			if c.err != nil {
 				got.consumed = 0 // not part of the contract after an error
 			}
+			if got.done {
+				checkKeptTrailers(t, got.trailers)
+			}
+			got.trailers = "" // TestBodyReaderKeepsTrailers checks what is kept
 			if got != want {
 				t.Errorf("%s %s: got %+v; want %+v", c.name, how, got, want)
 			}
@@ -224,6 +231,7 @@ func FuzzBody(f *testing.F) {
 			if err == nil && string(p) != whole.payload {
 				t.Fatalf("payload %q; net/http: %q", whole.payload, p)
 			}
+			checkKeptTrailers(t, whole.trailers)
 		}
 	})
 }
@@ -258,6 +266,26 @@ func TestBodyReaderKeepsTrailers(t *testing.T) {
 		if len(fs) != 2 || string(fs[0].Name) != "X-Sum" || string(fs[0].Value) != "5" ||
 			string(fs[1].Name) != "grpc-status" || string(fs[1].Value) != "0" {
 			t.Fatalf("split %d: fields %q", split, fs)
+		}
+	}
+}
+
+// checkKeptTrailers checks a trailer section a BodyReader kept for a body
+// it framed whole: field lines each ending in CRLF, within the bound, and
+// ParseTrailers reads one token-named field per line, with no CR or LF in
+// a value.
+func checkKeptTrailers(t *testing.T, section string) {
+	t.Helper()
+	if len(section) > MaxTrailerBytes || section != "" && !strings.HasSuffix(section, "\r\n") {
+		t.Fatalf("kept trailer section %q", section)
+	}
+	fs := ParseTrailers([]byte(section), nil)
+	if len(fs) != strings.Count(section, "\r\n") {
+		t.Fatalf("%d fields from %q", len(fs), section)
+	}
+	for _, f := range fs {
+		if len(f.Name) == 0 || bytes.ContainsAny(f.Name, " \t:\r\n") || bytes.ContainsAny(f.Value, "\r\n") {
+			t.Fatalf("field %q: %q from %q", f.Name, f.Value, section)
 		}
 	}
 }
