@@ -96,8 +96,10 @@ func TestFPMOverHTTP2(t *testing.T) {
 	}
 }
 
-// TestFPMOverHTTP2SlowClient reads a 24 MiB PHP response slowly over
-// HTTP/2: the response leaves the loop, and the heap stays bounded.
+// TestFPMOverHTTP2SlowClient reads a 24 MiB PHP response over HTTP/2,
+// stopping after the first MiB until the response has left the loop (the
+// client's windows shut, the script runs ahead), then slowly: the heap
+// stays bounded.
 func TestFPMOverHTTP2SlowClient(t *testing.T) {
 	s := startSite(t, "")
 	const chunks = 384 // of 64 KiB
@@ -111,8 +113,17 @@ func TestFPMOverHTTP2SlowClient(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var peak uint64
-	total := 0
 	buf := make([]byte, 128<<10)
+	first := make([]byte, 1<<20)
+	total, err := io.ReadFull(resp.Body, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); s.gale.srv.FastCGIStats().OffLoop == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the response never left the loop: %+v", s.gale.srv.FastCGIStats())
+		}
+	}
 	for {
 		n, err := io.ReadFull(resp.Body, buf)
 		total += n
