@@ -30,6 +30,8 @@ type conn struct {
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
 	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none
+
+	proxyWait bool // the listener expects a PROXY protocol header, which has not arrived yet (proxyproto.go)
 }
 
 func newConn(l *loop, c gnet.Conn) *conn {
@@ -62,6 +64,11 @@ func (cs *conn) release() {
 // onTraffic runs the connection's OnTraffic: the TLS handshake while it
 // is not done, the choice of protocol, then the engine.
 func (cs *conn) onTraffic() gnet.Action {
+	if cs.proxyWait {
+		if a, stop := cs.proxyHeader(); stop {
+			return a
+		}
+	}
 	if cs.tls != nil {
 		if a, handled := cs.tls.Traffic(); handled {
 			if a == gnet.None && cs.tls.Failed() {
@@ -88,6 +95,9 @@ func (cs *conn) onTraffic() gnet.Action {
 func (cs *conn) check(now int64, set *wire.Settings) bool {
 	if cs.Dead {
 		return false
+	}
+	if cs.proxyWait {
+		return now-cs.LastActive > set.ReadHeader // timeouts.read_header bounds the wait for the PROXY header
 	}
 	if cs.tls != nil && cs.tls.Handshaking() {
 		return cs.tls.CheckHandshake(now)

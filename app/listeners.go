@@ -33,6 +33,7 @@ type listenerInfo struct {
 	http3   bool              // HTTP/3 on the same UDP port (listen[].http3)
 	altH1   []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
 	altH2   []byte            // with http3: the alt-svc value of its HTTP/2 responses
+	proxyPr bool              // connections open with a PROXY protocol header (listen[].proxy_protocol)
 }
 
 // httpsRedirect answers every request of a redirect_to_https listener.
@@ -67,6 +68,7 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 				li.altH1, li.altH2 = altSvcLines(ap.Port(), cfg.Server.HTTP3)
 			}
 		}
+		li.proxyPr = l.ProxyProtocol
 		s.listeners[i] = li
 	}
 	for i := range cfg.Listen {
@@ -94,7 +96,7 @@ func uniformProtocols(listeners []listenerInfo) config.Protocols {
 	var p config.Protocols
 	for i := range listeners {
 		li := &listeners[i]
-		if li.tls != nil || li.toHTTPS != nil || (p != 0 && li.protos != p) {
+		if li.tls != nil || li.toHTTPS != nil || li.proxyPr || (p != 0 && li.protos != p) {
 			return 0
 		}
 		p = li.protos
@@ -143,6 +145,7 @@ func (s *Server) attachTransport(c gnet.Conn) {
 	}
 	if li := s.listenerOf(c); li != nil {
 		cs.protos = li.protos
+		cs.proxyWait = li.proxyPr
 		switch {
 		case li.tls != nil:
 			cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, li.tls)

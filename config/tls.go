@@ -88,6 +88,12 @@ func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
 		ok = ok && good
 	}
 	ok = d.listenerHTTP3(s, path, &l) && ok
+	d.setBool(s, "proxy_protocol", &l.ProxyProtocol)
+	if l.ProxyProtocol && l.HTTP3 {
+		d.errorf(s.key("proxy_protocol"), join(path, "proxy_protocol"),
+			"HTTP/3 arrives over QUIC (UDP), which carries no PROXY protocol header: serve http3 on a listener without proxy_protocol")
+		ok = false
+	}
 	return l, ok
 }
 

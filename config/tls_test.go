@@ -116,6 +116,7 @@ func TestTLSListeners(t *testing.T) {
       },
       "Protocols": "[h1, h2c]",
       "HTTP3": false,
+      "ProxyProtocol": false,
       "Pos": {
         "Line": 2,
         "Col": 5
@@ -150,6 +151,7 @@ func TestTLSListeners(t *testing.T) {
       },
       "Protocols": "[h1, h2]",
       "HTTP3": false,
+      "ProxyProtocol": false,
       "Pos": {
         "Line": 3,
         "Col": 5

@@ -44,6 +44,7 @@ type Listener struct {
 	RedirectToHTTPS *HTTPSRedirect // non-nil: a plain listener that answers every request with a redirect to https (redirect_to_https: true)
 	Protocols       Protocols      // never empty: default h1 and h2 on TLS listeners, h1 and h2c on plain ones; h2 only with TLS, h2c only without
 	HTTP3           bool           // also serve HTTP/3 over QUIC on the same port (UDP); TLS listeners only
+	ProxyProtocol   bool           // every connection opens with a PROXY protocol header (v1 or v2) naming the client
 	Pos             Pos            // where the address (or the object) is written
 }
 

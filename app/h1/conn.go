@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -66,6 +67,10 @@ type Conn struct {
 }
 
 var _ wire.Engine = (*Conn)(nil)
+
+// ClientIs makes ap the client's address for the connection's requests
+// (a PROXY protocol header named it before any request).
+func (cs *Conn) ClientIs(ap netip.AddrPort) { cs.ctx.Remote = ap }
 
 // Open makes cs the HTTP/1.1 engine of transport wc, on the loop whose
 // HTTP/1.1 state is l. cs must not be copied afterwards.

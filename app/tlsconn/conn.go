@@ -280,8 +280,13 @@ func (s *shim) Close() error {
 	return nil
 }
 
-func (s *shim) LocalAddr() net.Addr              { return s.t.wc.C.LocalAddr() }
-func (s *shim) RemoteAddr() net.Addr             { return s.t.wc.C.RemoteAddr() }
+func (s *shim) LocalAddr() net.Addr  { return s.t.wc.C.LocalAddr() }
+func (s *shim) RemoteAddr() net.Addr { return s.t.wc.C.RemoteAddr() }
+
+// ClientIs makes ap the client's address for the handshake gate's
+// per-address share (a PROXY protocol header named it before the
+// ClientHello, so no slot is claimed yet).
+func (t *Conn) ClientIs(ap netip.AddrPort)       { t.key = shareKey(ap) }
 func (s *shim) SetDeadline(time.Time) error      { return nil }
 func (s *shim) SetReadDeadline(time.Time) error  { return nil }
 func (s *shim) SetWriteDeadline(time.Time) error { return nil }

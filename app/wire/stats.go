@@ -23,4 +23,5 @@ type Stats struct {
 	H3Conns     atomic.Uint64    // QUIC connections whose requests this loop answers (HTTP/3)
 	H3Requests  atomic.Uint64    // HTTP/3 requests answered (included in Requests)
 	NoPreface   atomic.Uint64    // connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface
+	BadProxyHdr atomic.Uint64    // connections closed unanswered on a proxy_protocol listener: no valid PROXY header
 }
