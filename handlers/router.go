@@ -80,6 +80,23 @@ func (rt *Route) ApplyResponseHeaders(resp *Response) {
 	}
 }
 
+// ReadsBody reports whether the route that would serve c reads the
+// request body (a proxy or FastCGI route), without serving it: the path
+// is normalised and the routes matched as Serve does, and c is left as it
+// was (but its scratch memory's contents). An engine asks it before any
+// body byte arrived, to decide whether to keep the body for the handler
+// or to answer once the body ended.
+func (rt *Router) ReadsBody(c *Ctx) bool {
+	mark, path := len(c.Scratch), c.Path
+	var r *Route
+	if c.normalizePath() {
+		r, _ = rt.lookup(c.Req.Host, c.Path, c, nil)
+	}
+	c.Scratch, c.Path = c.Scratch[:mark], path
+	c.capPath, c.caps = nil, nil
+	return r != nil && r.ReadsBody()
+}
+
 // ReadsBody reports whether the route's handler reads the request body
 // (a proxy or FastCGI route): an engine keeps the body for it as it
 // arrives, where it would otherwise discard it.

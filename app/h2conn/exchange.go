@@ -119,7 +119,7 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 		ex.keepRequest()
 		ex.deferred = true
 		ex.bodySince = h.wc.LastActive
-		if h.wc.Loop.Shared.Set.Load().Forwards {
+		if set := h.wc.Loop.Shared.Set.Load(); set.Forwards && set.Router.ReadsBody(&ex.ctx) {
 			ex.serveWithBody()
 		}
 		return
@@ -127,24 +127,20 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	ex.run()
 }
 
-// serveWithBody serves a request whose body is still to come, under a
-// configuration where some route reads bodies: a handler that forwards
-// it (it answers later, on a route that reads bodies) gets the body as
-// it arrives; any other answer is held until the body ended, as for
-// every request with a body.
+// serveWithBody serves a request whose body is still to come, on a route
+// that reads bodies (a proxy or FastCGI route): a handler that answers
+// later gets the body as it arrives; an answer given at once (an access
+// rule's 403, a 502) is held until the body ended, as for every request
+// with a body.
 func (ex *exchange) serveWithBody() {
 	ex.keepBody = true
 	ex.serve()
-	switch {
-	case ex.pending != nil && ex.ctx.Route != nil && ex.ctx.Route.ReadsBody():
+	if ex.pending != nil {
 		ex.deferred = false
-	case ex.pending != nil:
-		ex.keepBody = false // a file-cache load: answered when it ends
-		ex.deferred = false
-	default:
-		ex.keepBody = false
-		ex.heldAnswer = true
+		return
 	}
+	ex.keepBody = false
+	ex.heldAnswer = true
 }
 
 // run serves the request and answers it, unless it is answered later.

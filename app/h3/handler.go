@@ -25,15 +25,16 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.loop = lp
 	ex.start = time.Now().UnixNano()
 	ex.early = ex.fill(r)
-	forwards := lp.Shared.Set.Load().Forwards
-	if forwards {
-		// A route may read the body: it is read as the handler takes
-		// it (forward.go), or dropped after a local answer.
+	set := lp.Shared.Set.Load()
+	if set.Forwards {
+		// A route may forward the request (forward.go).
 		ex.fw.init(ex)
 		ex.fw.attach(&ex.ctx)
 	}
 	if hasBody(r) && ex.early == 0 {
-		if forwards {
+		ex.ctx.Req = &ex.req
+		if set.Forwards && set.Router.ReadsBody(&ex.ctx) {
+			// Read as the handler takes it.
 			ex.fw.body = r.Body
 			ex.fw.rc, _ = w.(interface{ SetReadDeadline(time.Time) error })
 			if r.ContentLength < 0 {
@@ -61,7 +62,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ex.fw.body != nil {
-		ex.discardBody(w, r) // answered by a route that does not read it
+		ex.discardBody(w, r) // answered at once (a 403, a 502) by a route that reads bodies
 	}
 	ex.write(w)
 	ex.release()
