@@ -55,9 +55,9 @@ func serve(t *testing.T, rt *Router, req *codec.Request) *Ctx {
 	return c
 }
 
-func mustBuild(t *testing.T, cfg *config.Config) *Router {
+func mustBuild(t *testing.T, cfg *config.Config, opts ...Option) *Router {
 	t.Helper()
-	rt, err := Build(cfg)
+	rt, err := Build(cfg, opts...)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}

@@ -341,3 +341,28 @@ func TestRouterConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRouterReadsBody: ReadsBody tells a proxy route's request from a
+// local route's by the route Serve would choose (normalised path, host
+// group), and leaves the exchange as it was.
+func TestRouterReadsBody(t *testing.T) {
+	routes := routerRoutes()
+	routes = append(routes, config.Route{Path: "/up/", Proxy: &config.Proxy{To: []config.Upstream{{Network: "tcp", Address: "127.0.0.1:9", Raw: "127.0.0.1:9"}}}})
+	rt := mustBuild(t, &config.Config{Routes: routes}, WithProxy(func(r *Route) (Handler, error) { return nopHandler{}, nil }))
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{{"/up/x", true}, {"//%75p/./x", true}, {"/api/users", false}, {"/nowhere", false}, {"/up/../../x", false}} {
+		c := &Ctx{Req: request("POST", "", tt.path), Scratch: make([]byte, 0, 64)}
+		if got := rt.ReadsBody(c); got != tt.want {
+			t.Errorf("%s: ReadsBody %v, want %v", tt.path, got, tt.want)
+		}
+		if c.Path != nil || c.Route != nil || len(c.Scratch) != 0 {
+			t.Errorf("%s: the exchange changed: path %q route %v scratch %d", tt.path, c.Path, c.Route, len(c.Scratch))
+		}
+	}
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Serve(c *Ctx) {}
