@@ -244,6 +244,9 @@ var keySamples = map[string]any{
 	"routes[].access[].allow":          []any{"127.0.0.2", "10.0.0.0/8"},
 	"routes[].access[].deny":           "all",
 	"routes[].rate_limit.rate":         "10/s",
+	"routes[].basic_auth.realm":        "staff",
+	"routes[].basic_auth.users":        map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
+	"routes[].basic_auth.htpasswd":     "/dev/null",
 	"routes[].rate_limit.header":       "X-Api-Key",
 	"routes[].static.try_files":        []any{"{path}", "/index.html"},
 }

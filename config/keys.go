@@ -405,6 +405,7 @@ var routeKeys = func() *keySpec {
 		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept.`),
 		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
 		rateLimitKeys,
+		basicAuthKeys,
 		headersKeys,
 		staticKeys,
 		proxyKeys,

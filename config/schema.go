@@ -604,6 +604,9 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	if v := s.get("access"); v != nil {
 		r.Access = d.access(v, join(path, "access"))
 	}
+	if v := s.get("basic_auth"); v != nil {
+		r.BasicAuth = d.basicAuth(v, join(path, "basic_auth"))
+	}
 	if v := s.get("rate_limit"); v != nil {
 		r.RateLimit = d.rateLimit(v, join(path, "rate_limit"))
 	}

@@ -208,6 +208,7 @@ type Route struct {
 	Rewrite   *Rewrite     // internal rewrite of path and query before the handler; nil = none
 	Access    []AccessRule // client address rules, first match wins, no match denies; nil = every client
 	RateLimit *RateLimit   // nil = none
+	BasicAuth *BasicAuth   // nil = none
 	Headers   HeaderRules  // applied on every route kind
 	Static    *Static
 	Respond   *Respond

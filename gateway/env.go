@@ -261,9 +261,10 @@ func lastColon(h []byte) int {
 // appendFields appends HTTP_* for the request's fields.
 func (h *Handler) appendFields(b []byte, req *codec.Request, sc *envScratch) []byte {
 	hs := req.Headers
+	strip := h.route.StripsAuthorization()
 	for i := range hs {
 		name := hs[i].Name
-		if skipField(name) || seenBefore(hs, i) {
+		if skipField(name) || seenBefore(hs, i) || strip && codec.EqualFold(name, "Authorization") {
 			continue
 		}
 		sc.name = append(sc.name[:0], "HTTP_"...)

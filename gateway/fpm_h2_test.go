@@ -235,3 +235,36 @@ func checkFlushStreams(t *testing.T, c *http.Client, url, gofile string) *http.R
 	}
 	return resp
 }
+
+// TestFPMBasicAuth: a fastcgi route behind basic_auth runs the script
+// once the credentials verify, and the script does not see them
+// (HTTP_AUTHORIZATION).
+func TestFPMBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), scripts)
+	f := startFPM(t, dir, "a", false, 2)
+	hash := "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu" // "secret"
+	g := startGale(t, dir, `
+routes:
+  - path: /
+    basic_auth: {users: {alice: "`+hash+`"}}
+    fastcgi: {to: "`+f.listen+`", root: www}
+`, nil)
+	c := httpClient()
+	req, _ := http.NewRequest("GET", g.url("/env.php"), nil)
+	if resp, err := c.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("without credentials: %v %v", err, resp)
+	}
+	req, _ = http.NewRequest("GET", g.url("/env.php"), nil)
+	req.SetBasicAuth("alice", "secret")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	env := decodeEnv(t, string(body))
+	if _, got := env.Server["HTTP_AUTHORIZATION"]; resp.StatusCode != 200 || got {
+		t.Errorf("%d, HTTP_AUTHORIZATION reached the script: %v", resp.StatusCode, got)
+	}
+}

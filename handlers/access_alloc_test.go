@@ -31,6 +31,10 @@ func TestAccessAllocs(t *testing.T) {
   - path: /denied/
     access: [{deny: all}]
     respond: {body: ok}
+  - path: /auth/
+    rate_limit: {rate: 1000000/s, burst: 1000000}
+    basic_auth: {users: {alice: "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"}}
+    respond: {body: ok}
 `)
 	tests := []struct {
 		name, from, target string
@@ -43,6 +47,10 @@ func TestAccessAllocs(t *testing.T) {
 		{"ipv6 key", "[2001:db8::1]:1", "/v6/x", nil, 200},
 		{"matchers, access, rewrite", "127.0.0.2:1", "/matched/x/y?q=a+b", []string{"X-A", "2"}, 200},
 		{"access denies", "127.0.0.2:1", "/denied/", nil, 403},
+		// Verified once (here, with no engine to wait on), then
+		// remembered: a digest and a lookup per request.
+		{"basic auth remembered, with a rate limit", "127.0.0.2:1", "/auth/x", []string{"Authorization", "Basic YWxpY2U6c2VjcmV0"}, 200},
+		{"basic auth missing", "127.0.0.2:1", "/auth/x", nil, 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,7 @@ type Route struct {
 	rewrite  *config.Rewrite
 	access   accessRules // nil = every client
 	limit    *limiter    // nil = no rate limit
+	auth     *basicAuth  // nil = no basic_auth
 	order    int         // index in the file, the last tie-break of the precedence
 }
 
@@ -330,6 +331,13 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 		}
 		r.limit = newLimiter(rc.RateLimit)
 	}
+	if rc.BasicAuth != nil {
+		a, err := newBasicAuth(rc.BasicAuth)
+		if err != nil {
+			return nil, err
+		}
+		r.auth = a
+	}
 	n := 0
 	if rc.Static != nil {
 		n++
@@ -559,7 +567,19 @@ func (rt *Router) Serve(c *Ctx) {
 		c.Error(404)
 		return
 	}
-	if !r.admit(c) || !r.applyRewrite(c) {
+	if !r.admit(c) {
+		if c.Resp.Pending == nil { // a verification answers later (basicauth.go)
+			r.ApplyResponseHeaders(&c.Resp)
+		}
+		return
+	}
+	r.serveAdmitted(c)
+}
+
+// serveAdmitted serves an exchange the route admitted: its rewrite, then
+// its handler.
+func (r *Route) serveAdmitted(c *Ctx) {
+	if !r.applyRewrite(c) {
 		r.ApplyResponseHeaders(&c.Resp)
 		return
 	}
@@ -574,8 +594,11 @@ func (rt *Router) Serve(c *Ctx) {
 	}
 }
 
-// admit applies the route's access rules and rate limit to the exchange:
-// it answers 403 or 429 and reports false when one refuses it.
+// admit applies the route's access rules, rate limit and basic_auth to
+// the exchange, in that order (the limit bounds the verifications a
+// client can ask for): it answers 403, 429 or 401, or leaves a
+// verification pending (c.Resp.Pending), and reports false, when one
+// does not let it through now.
 func (r *Route) admit(c *Ctx) bool {
 	if r.access != nil {
 		if ok, _ := r.access.allows(ClientAddr(c)); !ok {
@@ -583,8 +606,25 @@ func (r *Route) admit(c *Ctx) bool {
 			return false
 		}
 	}
-	return r.limit == nil || r.limit.limit(c)
+	if r.limit != nil && !r.limit.limit(c) {
+		return false
+	}
+	if r.auth == nil {
+		return true
+	}
+	switch r.auth.check(r, c) {
+	case authPass:
+		return true
+	case authDeny:
+		r.auth.deny(c)
+	}
+	return false
 }
+
+// StripsAuthorization reports whether the route keeps the client's
+// Authorization field from the application behind it (basic_auth
+// without forward_authorization).
+func (r *Route) StripsAuthorization() bool { return r.auth != nil && !r.auth.forward }
 
 // applyRewrite applies the route's rewrite: the path template's expansion,
 // normalised as a request path is (a path that would climb above "/" is

@@ -305,6 +305,9 @@ func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, truste
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
+		if len(name) == 13 && codec.EqualFold(name, "authorization") && ex.h.route.StripsAuthorization() {
+			continue // basic_auth's credentials stop at gale
+		}
 		switch len(name) {
 		case 4:
 			if codec.EqualFold(name, "host") {

@@ -46,6 +46,7 @@ const usage = `usage:
   gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]
                                              forward every request to the upstreams
                                              (host:port, unix:/path or http://host:port)
+  gale hash-password [--cost N] < password   print a bcrypt hash for basic_auth
 `
 
 func main() {
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdFileServer(args, stdout, stderr)
 	case "reverse-proxy":
 		return cmdReverseProxy(args, stdout, stderr)
+	case "hash-password":
+		return cmdHashPassword(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
