@@ -77,6 +77,19 @@ routes:
 				t.Errorf("%s: alice %d: %d %q", name, i, resp.StatusCode, body)
 			}
 		}
+		for pw, want := range map[string]int{"nope": 401, "alice-pw": 200} {
+			req, _ := http.NewRequest("POST", ts.url("/private/post"), strings.NewReader(strings.Repeat("b", 100000)))
+			req.SetBasicAuth("alice", pw)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("%s: POST: %v", name, err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s: POST with password %q: %d, want %d", name, pw, resp.StatusCode, want)
+			}
+		}
 		if resp, body := get(c, "/fwd/x", "alice", "alice-pw"); resp.StatusCode != 200 || !strings.HasPrefix(body, `authorization="Basic `) {
 			t.Errorf("%s: forwarded: %d %q", name, resp.StatusCode, body)
 		}

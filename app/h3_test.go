@@ -411,6 +411,9 @@ func TestHTTP3Proxy(t *testing.T) {
 routes:
   - path: /up/
     proxy: {to: ["`+up+`"]}
+  - path: /auth/
+    basic_auth: {users: {alice: "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"}}
+    proxy: {to: ["`+up+`"], rewrite: /up/}
   - path: /
     respond: {status: 200, body: "local\n"}
 `, nil, nil)
@@ -479,6 +482,21 @@ routes:
 	r.Body.Close()
 	if r.StatusCode != 200 || string(body) != "local\n" {
 		t.Fatalf("local route with a body: %d %q", r.StatusCode, body)
+	}
+	// basic_auth in front of the proxy, with bodies: a 401 from the
+	// verification, then the upload once it passes.
+	for pw, want := range map[string]int{"wrong": 401, "secret": 200} {
+		req, _ := http.NewRequest("POST", base+"/auth/sum", bytes.NewReader(upload[:1<<20]))
+		req.SetBasicAuth("alice", pw)
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != want {
+			t.Errorf("basic auth, password %q: %d, want %d", pw, r.StatusCode, want)
+		}
 	}
 	if resp, body := h3Get(t, c, "GET", base+"/up/trailers"); resp.StatusCode != 200 || string(body) != "with trailers\n" || resp.Trailer.Get("X-Checksum") != "c0ffee" {
 		t.Errorf("trailers: %d %q %v", resp.StatusCode, body, resp.Trailer)

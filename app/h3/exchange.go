@@ -137,9 +137,15 @@ func (ex *exchange) resume() {
 	default:
 		ex.pending = nil
 		if np := c.Resp.Pending; np != nil {
-			ex.pending = np // it waits again (an error page, an index file)
+			ex.pending = np // it waits again (an error page, an index file, the proxy after a verification)
 			return
 		}
+	}
+	if ex.fw.on {
+		// The request's goroutine writes through the sink: a
+		// continuation that answered itself (a 401) is sent so.
+		ex.fw.answer(c)
+		return
 	}
 	ex.answer()
 }

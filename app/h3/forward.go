@@ -471,3 +471,20 @@ func clientSettings(ex *exchange) proxy.ClientSettings {
 		ReadBodyTimeout: time.Duration(set.ReadBody),
 	}
 }
+
+// answer sends a response a forwarded exchange's continuation answered
+// itself (a 401 after a failed verification) through the sink, and ends
+// the exchange. It runs on the loop.
+func (f *forward) answer(c *handlers.Ctx) {
+	ex := f.ex
+	resp := &c.Resp
+	fields := resp.Headers
+	if len(ex.server) > 0 {
+		fields = append([]codec.Header{{Name: []byte("Server"), Value: ex.server}}, fields...)
+	}
+	f.sink.WriteHead(handlers.Head{Status: resp.Status, Fields: fields, Length: int64(len(resp.Body))})
+	f.sink.WriteBody(resp.Body)
+	f.sink.Finish(nil)
+	ex.recordSent(int64(len(resp.Body)))
+	f.finishedNow()
+}
