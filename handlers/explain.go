@@ -53,6 +53,7 @@ func (rt *Router) Explain(c *Ctx) []string {
 		return tr.lines
 	}
 	tr.limit(r)
+	tr.basicAuth(r)
 	if r.rewrite != nil {
 		before, beforeQ := string(c.Path), string(c.Req.Query)
 		if !r.applyRewrite(c) {
@@ -173,6 +174,15 @@ func (t *trace) access(r *Route, c *Ctx) bool {
 		t.addf("access: rule %d (deny %s) denies %s: 403", i+1, joinPrefixes(r.access[i].Prefixes), addrString(ClientAddr(c)))
 	}
 	return ok
+}
+
+// basicAuth reports the route's basic_auth (credentials are not checked
+// here: their verification is a server's).
+func (t *trace) basicAuth(r *Route) {
+	if t == nil || r.auth == nil {
+		return
+	}
+	t.addf("basic_auth: realm %q, %d users; without valid credentials: 401 with WWW-Authenticate", r.Conf.BasicAuth.Realm, len(r.auth.users))
 }
 
 // limit reports the route's rate limit (whose state a server keeps).
