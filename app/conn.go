@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -32,6 +33,10 @@ type conn struct {
 	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none
 
 	proxyWait bool // the listener expects a PROXY protocol header, which has not arrived yet (proxyproto.go)
+
+	li       *listenerInfo // the listener that accepted it; nil when every listener is alike
+	addrKey  netip.Addr    // what the per-address limit counts it by (screen.go)
+	addrHeld bool          // it holds a place in that count
 }
 
 func newConn(l *loop, c gnet.Conn) *conn {

@@ -26,14 +26,16 @@ var certPoll = 3 * time.Second
 // listenerInfo is what a connection needs to know about the listener that
 // accepted it. It is immutable once the server is built.
 type listenerInfo struct {
-	addr    netip.AddrPort    // the bound address (port resolved; the unspecified address for "all interfaces")
-	tls     *tlsconn.Listener // nil for plain listeners
-	toHTTPS *httpsRedirect    // non-nil for redirect_to_https listeners
-	protos  config.Protocols  // the HTTP versions it speaks (listen[].protocols), as the server started with it
-	http3   bool              // HTTP/3 on the same UDP port (listen[].http3)
-	altH1   []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
-	altH2   []byte            // with http3: the alt-svc value of its HTTP/2 responses
-	proxyPr bool              // connections open with a PROXY protocol header (listen[].proxy_protocol)
+	addr       netip.AddrPort    // the bound address (port resolved; the unspecified address for "all interfaces")
+	tls        *tlsconn.Listener // nil for plain listeners
+	toHTTPS    *httpsRedirect    // non-nil for redirect_to_https listeners
+	protos     config.Protocols  // the HTTP versions it speaks (listen[].protocols), as the server started with it
+	http3      bool              // HTTP/3 on the same UDP port (listen[].http3)
+	altH1      []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
+	altH2      []byte            // with http3: the alt-svc value of its HTTP/2 responses
+	proxyPr    bool              // connections open with a PROXY protocol header (listen[].proxy_protocol)
+	deny       []netip.Prefix    // listen[].deny: closed at accept (screen.go)
+	maxPerAddr int               // listen[].max_conns_per_address; 0 = no limit
 }
 
 // httpsRedirect answers every request of a redirect_to_https listener.
@@ -69,6 +71,7 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 			}
 		}
 		li.proxyPr = l.ProxyProtocol
+		li.deny, li.maxPerAddr = l.Deny, l.MaxConnsPerAddr
 		s.listeners[i] = li
 	}
 	for i := range cfg.Listen {
@@ -96,7 +99,7 @@ func uniformProtocols(listeners []listenerInfo) config.Protocols {
 	var p config.Protocols
 	for i := range listeners {
 		li := &listeners[i]
-		if li.tls != nil || li.toHTTPS != nil || li.proxyPr || (p != 0 && li.protos != p) {
+		if li.tls != nil || li.toHTTPS != nil || li.proxyPr || len(li.deny) > 0 || li.maxPerAddr > 0 || (p != 0 && li.protos != p) {
 			return 0
 		}
 		p = li.protos
@@ -144,6 +147,7 @@ func (s *Server) attachTransport(c gnet.Conn) {
 		return
 	}
 	if li := s.listenerOf(c); li != nil {
+		cs.li = li
 		cs.protos = li.protos
 		cs.proxyWait = li.proxyPr
 		switch {

@@ -36,6 +36,9 @@ func (cs *conn) proxyHeader() (a gnet.Action, stop bool) {
 			cs.tls.ClientIs(src)
 		}
 	}
+	if !cs.loop.srv.screen(cs, cs.Remote) {
+		return gnet.Close, true
+	}
 	if cs.C.InboundBuffered() == 0 {
 		return gnet.None, true // the protocol's first bytes are still to come
 	}

@@ -58,6 +58,8 @@ type Server struct {
 	sh    wire.Shared // what the loops and engines read: settings, budget, access log, stop flag, proxy state
 	addrs []string    // resolved "host:port" per listener
 
+	perAddr *addrCounts // connections open per client address, for max_conns_per_address (screen.go)
+
 	engMu   sync.Mutex
 	eng     gnet.Engine
 	booted  chan struct{}
@@ -101,7 +103,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: newAddrCounts()}
 	s.sh.Budget, s.sh.Log = budget, log
 	s.sh.Set.Store(set)
 	s.startProxies(set)
@@ -409,6 +411,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.open.Add(1)
 	l.open(c)
 	s.attachTransport(c)
+	if cs, ok := c.Context().(*conn); ok && !cs.proxyWait && !s.screen(cs, cs.Remote) {
+		return nil, gnet.Close
+	}
 	return nil, gnet.None
 }
 
@@ -425,6 +430,7 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	if cs, ok := c.Context().(*conn); ok {
 		cs.loop.closed(cs)
 		s.open.Add(-1)
+		s.unscreen(cs)
 		s.leave(cs)
 	}
 	return gnet.None

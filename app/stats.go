@@ -12,7 +12,7 @@ type Stats = wire.Stats
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
-	H2Conns, H2Requests, NoPreface, BadProxyHdr                            uint64
+	H2Conns, H2Requests, NoPreface, BadProxyHdr, Screened                  uint64
 	H3Conns, H3Requests                                                    uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
@@ -36,6 +36,7 @@ func addStats(d *StatsSnapshot, s *Stats) {
 	d.H2Requests += s.H2Requests.Load()
 	d.NoPreface += s.NoPreface.Load()
 	d.BadProxyHdr += s.BadProxyHdr.Load()
+	d.Screened += s.Screened.Load()
 	d.H3Conns += s.H3Conns.Load()
 	d.H3Requests += s.H3Requests.Load()
 }

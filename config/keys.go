@@ -155,6 +155,8 @@ var listenerKeys = sectionKey("", "A listener in object form.",
 	boolKey("redirect_to_https", "false", "A plain listener that answers every request with a redirect to https, on the port of the first TLS listener."),
 	listKey("protocols", enumKey("", protocolNames, "", ""), "HTTP versions spoken: h1, h2 (TLS only, by ALPN) and h2c (cleartext, prior knowledge); default [h1, h2] with tls, [h1, h2c] without.").atLeast(1).distinct(),
 	boolKey("http3", "false", "Also serve HTTP/3 over QUIC on the same port (UDP), advertised by Alt-Svc on this listener's HTTP/1.1 and HTTP/2 responses; TLS listeners only (see server.http3)."),
+	listKey("deny", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Client addresses whose connections are closed at accept, unanswered (after the PROXY header on a proxy_protocol listener).").distinct(),
+	intKey("max_conns_per_address", 0, 1<<20, "0", "Connections one client address (an IPv6 /64) may hold open on this listener at once; more are closed at accept, unanswered (nginx's limit_conn). 0 = no limit."),
 	boolKey("proxy_protocol", "false", "Every connection opens with a PROXY protocol header (HAProxy's, version 1 or 2) from the load balancer in front: its client address is the connection's; a connection without a valid one is closed. Only for listeners that nothing but the balancer can reach."),
 )
 
@@ -421,7 +423,7 @@ var routeKeys = func() *keySpec {
 
 // topKeys is the table of the whole file.
 var topKeys = sectionKey("", "gale's config file.",
-	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols, http3, proxy_protocol}.`).must(),
+	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols, http3, proxy_protocol, deny, max_conns_per_address}.`).must(),
 	serverKeys,
 	cacheKeys,
 	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to the built-in table.`),

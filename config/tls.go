@@ -89,6 +89,14 @@ func (d *decoder) listenerObject(n *yaml.Node, path string) (Listener, bool) {
 	}
 	ok = d.listenerHTTP3(s, path, &l) && ok
 	d.setBool(s, "proxy_protocol", &l.ProxyProtocol)
+	if v := s.get("deny"); v != nil {
+		l.Deny = d.prefixes(v, join(path, "deny"))
+	}
+	if v := s.get("max_conns_per_address"); v != nil {
+		if k, ok := d.integer(v, join(path, "max_conns_per_address"), 0, 1<<20); ok {
+			l.MaxConnsPerAddr = int(k)
+		}
+	}
 	if l.ProxyProtocol && l.HTTP3 {
 		d.errorf(s.key("proxy_protocol"), join(path, "proxy_protocol"),
 			"HTTP/3 arrives over QUIC (UDP), which carries no PROXY protocol header: serve http3 on a listener without proxy_protocol")

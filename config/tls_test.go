@@ -117,6 +117,7 @@ func TestTLSListeners(t *testing.T) {
       "Protocols": "[h1, h2c]",
       "HTTP3": false,
       "ProxyProtocol": false,
+      "MaxConnsPerAddr": 0,
       "Pos": {
         "Line": 2,
         "Col": 5
@@ -152,6 +153,7 @@ func TestTLSListeners(t *testing.T) {
       "Protocols": "[h1, h2]",
       "HTTP3": false,
       "ProxyProtocol": false,
+      "MaxConnsPerAddr": 0,
       "Pos": {
         "Line": 3,
         "Col": 5

@@ -45,6 +45,8 @@ type Listener struct {
 	Protocols       Protocols      // never empty: default h1 and h2 on TLS listeners, h1 and h2c on plain ones; h2 only with TLS, h2c only without
 	HTTP3           bool           // also serve HTTP/3 over QUIC on the same port (UDP); TLS listeners only
 	ProxyProtocol   bool           // every connection opens with a PROXY protocol header (v1 or v2) naming the client
+	Deny            []netip.Prefix // client addresses closed at accept (after the PROXY header with ProxyProtocol)
+	MaxConnsPerAddr int            // connections one address (an IPv6 /64) may hold open at once; 0 = no limit
 	Pos             Pos            // where the address (or the object) is written
 }
 
