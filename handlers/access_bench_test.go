@@ -73,3 +73,33 @@ routes:
 		})
 	})
 }
+
+// BenchmarkBasicAuthRemembered is the cost basic_auth and a rate limit
+// add to routing a request whose credentials verified before: the
+// route's admission with both, against the same route without them.
+func BenchmarkBasicAuthRemembered(b *testing.B) {
+	rt := yamlRouter(b, b.TempDir(), `
+  - path: /plain/
+    respond: {body: ok}
+  - path: /auth/
+    rate_limit: {rate: 1000000/s, burst: 1000000}
+    basic_auth: {users: {alice: "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"}}
+    respond: {body: ok}
+`)
+	for _, path := range []string{"/plain/x", "/auth/x"} {
+		b.Run(path, func(b *testing.B) {
+			req := request("GET", "example.com", path, "Authorization", "Basic YWxpY2U6c2VjcmV0")
+			c := newCtx(req)
+			c.Remote = netip.MustParseAddrPort("127.0.0.2:1")
+			rt.Serve(c) // verifies once (no engine: here), then remembered
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Scratch = c.Scratch[:0]
+				rt.Serve(c)
+			}
+			if c.Resp.Status != 200 {
+				b.Fatalf("status %d", c.Resp.Status)
+			}
+		})
+	}
+}

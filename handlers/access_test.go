@@ -18,7 +18,7 @@ import (
 
 // yamlRouter builds a Router from a config file's routes (listen is
 // added), with relative roots resolved against dir.
-func yamlRouter(t *testing.T, dir, routes string) *Router {
+func yamlRouter(t testing.TB, dir, routes string) *Router {
 	t.Helper()
 	file := filepath.Join(dir, "gale.yaml")
 	if err := os.WriteFile(file, []byte("listen: [\"127.0.0.1:0\"]\nroutes:\n"+routes), 0o644); err != nil {

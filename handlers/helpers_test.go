@@ -55,7 +55,7 @@ func serve(t *testing.T, rt *Router, req *codec.Request) *Ctx {
 	return c
 }
 
-func mustBuild(t *testing.T, cfg *config.Config, opts ...Option) *Router {
+func mustBuild(t testing.TB, cfg *config.Config, opts ...Option) *Router {
 	t.Helper()
 	rt, err := Build(cfg, opts...)
 	if err != nil {
