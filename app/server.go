@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,9 +249,10 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 		v := c.Server
 		v.Limits, v.Timeouts, v.ServerHeader, v.MaxBufferedOutput = config.Limits{}, config.Timeouts{}, "", 0
 		v.HTTP2 = config.HTTP2{}
+		v.TrustedProxies = nil // the router's, rebuilt by the reload
 		return v
 	}
-	if reactor(old) != reactor(cfg) {
+	if !reflect.DeepEqual(reactor(old), reactor(cfg)) {
 		notes = append(notes, "server reactor settings changed: restart gale to apply them")
 	}
 	if old.AccessLog != cfg.AccessLog || old.Log != cfg.Log {

@@ -200,6 +200,7 @@ var keySamples = map[string]any{
 	"listen":                           "127.0.0.1:0",
 	"listen.address":                   "127.0.0.1:0",
 	"listen.deny[]":                    "10.0.0.0/8",
+	"server.trusted_proxies[]":         "10.0.0.0/8",
 	"listen.tls.certificates[].cert":   "cert.pem",
 	"listen.tls.certificates[].key":    "key.pem",
 	"server.server_header":             "gale",

@@ -257,6 +257,9 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 			}
 		}
 	}
+	if v := s.get("trusted_proxies"); v != nil {
+		sv.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
+	}
 	if v := s.get("limits"); v != nil {
 		p := join(path, "limits")
 		if l := d.section(v, p, limitsKeys.names()...); l != nil {

@@ -127,22 +127,23 @@ type Certificate struct {
 
 // Server holds the reactor and HTTP protocol settings.
 type Server struct {
-	EventLoops        int      // >= 1 after defaults (0 in the file = runtime.NumCPU())
-	ReusePort         bool     // default true
-	LoadBalancing     string   // "round-robin" (default) | "least-connections" | "source-addr-hash"
-	LockOSThread      bool     // default false
-	EdgeTriggered     bool     // default false
-	ReadBuffer        int      // bytes, default 64 KiB; rounded up to a power of two, as gnet does
-	WriteBuffer       int      // bytes, default 64 KiB; rounded up to a power of two, as gnet does
-	MaxBufferedOutput int      // bytes, default 256 KiB
-	SocketRecvBuffer  int      // bytes, 0 = kernel default
-	SocketSendBuffer  int      // bytes, 0 = kernel default
-	TCPNoDelay        bool     // default true
-	ServerHeader      string   // default "gale"; "" sends none
-	Limits            Limits   // size limits
-	Timeouts          Timeouts // time limits
-	HTTP2             HTTP2    // HTTP/2 settings; a reload applies them to connections accepted afterwards
-	HTTP3             HTTP3    // HTTP/3 settings of the listeners with http3: true; read at start
+	EventLoops        int            // >= 1 after defaults (0 in the file = runtime.NumCPU())
+	ReusePort         bool           // default true
+	LoadBalancing     string         // "round-robin" (default) | "least-connections" | "source-addr-hash"
+	LockOSThread      bool           // default false
+	EdgeTriggered     bool           // default false
+	ReadBuffer        int            // bytes, default 64 KiB; rounded up to a power of two, as gnet does
+	WriteBuffer       int            // bytes, default 64 KiB; rounded up to a power of two, as gnet does
+	MaxBufferedOutput int            // bytes, default 256 KiB
+	SocketRecvBuffer  int            // bytes, 0 = kernel default
+	SocketSendBuffer  int            // bytes, 0 = kernel default
+	TCPNoDelay        bool           // default true
+	ServerHeader      string         // default "gale"; "" sends none
+	TrustedProxies    []netip.Prefix // peers whose X-Forwarded-For names the client (real_ip); nil = none
+	Limits            Limits         // size limits
+	Timeouts          Timeouts       // time limits
+	HTTP2             HTTP2          // HTTP/2 settings; a reload applies them to connections accepted afterwards
+	HTTP3             HTTP3          // HTTP/3 settings of the listeners with http3: true; read at start
 }
 
 // Limits bound request sizes and connection counts.

@@ -3,7 +3,10 @@
 package handlers
 
 import (
+	"gale/config"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -72,5 +75,42 @@ func TestAccessAllocs(t *testing.T) {
 				t.Errorf("%v allocations per request; want 0", n)
 			}
 		})
+	}
+}
+
+// TestRealClientAllocs: finding the client behind trusted proxies in
+// X-Forwarded-For (parsed in place) allocates nothing, and access rules
+// and rate limits read it.
+func TestRealClientAllocs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gale.yaml")
+	if err := os.WriteFile(file, []byte(`listen: ["127.0.0.1:0"]
+server: {trusted_proxies: [127.0.0.1, 10.0.0.0/8, "2001:db8::/32"]}
+routes:
+  - path: /
+    access: [{allow: 203.0.113.0/24}]
+    rate_limit: {rate: 1000000/s, burst: 1000000}
+    respond: {body: ok}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := mustBuild(t, cfg)
+	req := request("GET", "example.com", "/x", "X-Forwarded-For", "198.51.100.1, 203.0.113.7", "X-Forwarded-For", "2001:db8::5, 10.0.0.9")
+	c := newCtx(req)
+	run := func() {
+		c.Scratch = c.Scratch[:0]
+		c.Remote, c.Peer = netip.MustParseAddrPort("127.0.0.1:5000"), netip.AddrPort{}
+		rt.Serve(c)
+	}
+	run()
+	if c.Resp.Status != 200 || c.Remote.Addr() != netip.MustParseAddr("203.0.113.7") || !c.FromTrustedProxy() {
+		t.Fatalf("status %d client %v", c.Resp.Status, c.Remote)
+	}
+	if n := testing.AllocsPerRun(500, run); n != 0 {
+		t.Errorf("%v allocations per request; want 0", n)
 	}
 }

@@ -27,7 +27,10 @@ type Handler interface {
 // pending exchange). A Ctx is not safe for concurrent use.
 type Ctx struct {
 	Req    *codec.Request // the parsed request head
-	Remote netip.AddrPort // the client's address
+	Remote netip.AddrPort // the client's address: the peer's, or behind server.trusted_proxies the one X-Forwarded-For names (Router.Serve)
+	Peer   netip.AddrPort // the address the connection came from (a PROXY header's client); Router.Serve sets it
+
+	peerTrusted bool // Peer is one of server.trusted_proxies (realip.go)
 	TLS    bool           // the request arrived over TLS (set by the server for the connection's life)
 	Resp   Response       // filled by the handler
 	Route  *Route         // the route that matched (set by the router; nil when none did)

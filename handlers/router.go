@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -121,6 +122,8 @@ type Router struct {
 	closer []func() error    // resources held by handlers, released by Close
 	opts   buildOptions
 
+	trusted []netip.Prefix // server.trusted_proxies (realip.go)
+
 	// Build state of static routes.
 	cfg     *config.Config
 	mime    *mimeTable
@@ -197,6 +200,7 @@ func Build(cfg *config.Config, opts ...Option) (*Router, error) {
 
 func (rt *Router) build(cfg *config.Config) error {
 	mime := newMimeTable(cfg.MimeTypes)
+	rt.trusted = cfg.Server.TrustedProxies
 	rt.gen = buildGen.Add(1)
 	rt.mime = mime
 	for i := range cfg.Routes {
@@ -555,6 +559,10 @@ func normalizeHost(h string) string {
 // seen (a path_regex whose groups a template names costs one allocation).
 func (rt *Router) Serve(c *Ctx) {
 	c.Resp.Reset()
+	if !c.Peer.IsValid() {
+		c.Peer = c.Remote
+	}
+	c.Remote = realClient(rt.trusted, c) // realip.go
 	c.Route, c.Rest = nil, nil
 	c.capPath, c.caps = nil, nil
 	if !c.normalizePath() {

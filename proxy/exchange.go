@@ -78,29 +78,31 @@ type exchange struct {
 	why    string
 
 	// The request.
-	head       []byte     // request line, then the header lines after Host and the empty line
-	lineEnd    int        // end of the request line in head
-	host       []byte     // the client's Host, kept for preserve_host
-	ruleHost   bool       // header rules set Host: add none
-	ip         netip.Addr // the client connection's address
-	clientIP   netip.Addr // the client's, for client-ip-hash: ip, or what trusted proxies say
-	clientV    codec.Version
-	clientKeep bool
-	isHead     bool
-	upgrade    bool
-	safe       bool                // idempotent and without a body: may be sent twice
-	json       bool                // error bodies in JSON
-	body       handlers.BodySource // the request body, de-framed by the client's engine
-	bodyCount  rawCounter          // the same, when its framing costs the client's inbound bytes (HTTP/1.1); nil otherwise
-	reqChunked bool                // the request body goes chunked: pumpBody frames it
-	reqDone    bool                // the whole request was handed to the upstream connection
-	bodyBound  int64               // raw request body bytes allowed, framing included (backpressure.go)
-	bodyRaw    int64               // raw request body bytes handed to the upstream connection so far
-	tried      uint64              // upstreams tried (bit per index)
-	attempts   int
-	gotBytes   bool // a response byte arrived on the current connection
-	queued     bool // in its pool's waiting list (queue.go)
-	lastReused bool // the current (or just lost) connection came from the pool
+	head        []byte     // request line, then the header lines after Host and the empty line
+	lineEnd     int        // end of the request line in head
+	host        []byte     // the client's Host, kept for preserve_host
+	ruleHost    bool       // header rules set Host: add none
+	ip          netip.Addr // the client's address (behind server.trusted_proxies, the one they name)
+	peer        netip.Addr // the address the client connection came from
+	peerTrusted bool       // it is one of server.trusted_proxies
+	clientIP    netip.Addr // the client's, for client-ip-hash: ip, or what trusted proxies say
+	clientV     codec.Version
+	clientKeep  bool
+	isHead      bool
+	upgrade     bool
+	safe        bool                // idempotent and without a body: may be sent twice
+	json        bool                // error bodies in JSON
+	body        handlers.BodySource // the request body, de-framed by the client's engine
+	bodyCount   rawCounter          // the same, when its framing costs the client's inbound bytes (HTTP/1.1); nil otherwise
+	reqChunked  bool                // the request body goes chunked: pumpBody frames it
+	reqDone     bool                // the whole request was handed to the upstream connection
+	bodyBound   int64               // raw request body bytes allowed, framing included (backpressure.go)
+	bodyRaw     int64               // raw request body bytes handed to the upstream connection so far
+	tried       uint64              // upstreams tried (bit per index)
+	attempts    int
+	gotBytes    bool // a response byte arrived on the current connection
+	queued      bool // in its pool's waiting list (queue.go)
+	lastReused  bool // the current (or just lost) connection came from the pool
 
 	// The response.
 	resp        codec.Response
@@ -158,6 +160,11 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
+	ex.peer = ex.ip
+	if c.Peer.IsValid() {
+		ex.peer = c.Peer.Addr().Unmap() // behind server.trusted_proxies, the hop that connected
+	}
+	ex.peerTrusted = c.FromTrustedProxy()
 	ex.body = c.Body
 	ex.bodyCount, _ = c.Body.(rawCounter)
 	ex.reqChunked = req.Chunked

@@ -213,7 +213,9 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	b := ex.appendRequestLine(ex.head[:0], c)
 	ex.lineEnd = len(b)
 
-	hs, upgrade, seen := ex.endToEndFields(lp.hdrs[:0], req, h.isTrusted(ex.ip))
+	// The forwarding fields the connection's peer sent are kept when it
+	// is a trusted proxy, the route's or the server's.
+	hs, upgrade, seen := ex.endToEndFields(lp.hdrs[:0], req, h.isTrusted(ex.peer) || ex.peerTrusted)
 	hs = ex.appendForwarding(hs, c, seen)
 
 	// The route's request rules, last.
@@ -364,8 +366,10 @@ func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fw
 			ex.clientIP = h.forwardedClient(v, ex.ip)
 		}
 	}
-	if ex.ip.IsValid() {
-		v = ex.ip.AppendTo(v)
+	// The hop that connected to gale goes last, as every hop adds its
+	// own: the client itself, or the trusted proxy in front.
+	if ex.peer.IsValid() {
+		v = ex.peer.AppendTo(v)
 	} else if len(v) >= 2 {
 		v = v[:len(v)-2]
 	}

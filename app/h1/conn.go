@@ -356,6 +356,7 @@ func (cs *Conn) answer(set *wire.Settings, now int64) {
 
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.
+	ctx.Remote, ctx.Peer = cs.Remote, netip.AddrPort{} // Serve finds the request's client anew (server.trusted_proxies)
 	switch {
 	case req.Form == codec.AsteriskForm:
 		// "OPTIONS *" asks about the server as a whole: nothing to say
@@ -455,7 +456,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
 	cs.meter.InBytes = max(req.ContentLength, 0)
-	cs.Record(&rec, &cs.meter, head.Status, sent, now)
+	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent, now)
 	cs.forgetLoad()
 }
 

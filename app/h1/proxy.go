@@ -96,7 +96,7 @@ func (cs *Conn) ProxyFinish(r proxy.Result) {
 		rec.FromRequest(&cs.kept) // the copy pend made
 	}
 	cs.meter.InBytes = cs.src.Raw()
-	cs.Record(&rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body, now)
+	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body, now)
 	cs.sink.wrote, cs.sink.body = 0, 0
 	cs.LastActive = now
 	if r.Detach {

@@ -1,6 +1,7 @@
 package h2conn
 
 import (
+	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -261,7 +262,7 @@ func (ex *exchange) start(s *h2.Stream) {
 	c.Resp.Reset()
 	c.Scratch = c.Scratch[:0]
 	c.Route, c.Path, c.Rest = nil, nil, nil
-	c.Remote = cs.Remote
+	c.Remote, c.Peer = cs.Remote, netip.AddrPort{}
 	c.TLS = cs.Layered()
 }
 
@@ -517,7 +518,7 @@ func (ex *exchange) finish() {
 	cs.LastActive = now
 	cs.Loop.Stats.H2Requests.Add(1)
 	ex.meter.InBytes = ex.bodyBytes
-	cs.Record(&ex.rec, &ex.meter, ex.status, ex.sent, now)
+	cs.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, now)
 	ex.release()
 }
 
@@ -526,7 +527,7 @@ func (ex *exchange) finish() {
 func (ex *exchange) abandon() {
 	if ex.answered {
 		ex.meter.InBytes = ex.bodyBytes
-		ex.h.wc.Record(&ex.rec, &ex.meter, ex.status, ex.sent, time.Now().UnixNano())
+		ex.h.wc.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, time.Now().UnixNano())
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)

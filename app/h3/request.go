@@ -50,6 +50,7 @@ func (ex *exchange) fill(r *http.Request) int {
 	if addr, ok := remoteOf(r); ok {
 		ex.ctx.Remote = addr
 	}
+	ex.ctx.Peer = netip.AddrPort{}
 	return ex.target()
 }
 

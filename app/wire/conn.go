@@ -242,6 +242,12 @@ func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, no
 	c.Loop.Record(c.Remote.Addr(), rec, m, status, bodyBytes, now)
 }
 
+// RecordFor is Record for a request whose client is remote (behind
+// server.trusted_proxies, the one they named, rather than the peer).
+func (c *Conn) RecordFor(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
+	c.Loop.Record(remote, rec, m, status, bodyBytes, now)
+}
+
 // Record counts one request answered on the loop to a client at remote
 // and appends its access log line (see Conn.Record).
 func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
