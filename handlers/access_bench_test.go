@@ -103,3 +103,29 @@ func BenchmarkBasicAuthRemembered(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVerifyUnknownUser times a wrong password for a known user
+// against any password for an unknown one: the same bcrypt work, so that
+// a 401's timing does not tell which user names exist.
+func BenchmarkVerifyUnknownUser(b *testing.B) {
+	a, err := newBasicAuth(&config.BasicAuth{Realm: "gale", Users: map[string]string{
+		"alice": "$2a$10$kwGDYw.N4QttJECnEVPiteSum9si3c92uSiNkJvFGrvHm4tklnuJK"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, who := range []string{"alice", "mallory"} {
+		b.Run(who, func(b *testing.B) {
+			for b.Loop() {
+				hash, known := a.users[who]
+				if !known {
+					hash = a.dummy
+				}
+				w := &authVerify{a: a, known: known, hash: hash, pass: []byte("wrong")}
+				w.verify()
+				if w.ok {
+					b.Fatal("verified")
+				}
+			}
+		})
+	}
+}
