@@ -70,13 +70,7 @@ func (cs *Conn) ProxyDup() (net.Conn, error) { return cs.Dup() }
 
 // ProxySettings returns the server settings a proxied request follows.
 func (cs *Conn) ProxySettings() proxy.ClientSettings {
-	set := cs.loop.Shared.Set.Load()
-	return proxy.ClientSettings{
-		Server:          set.ServerHeader,
-		BodyBytes:       set.Limits.BodyBytes,
-		WriteTimeout:    time.Duration(set.Write),
-		ReadBodyTimeout: time.Duration(set.ReadBody),
-	}
+	return cs.loop.Shared.Set.Load().ProxyClientSettings()
 }
 
 // ProxyFinish ends the pending response: it is counted and logged, then

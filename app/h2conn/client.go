@@ -57,13 +57,7 @@ func (c *proxyClient) ProxyLoop() *proxy.Loop { return c.ex.h.wc.Loop.Proxy() }
 
 // ProxySettings implements proxy.Client.
 func (c *proxyClient) ProxySettings() proxy.ClientSettings {
-	set := c.ex.h.wc.Loop.Shared.Set.Load()
-	return proxy.ClientSettings{
-		Server:          set.ServerHeader,
-		BodyBytes:       set.Limits.BodyBytes,
-		WriteTimeout:    time.Duration(set.Write),
-		ReadBodyTimeout: time.Duration(set.ReadBody),
-	}
+	return c.ex.h.wc.Loop.Shared.Set.Load().ProxyClientSettings()
 }
 
 // ProxyClosing implements proxy.Client: a stream ends on its own, and

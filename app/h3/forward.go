@@ -429,17 +429,19 @@ type forwardClient struct{ f *forward }
 
 var _ proxy.Client = (*forwardClient)(nil)
 
-func (*forwardClient) ProxyInbound() []byte                  { return nil }
-func (*forwardClient) ProxyConsume(int)                      {}
-func (*forwardClient) ProxyInboundBuffered() int             { return 0 }
-func (c *forwardClient) ProxySwitch([]codec.Header, []byte)  { c.f.sink.Abort() }
-func (*forwardClient) ProxyChunked() bool                    { return false }
-func (c *forwardClient) ProxyOutboundBuffered() int          { return 0 }
-func (*forwardClient) ProxyDup() (net.Conn, error)           { return nil, proxy.ErrShared }
-func (c *forwardClient) ProxyWake()                          { c.f.ex.wakeLoop() }
-func (c *forwardClient) ProxyLoop() *proxy.Loop              { return c.f.ex.loop.Proxy() }
-func (*forwardClient) ProxyClosing() bool                    { return false }
-func (c *forwardClient) ProxySettings() proxy.ClientSettings { return clientSettings(c.f.ex) }
+func (*forwardClient) ProxyInbound() []byte                 { return nil }
+func (*forwardClient) ProxyConsume(int)                     {}
+func (*forwardClient) ProxyInboundBuffered() int            { return 0 }
+func (c *forwardClient) ProxySwitch([]codec.Header, []byte) { c.f.sink.Abort() }
+func (*forwardClient) ProxyChunked() bool                   { return false }
+func (c *forwardClient) ProxyOutboundBuffered() int         { return 0 }
+func (*forwardClient) ProxyDup() (net.Conn, error)          { return nil, proxy.ErrShared }
+func (c *forwardClient) ProxyWake()                         { c.f.ex.wakeLoop() }
+func (c *forwardClient) ProxyLoop() *proxy.Loop             { return c.f.ex.loop.Proxy() }
+func (*forwardClient) ProxyClosing() bool                   { return false }
+func (c *forwardClient) ProxySettings() proxy.ClientSettings {
+	return c.f.ex.loop.Shared.Set.Load().ProxyClientSettings()
+}
 
 // ProxyFinish implements proxy.Client: the forwarded response ended; it
 // is counted and logged, and the request's goroutine finishes writing it.
@@ -459,17 +461,6 @@ func (c *forwardClient) ProxyFinish(r proxy.Result) {
 	f.mu.Unlock()
 	f.cond.Signal()
 	f.finishedNow()
-}
-
-// clientSettings are the server settings a forwarded request follows.
-func clientSettings(ex *exchange) proxy.ClientSettings {
-	set := ex.loop.Shared.Set.Load()
-	return proxy.ClientSettings{
-		Server:          set.ServerHeader,
-		BodyBytes:       set.Limits.BodyBytes,
-		WriteTimeout:    time.Duration(set.Write),
-		ReadBodyTimeout: time.Duration(set.ReadBody),
-	}
 }
 
 // answer sends a response a forwarded exchange's continuation answered

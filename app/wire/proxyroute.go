@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gale/config"
 	"gale/fds"
@@ -19,6 +20,17 @@ func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	return handlers.WithProxy(func(rt *handlers.Route) (handlers.Handler, error) {
 		return proxy.New(rt, proxy.Options{Loops: loops, Budget: b})
 	})
+}
+
+// ProxyClientSettings returns the server settings a proxied request
+// follows, whichever protocol the client speaks.
+func (s *Settings) ProxyClientSettings() proxy.ClientSettings {
+	return proxy.ClientSettings{
+		Server:          s.ServerHeader,
+		BodyBytes:       s.Limits.BodyBytes,
+		WriteTimeout:    time.Duration(s.Write),
+		ReadBodyTimeout: time.Duration(s.ReadBody),
+	}
 }
 
 // ProxyLoops holds the proxy state of every event loop, made on a loop's
