@@ -259,10 +259,12 @@ func TestH2CUpstream(t *testing.T) {
 		i := i
 		ups = append(ups, h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			w.Header().Set("Trailer", "X-Sum")
+			w.Header().Set("Trailer", "X-Sum, Set-Cookie, Location")
 			w.Header().Set("X-Up", fmt.Sprint(i))
-			fmt.Fprintf(w, "%s %s %d te=%s trailer=%s", r.Proto, r.URL.Path, len(body), r.Header.Get("Te"), r.Trailer.Get("X-Checksum"))
+			fmt.Fprintf(w, "%s %s %d te=%s trailer=%s auth=%q", r.Proto, r.URL.Path, len(body), r.Header.Get("Te"), r.Trailer.Get("X-Checksum"), r.Trailer.Get("Authorization"))
 			w.Header().Set("X-Sum", fmt.Sprint(len(body)))
+			w.Header().Set("Set-Cookie", "session=upstream")
+			w.Header().Set("Location", "/elsewhere")
 		})))
 	}
 	ts := startServer(t, `listen: ["127.0.0.1:0"]
@@ -275,11 +277,15 @@ routes:
 	c := h2cClient(t)
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", ts.url("/t/up"), pr)
-	req.Trailer = http.Header{"X-Checksum": nil}
+	// A trailer must not carry what the head's checks judged (RFC 9110
+	// section 6.5.1): an Authorization sent as a trailer, or a
+	// Set-Cookie or Location coming back as one, is dropped.
+	req.Trailer = http.Header{"X-Checksum": nil, "Authorization": nil}
 	req.Header.Set("Te", "trailers")
 	go func() {
 		_, _ = pw.Write([]byte(strings.Repeat("x", 100000)))
 		req.Trailer.Set("X-Checksum", "abc")
+		req.Trailer.Set("Authorization", "Basic YWRtaW46YWRtaW4=")
 		_ = pw.Close()
 	}()
 	resp, err := c.Do(req)
@@ -288,7 +294,8 @@ routes:
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "HTTP/2.0 /t/up 100000 te=trailers trailer=abc") || resp.Trailer.Get("X-Sum") != "100000" {
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), `HTTP/2.0 /t/up 100000 te=trailers trailer=abc auth=""`) || resp.Trailer.Get("X-Sum") != "100000" ||
+		resp.Trailer.Get("Set-Cookie") != "" || resp.Trailer.Get("Location") != "" {
 		t.Fatalf("%d %q trailer %v", resp.StatusCode, body, resp.Trailer)
 	}
 	seen := map[string]int{}

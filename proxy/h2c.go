@@ -261,7 +261,7 @@ func declaredTrailers(req *codec.Request) http.Header {
 			continue
 		}
 		for _, name := range strings.Split(string(f.Value), ",") {
-			if name = strings.TrimSpace(name); name != "" && !codec.ConnectionSpecific([]byte(name)) {
+			if name = strings.TrimSpace(name); name != "" && relayableTrailer([]byte(name)) {
 				t[http.CanonicalHeaderKey(name)] = nil
 			}
 		}
@@ -278,10 +278,9 @@ func (ex *exchange) h2cTrailers() [][2]string {
 	}
 	var kv [][2]string
 	for _, f := range ts.Trailers() {
-		if codec.ConnectionSpecific(f.Name) || codec.EqualFold(f.Name, "content-length") {
-			continue
+		if relayableTrailer(f.Name) {
+			kv = append(kv, [2]string{string(f.Name), string(f.Value)})
 		}
-		kv = append(kv, [2]string{string(f.Name), string(f.Value)})
 	}
 	return kv
 }
@@ -312,7 +311,7 @@ func (ex *exchange) h2cHead(c *handlers.Ctx) {
 	resp := hx.resp
 	ex.status = resp.StatusCode
 	hs := ex.lp.hdrs[:0]
-	hs = appendHTTPFields(hs, resp.Header)
+	hs = appendHTTPFields(hs, resp.Header, false)
 	ex.h.route.ApplyResponseHeaders(ex.respFor(hs))
 	hs = ex.lp.resp.Headers
 	ex.busy = true
@@ -393,7 +392,7 @@ func (ex *exchange) h2cBody() {
 	}
 	switch {
 	case hx.err == io.EOF:
-		ex.trailers = appendHTTPFields(ex.trailers[:0], hx.resp.Trailer)
+		ex.trailers = appendHTTPFields(ex.trailers[:0], hx.resp.Trailer, true)
 		hx.stop()
 		ex.state = exActive
 		ex.rstate = rsDone
@@ -426,9 +425,10 @@ func (ex *exchange) h2cNext() {
 	hx.more <- struct{}{}
 }
 
-// appendHTTPFields appends the end-to-end fields of h to hs, their bytes
-// in memory of their own.
-func appendHTTPFields(hs []codec.Header, h http.Header) []codec.Header {
+// appendHTTPFields appends the fields of h that may go on to hs, their
+// bytes in memory of their own: of a head (trailers false) the
+// end-to-end ones, of a trailer section the relayable ones.
+func appendHTTPFields(hs []codec.Header, h http.Header, trailers bool) []codec.Header {
 	n := 0
 	for k, vs := range h {
 		for _, v := range vs {
@@ -437,7 +437,7 @@ func appendHTTPFields(hs []codec.Header, h http.Header) []codec.Header {
 	}
 	b := make([]byte, 0, n)
 	for k, vs := range h {
-		if codec.ConnectionSpecific([]byte(k)) || strings.EqualFold(k, "content-length") || strings.EqualFold(k, "trailer") {
+		if !httpFieldKept(k, trailers) {
 			continue
 		}
 		for _, v := range vs {
@@ -448,4 +448,14 @@ func appendHTTPFields(hs []codec.Header, h http.Header) []codec.Header {
 		}
 	}
 	return hs
+}
+
+// httpFieldKept reports whether the field k of an upstream's head
+// (trailer false) or trailer section goes on to the client.
+func httpFieldKept(k string, trailer bool) bool {
+	name := []byte(k)
+	if trailer {
+		return relayableTrailer(name)
+	}
+	return !codec.ConnectionSpecific(name) && !framingField(name) && !codec.EqualFold(name, "trailer")
 }

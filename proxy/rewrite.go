@@ -516,23 +516,40 @@ func (ex *exchange) relayHead() {
 }
 
 // relayedTrailers appends to dst the trailer fields of a chunked
-// response's section that may go on: not the connection-specific ones,
-// nor those that would say something about framing, routing or the
-// message's content (RFC 9110 section 6.5.1).
+// response's section that may go on (relayableTrailer).
 func relayedTrailers(dst []codec.Header, section []byte) []codec.Header {
-	for _, f := range codec.ParseTrailers(section, nil) {
-		if codec.ConnectionSpecific(f.Name) || framingField(f.Name) || trailerForbidden(f.Name) {
-			continue
+	start := len(dst)
+	dst = codec.ParseTrailers(section, dst)
+	kept := dst[:start]
+	for _, f := range dst[start:] {
+		if relayableTrailer(f.Name) {
+			kept = append(kept, f)
 		}
-		dst = append(dst, f)
 	}
-	return dst
+	clear(dst[len(kept):])
+	return kept
 }
 
-// trailerForbidden reports whether a field must not be taken from a
-// trailer section.
+// relayableTrailer reports whether a trailer field may be relayed, in
+// either direction and whatever protocol carried it: not a
+// connection-specific one, nor one that would say something about
+// framing, routing, authentication or the message's content (RFC 9110
+// section 6.5.1), which the checks made on the head never saw.
+func relayableTrailer(name []byte) bool {
+	return !codec.ConnectionSpecific(name) && !framingField(name) && !trailerForbidden(name)
+}
+
+// trailerForbiddenNames are the fields relayableTrailer keeps out of
+// trailer sections besides the connection-specific and framing ones.
+var trailerForbiddenNames = [...]string{
+	"host", "trailer", "content-type", "content-encoding", "content-range",
+	"authorization", "set-cookie", "cache-control", "expires", "date",
+	"location", "retry-after", "vary", "www-authenticate",
+}
+
+// trailerForbidden reports whether name is one of trailerForbiddenNames.
 func trailerForbidden(name []byte) bool {
-	for _, n := range []string{"host", "trailer", "content-type", "content-encoding", "content-range", "authorization", "set-cookie", "cache-control", "expires", "date", "location", "retry-after", "vary", "www-authenticate"} {
+	for _, n := range trailerForbiddenNames {
 		if codec.EqualFold(name, n) {
 			return true
 		}
