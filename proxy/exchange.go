@@ -218,18 +218,9 @@ func (ex *exchange) attempt(fresh bool) bool {
 	ex.use(up)
 	if !fresh {
 		if uc := ex.pool.take(); uc != nil {
-			ex.lp.Stats.Reused.Add(1)
-			ex.attach(uc)
-			was := ex.busy
-			ex.busy = true
-			ok := ex.send()
-			ex.busy = was
-			if ok {
+			if ex.sendPooled(uc, false) {
 				return true
 			}
-			// Stale: the upstream closed it while it sat in the pool.
-			ex.dropConn(false)
-			ex.ucLost, ex.ucErr = false, nil
 			if !ex.safe || ex.attempts > ex.h.retries {
 				ex.fault, ex.why = 502, "pooled connection closed as the request was written"
 				return true
@@ -244,6 +235,27 @@ func (ex *exchange) attempt(fresh bool) bool {
 	}
 	ex.dialNew(now)
 	return true
+}
+
+// sendPooled sends the request on uc, an idle connection of the pool,
+// and with pump the body that is already there. It reports false when uc
+// was stale (the upstream closed it while it sat in the pool): uc is
+// dropped, and the caller decides whether to try again.
+func (ex *exchange) sendPooled(uc *UpstreamConn, pump bool) bool {
+	ex.lp.Stats.Reused.Add(1)
+	ex.attach(uc)
+	was := ex.busy
+	ex.busy = true
+	ok := ex.send()
+	if ok && pump && !ex.reqDone {
+		ex.pumpBody()
+	}
+	ex.busy = was
+	if !ok {
+		ex.dropConn(false)
+		ex.ucLost, ex.ucErr = false, nil
+	}
+	return ok
 }
 
 // use makes up the exchange's upstream for the next attempt.

@@ -60,18 +60,7 @@ func (ex *exchange) dequeued() {
 		ex.settle()
 		return
 	}
-	ex.lp.Stats.Reused.Add(1)
-	ex.attach(uc)
-	ex.busy = true
-	ok := ex.send()
-	if ok && !ex.reqDone {
-		ex.pumpBody()
-	}
-	ex.busy = false
-	if !ok {
-		// Stale: the upstream closed it while it sat in the pool.
-		ex.dropConn(false)
-		ex.ucLost, ex.ucErr = false, nil
+	if !ex.sendPooled(uc, true) {
 		if !ex.safe {
 			ex.fault, ex.why = 502, "pooled connection closed as the request was written"
 		} else {
