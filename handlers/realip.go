@@ -25,7 +25,7 @@ func (c *Ctx) FromTrustedProxy() bool { return c.peerTrusted }
 // realClient returns c's client under trusted.
 func realClient(trusted []netip.Prefix, c *Ctx) netip.AddrPort {
 	peer := c.Peer
-	c.peerTrusted = len(trusted) > 0 && inPrefixes(trusted, peer.Addr().Unmap())
+	c.peerTrusted = len(trusted) > 0 && prefixesContain(trusted, peer.Addr().Unmap())
 	if !c.peerTrusted || c.Req == nil {
 		return peer
 	}
@@ -45,7 +45,7 @@ func realClient(trusted []netip.Prefix, c *Ctx) netip.AddrPort {
 				return client
 			}
 			client = netip.AddrPortFrom(a, 0)
-			if !inPrefixes(trusted, a) {
+			if !prefixesContain(trusted, a) {
 				return client
 			}
 		}
@@ -64,14 +64,4 @@ func parseAddr(b []byte) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a.Unmap(), true
-}
-
-// inPrefixes reports whether a is in one of ps.
-func inPrefixes(ps []netip.Prefix, a netip.Addr) bool {
-	for _, p := range ps {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }
