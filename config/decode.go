@@ -34,6 +34,9 @@ type decoder struct {
 	// protoKeys are the protocols lists of the listeners, checked
 	// against server.http2 once it is decoded.
 	protoKeys []protocolsKey
+	// autos are the listeners' tls.automatic sections, checked against
+	// each other and the plain listeners once listen is decoded.
+	autos []automaticRef
 }
 
 // entry is one key and its value in a mapping.

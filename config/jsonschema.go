@@ -136,7 +136,14 @@ func sectionSchema(k *keySpec, path string, gate map[string]string, s map[string
 		}
 		s["oneOf"] = alts
 	}
-	if len(required) == 0 && len(k.oneOf) == 0 {
+	if len(k.anyOf) > 0 {
+		alts := make([]any, len(k.anyOf))
+		for i, name := range k.anyOf {
+			alts[i] = map[string]any{"required": []string{name}}
+		}
+		s["anyOf"] = alts
+	}
+	if len(required) == 0 && len(k.oneOf) == 0 && len(k.anyOf) == 0 {
 		s["type"] = []string{"object", "null"}
 	} else {
 		s["type"] = "object"

@@ -197,60 +197,68 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 // decoder checks more than the type, by key path. The walk fails on a
 // string key that has none, so a new key gets one.
 var keySamples = map[string]any{
-	"listen":                           "127.0.0.1:0",
-	"listen.address":                   "127.0.0.1:0",
-	"listen.deny[]":                    "10.0.0.0/8",
-	"server.trusted_proxies[]":         "10.0.0.0/8",
-	"listen.tls.certificates[].cert":   "cert.pem",
-	"listen.tls.certificates[].key":    "key.pem",
-	"server.server_header":             "gale",
-	"mime_types":                       map[string]any{".webmanifest": "application/manifest+json"},
-	"access_log.path":                  "access.log",
-	"routes[].name":                    "api",
-	"routes[].host":                    "example.com",
-	"routes[].path":                    "/",
-	"routes[].headers.request.set":     map[string]any{"X-A": "1"},
-	"routes[].headers.request.add":     map[string]any{"X-A": []any{"1", "2"}},
-	"routes[].headers.request.remove":  []any{"X-B"},
-	"routes[].headers.response.set":    map[string]any{"X-A": "1"},
-	"routes[].headers.response.add":    map[string]any{"X-A": []any{"1", "2"}},
-	"routes[].headers.response.remove": []any{"X-B"},
-	"routes[].static.root":             "site",
-	"routes[].static.index":            []any{"index.html"},
-	"routes[].static.spa_fallback":     "/index.html",
-	"routes[].static.cache_control":    "no-cache",
-	"routes[].static.error_pages":      map[any]any{404: "404.html"},
-	"routes[].respond.body":            "hello",
-	"routes[].respond.content_type":    "text/plain",
-	"routes[].redirect.to":             "/elsewhere",
-	"routes[].fastcgi.to":              "127.0.0.1:9",
-	"routes[].fastcgi.root":            "site",
-	"routes[].fastcgi.env":             map[string]any{"APP_ENV": "prod"},
-	"routes[].fastcgi.trusted_proxies": []any{"10.0.0.0/8"},
-	"routes[].php.to":                  "127.0.0.1:9",
-	"routes[].php.root":                "site",
-	"routes[].php.env":                 map[string]any{"APP_ENV": "prod"},
-	"routes[].php.trusted_proxies":     []any{"10.0.0.0/8"},
-	"routes[].fastcgi.split_path":      []any{".php"},
-	"routes[].fastcgi.index":           "index.php",
-	"routes[].proxy.to":                "127.0.0.1:9",
-	"routes[].proxy.rewrite":           "/v2/",
-	"routes[].proxy.health_check.path": "/healthz",
-	"routes[].proxy.trusted_proxies":   []any{"10.0.0.0/8"},
-	"routes[].match.methods":           []any{"GET"},
-	"routes[].match.path":              "/",
-	"routes[].match.path_regex":        "/(.*)",
-	"routes[].match.remote":            []any{"10.0.0.0/8"},
-	"routes[].rewrite":                 "/x{path}?{query}",
-	"routes[].access":                  []any{map[string]any{"allow": "all"}},
-	"routes[].access[].allow":          []any{"127.0.0.2", "10.0.0.0/8"},
-	"routes[].access[].deny":           "all",
-	"routes[].rate_limit.rate":         "10/s",
-	"routes[].basic_auth.realm":        "staff",
-	"routes[].basic_auth.users":        map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
-	"routes[].basic_auth.htpasswd":     "/dev/null",
-	"routes[].rate_limit.header":       "X-Api-Key",
-	"routes[].static.try_files":        []any{"{path}", "/index.html"},
+	"listen":                              "127.0.0.1:0",
+	"listen.address":                      "127.0.0.1:0",
+	"listen.deny[]":                       "10.0.0.0/8",
+	"server.trusted_proxies[]":            "10.0.0.0/8",
+	"listen.tls.certificates[].cert":      "cert.pem",
+	"listen.tls.certificates[].key":       "key.pem",
+	"listen.tls.automatic.domains[]":      "example.com",
+	"listen.tls.automatic.email":          "ops@example.com",
+	"listen.tls.automatic.ca":             "letsencrypt-staging",
+	"listen.tls.automatic.ca_root":        "cert.pem",
+	"listen.tls.automatic.storage":        "acme",
+	"listen.tls.automatic.challenges":     []any{"tls-alpn-01"},
+	"listen.tls.automatic.on_demand.ask":  "http://127.0.0.1:9/allowed",
+	"listen.tls.automatic.on_demand.rate": "10/m",
+	"server.server_header":                "gale",
+	"mime_types":                          map[string]any{".webmanifest": "application/manifest+json"},
+	"access_log.path":                     "access.log",
+	"routes[].name":                       "api",
+	"routes[].host":                       "example.com",
+	"routes[].path":                       "/",
+	"routes[].headers.request.set":        map[string]any{"X-A": "1"},
+	"routes[].headers.request.add":        map[string]any{"X-A": []any{"1", "2"}},
+	"routes[].headers.request.remove":     []any{"X-B"},
+	"routes[].headers.response.set":       map[string]any{"X-A": "1"},
+	"routes[].headers.response.add":       map[string]any{"X-A": []any{"1", "2"}},
+	"routes[].headers.response.remove":    []any{"X-B"},
+	"routes[].static.root":                "site",
+	"routes[].static.index":               []any{"index.html"},
+	"routes[].static.spa_fallback":        "/index.html",
+	"routes[].static.cache_control":       "no-cache",
+	"routes[].static.error_pages":         map[any]any{404: "404.html"},
+	"routes[].respond.body":               "hello",
+	"routes[].respond.content_type":       "text/plain",
+	"routes[].redirect.to":                "/elsewhere",
+	"routes[].fastcgi.to":                 "127.0.0.1:9",
+	"routes[].fastcgi.root":               "site",
+	"routes[].fastcgi.env":                map[string]any{"APP_ENV": "prod"},
+	"routes[].fastcgi.trusted_proxies":    []any{"10.0.0.0/8"},
+	"routes[].php.to":                     "127.0.0.1:9",
+	"routes[].php.root":                   "site",
+	"routes[].php.env":                    map[string]any{"APP_ENV": "prod"},
+	"routes[].php.trusted_proxies":        []any{"10.0.0.0/8"},
+	"routes[].fastcgi.split_path":         []any{".php"},
+	"routes[].fastcgi.index":              "index.php",
+	"routes[].proxy.to":                   "127.0.0.1:9",
+	"routes[].proxy.rewrite":              "/v2/",
+	"routes[].proxy.health_check.path":    "/healthz",
+	"routes[].proxy.trusted_proxies":      []any{"10.0.0.0/8"},
+	"routes[].match.methods":              []any{"GET"},
+	"routes[].match.path":                 "/",
+	"routes[].match.path_regex":           "/(.*)",
+	"routes[].match.remote":               []any{"10.0.0.0/8"},
+	"routes[].rewrite":                    "/x{path}?{query}",
+	"routes[].access":                     []any{map[string]any{"allow": "all"}},
+	"routes[].access[].allow":             []any{"127.0.0.2", "10.0.0.0/8"},
+	"routes[].access[].deny":              "all",
+	"routes[].rate_limit.rate":            "10/s",
+	"routes[].basic_auth.realm":           "staff",
+	"routes[].basic_auth.users":           map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
+	"routes[].basic_auth.htpasswd":        "/dev/null",
+	"routes[].rate_limit.header":          "X-Api-Key",
+	"routes[].static.try_files":           []any{"{path}", "/index.html"},
 }
 
 // crossKeyBounds are keys whose own bound the decoder accepts only
@@ -354,6 +362,12 @@ func fill(t *testing.T, sec *keySpec, path, except string) map[string]any {
 	for _, k := range sec.keys {
 		if k.required && k.name != except {
 			m[k.name] = sampleOf(t, k, join(path, k.name))
+		}
+	}
+	for _, name := range sec.anyOf {
+		if name != except {
+			m[name] = sampleOf(t, sec.key(name), join(path, name))
+			break
 		}
 	}
 	if len(sec.oneOf) > 0 {
@@ -509,6 +523,9 @@ func sectionOK(k *keySpec, m map[string]any) bool {
 		if _, ok := m[c.name]; c.required && !ok {
 			return false
 		}
+	}
+	if len(k.anyOf) > 0 && !slices.ContainsFunc(k.anyOf, func(name string) bool { _, ok := m[name]; return ok }) {
+		return false
 	}
 	if len(k.oneOf) == 0 {
 		return true

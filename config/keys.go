@@ -40,6 +40,7 @@ type keySpec struct {
 	alts     []*keySpec // typeAnyOf
 	required bool       // the enclosing mapping must hold this key
 	oneOf    []string   // typeSection: exactly one of these keys must be present
+	anyOf    []string   // typeSection: at least one of these keys must be present
 	minItems int        // typeList: at least this many items
 	unique   bool       // typeList: no item twice
 }
@@ -112,6 +113,9 @@ func anyOf(name, doc string, alts ...*keySpec) *keySpec {
 // must marks a key required.
 func (k *keySpec) must() *keySpec { k.required = true; return k }
 
+// needsAny makes a section require at least one of names.
+func (k *keySpec) needsAny(names ...string) *keySpec { k.anyOf = names; return k }
+
 // atLeast sets a list's minimum length.
 func (k *keySpec) atLeast(n int) *keySpec { k.minItems = n; return k }
 
@@ -141,13 +145,14 @@ var certificateKeys = sectionKey("", "A certificate chain and its private key.",
 )
 
 var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
-	listKey("certificates", certificateKeys, "Chosen by SNI among their leaves' DNS names (exact before wildcard); the first one when none matches.").must().atLeast(1),
+	listKey("certificates", certificateKeys, "Chosen by SNI among their leaves' DNS names (exact before wildcard), before automatic ones; the first one when none matches. Required unless automatic is given.").atLeast(1),
+	automaticKeys,
 	&keySpec{name: "min_version", typ: typeEnum, enum: TLSVersions, numbers: true, def: `"1.2"`, doc: "Lowest TLS version accepted."},
 	durationKey("handshake_timeout", "10s", "From accept to the end of the TLS handshake, waiting for a free slot included."),
 	durationKey("client_hello_timeout", "5s", "From accept until the whole ClientHello has arrived; at most handshake_timeout."),
 	intKey("max_handshakes", 1, maxMaxHandshakes, "4096", "Handshakes in progress at once on this listener; more wait for a slot."),
 	intKey("max_handshakes_per_address", 1, maxMaxHandshakes, "", "Handshake slots one client address (an IPv6 /64) may hold or wait for; at most max_handshakes; default max_handshakes/16, at least 1."),
-)
+).needsAny("certificates", "automatic")
 
 var listenerKeys = sectionKey("", "A listener in object form.",
 	strKey("address", `"host:port" to accept connections on; host "" is all interfaces, port 0 picks a free port.`).must(),

@@ -134,6 +134,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if v := s.get("listen"); v != nil {
 		c.Listen = d.listen(v, "listen")
+		d.checkAutomatic(c.Listen)
 	} else if s.missing("listen") {
 		d.errorf(s.node, "listen", `missing required key; e.g. listen: ["127.0.0.1:8080"]`)
 	}

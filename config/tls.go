@@ -145,8 +145,14 @@ func (d *decoder) tlsSection(n *yaml.Node, path string) *TLS {
 			good = good && cok
 		}
 		ok = ok && good
-	} else if s.missing("certificates") {
-		d.errorf(s.node, join(path, "certificates"), "missing required key; e.g. certificates: [{cert: fullchain.pem, key: key.pem}]")
+	}
+	if v := s.get("automatic"); v != nil {
+		a, good := d.automaticSection(v, join(path, "automatic"))
+		t.Automatic = a
+		ok = ok && good
+	}
+	if !s.has("certificates") && !s.has("automatic") && !s.suggested["certificates"] && !s.suggested["automatic"] {
+		d.errorf(s.node, join(path, "certificates"), "missing required key; e.g. certificates: [{cert: fullchain.pem, key: key.pem}], or automatic: {domains: [example.com]} to obtain them from Let's Encrypt")
 		ok = false
 	}
 	if v := s.get("min_version"); v != nil {

@@ -107,7 +107,8 @@ type HTTPSRedirect struct {
 
 // TLS configures a listener that terminates TLS 1.2 and 1.3.
 type TLS struct {
-	Certificates            []Certificate // at least one; chosen by SNI among their leaves' DNS names (exact before wildcard), the first one when none matches
+	Certificates            []Certificate // chosen by SNI among their leaves' DNS names (exact before wildcard), before automatic ones; the first one when none matches; at least one unless Automatic is set
+	Automatic               *Automatic    // nil = no certificates from an ACME CA
 	MinVersion              string        // "1.2" (default) | "1.3"
 	HandshakeTimeout        time.Duration // default 10s: from accept to the end of the handshake, waiting for a free slot included
 	ClientHelloTimeout      time.Duration // default 5s (at most HandshakeTimeout): from accept until the whole ClientHello has arrived
