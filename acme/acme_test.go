@@ -1,0 +1,86 @@
+package acme
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"gale/config"
+)
+
+func TestLooksLikeHTTP01(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"GET", "/.well-known/acme-challenge/abc-DEF_123", true},
+		{"HEAD", "/.well-known/acme-challenge/abc", false},
+		{"POST", "/.well-known/acme-challenge/abc", false},
+		{"GET", "/.well-known/acme-challenge/", false},
+		{"GET", "/.well-known/acme-challenge/a/b", false},
+		{"GET", "/.well-known/acme-challenge/a%2e", false},
+		{"GET", "/.well-known/acme-challenge/..", false},
+		{"GET", "/.well-known/acme-challengeX/abc", false},
+		{"GET", "/.WELL-KNOWN/acme-challenge/abc", false},
+		{"GET", "/.well-known/acme-challenge/" + strings.Repeat("a", 300), false},
+	} {
+		if got := LooksLikeHTTP01([]byte(tc.method), []byte(tc.path)); got != tc.want {
+			t.Errorf("%s %s: %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestRedirectPort: case and trailing dots do not matter, other names
+// are not redirected, and the lookup allocates nothing (it runs on the
+// event loops).
+func TestRedirectPort(t *testing.T) {
+	m := &Manager{redirect: map[string]int{"example.com": 8443}}
+	for host, want := range map[string]bool{"example.com": true, "EXAMPLE.com.": true, "www.example.com": false, "": false} {
+		if p, ok := m.RedirectPort([]byte(host)); ok != want || (ok && p != 8443) {
+			t.Errorf("%q: %d %v", host, p, ok)
+		}
+	}
+	host := []byte("Example.COM")
+	if n := testing.AllocsPerRun(100, func() { m.RedirectPort(host) }); n != 0 {
+		t.Errorf("RedirectPort allocates %.0f times", n)
+	}
+}
+
+// TestOnDemandRate: burst+1 approvals at once, then one per interval.
+func TestOnDemandRate(t *testing.T) {
+	g := newOnDemandGate(&config.OnDemand{Ask: "http://127.0.0.1:9/", Interval: time.Minute, Burst: 2}, slog.Default())
+	now := time.Unix(1000, 0)
+	for i := range 3 {
+		if !g.take(now) {
+			t.Fatalf("approval %d of the burst refused", i+1)
+		}
+	}
+	if g.take(now) {
+		t.Fatal("a fourth approval at once was granted")
+	}
+	if !g.take(now.Add(time.Minute)) || g.take(now.Add(time.Minute)) {
+		t.Fatal("after one interval: want exactly one more approval")
+	}
+}
+
+// TestZapToSlog: certmagic's entries reach the slog logger with their
+// level, message and fields.
+func TestZapToSlog(t *testing.T) {
+	var b bytes.Buffer
+	l := zapToSlog(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	l.Named("obtain").With(zap.String("identifier", "a.example")).Error("could not get certificate", zap.Error(errRefused))
+	l.Debug("hidden")
+	out := b.String()
+	for _, want := range []string{"level=ERROR", `msg="acme: could not get certificate"`, "logger=obtain", "identifier=a.example", "error=\"acme: on-demand: the ask endpoint refused the name\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log %q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "hidden") {
+		t.Errorf("a debug entry passed an info logger: %q", out)
+	}
+}

@@ -1,0 +1,267 @@
+package acme
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+
+	"gale/config"
+)
+
+// RenewCheckInterval is how often managed certificates are checked for
+// renewal; 0 keeps certmagic's default (10 minutes). Set before New.
+var RenewCheckInterval time.Duration
+
+// maxLookups bounds the HTTP-01 answers looked up at once (each may read
+// storage off the loop); requests beyond are answered 503.
+const maxLookups = 16
+
+// Section is one listener's tls.automatic section with the addresses its
+// challenges are answered on.
+type Section struct {
+	Auto     *config.Automatic
+	TLSAddr  netip.AddrPort // the TLS listener's bound address: TLS-ALPN-01 is answered in its handshakes, and plain HTTP for its names redirects to its port
+	HTTPAddr netip.AddrPort // the first plain listener's bound address, where HTTP-01 is answered; the zero value when there is none
+}
+
+// Manager keeps the automatic certificates of one server: a certmagic
+// cache shared by its sites, and a Site per listener with an automatic
+// section. Its methods are safe for concurrent use.
+type Manager struct {
+	cache    *certmagic.Cache
+	sites    []*Site
+	log      *slog.Logger
+	zlog     *zap.Logger
+	ctx      context.Context // ends at Stop: management started by Start
+	cancel   context.CancelFunc
+	issuers  []*certmagic.ACMEIssuer // every site's, for HTTP-01 answers
+	redirect map[string]int          // listed name -> https port, for the sites that redirect plain HTTP
+	lookups  chan struct{}           // HTTP-01 lookups in flight (a semaphore)
+
+	mu    sync.Mutex
+	ready map[string]chan struct{} // listed names with no certificate cached yet; closed when one is
+	known map[string]bool          // names with a managed certificate cached, for Expiries
+}
+
+// New builds the manager of secs; nothing is obtained before Start. It
+// creates each section's storage directory.
+func New(secs []Section, log *slog.Logger) (*Manager, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		log: log, zlog: zapToSlog(log), ctx: ctx, cancel: cancel,
+		redirect: map[string]int{}, lookups: make(chan struct{}, maxLookups),
+		ready: map[string]chan struct{}{}, known: map[string]bool{},
+	}
+	m.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   m.configForCert,
+		RenewCheckInterval: RenewCheckInterval,
+		Logger:             m.zlog,
+	})
+	for _, sec := range secs {
+		s, err := m.newSite(sec)
+		if err != nil {
+			m.Stop()
+			return nil, err
+		}
+		m.sites = append(m.sites, s)
+		for _, name := range sec.Auto.Domains {
+			m.ready[name] = make(chan struct{})
+			if sec.Auto.RedirectHTTP {
+				m.redirect[name] = int(sec.TLSAddr.Port())
+			}
+		}
+	}
+	return m, nil
+}
+
+// newConfig returns a certmagic config of sec's, with its ACME issuer.
+func (m *Manager) newConfig(sec Section, demand *certmagic.OnDemandConfig) (*certmagic.Config, error) {
+	a := sec.Auto
+	if err := os.MkdirAll(a.Storage, 0o700); err != nil {
+		return nil, fmt.Errorf("acme: storage: %w", err)
+	}
+	cfg := certmagic.New(m.cache, certmagic.Config{
+		Storage:  &certmagic.FileStorage{Path: a.Storage},
+		OnDemand: demand,
+		OnEvent:  m.onEvent,
+		Logger:   m.zlog,
+	})
+	var roots *x509.CertPool
+	if a.CARoot != "" {
+		pem, err := os.ReadFile(a.CARoot)
+		if err != nil {
+			return nil, fmt.Errorf("acme: ca_root: %w", err)
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("acme: ca_root %s holds no certificate", a.CARoot)
+		}
+	}
+	iss := certmagic.NewACMEIssuer(cfg, certmagic.ACMEIssuer{
+		CA:                      a.CA,
+		Email:                   a.Email,
+		Agreed:                  true,
+		DisableHTTPChallenge:    !a.HTTP01,
+		DisableTLSALPNChallenge: !a.TLSALPN01,
+		ListenHost:              listenHost(sec),
+		AltHTTPPort:             int(sec.HTTPAddr.Port()),
+		AltTLSALPNPort:          int(sec.TLSAddr.Port()),
+		TrustedRoots:            roots,
+		Logger:                  m.zlog,
+	})
+	cfg.Issuers = []certmagic.Issuer{iss}
+	m.issuers = append(m.issuers, iss)
+	return cfg, nil
+}
+
+// listenHost is the host certmagic would bind its own challenge solvers
+// on: the listeners' host when both challenges' listeners share one, else
+// all interfaces. gale holds the ports, so certmagic's bind fails and it
+// leaves the answers to gale.
+func listenHost(sec Section) string {
+	h, t := sec.HTTPAddr.Addr(), sec.TLSAddr.Addr()
+	if sec.HTTPAddr.IsValid() && h == t && !h.IsUnspecified() {
+		return h.String()
+	}
+	return ""
+}
+
+// configForCert is the certmagic cache's way back from a certificate to
+// the config that manages it: the site listing one of its names, else the
+// first site obtaining on demand, else the first site.
+func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, error) {
+	for _, s := range m.sites {
+		if slices.ContainsFunc(c.Names, s.lists) && s.magic != nil {
+			return s.magic, nil
+		}
+	}
+	for _, s := range m.sites {
+		if s.demand != nil {
+			return s.demand, nil
+		}
+	}
+	if len(m.sites) > 0 {
+		return m.sites[0].primary(), nil
+	}
+	return nil, errors.New("acme: no site manages the certificate")
+}
+
+// onEvent follows certmagic's events: a certificate cached for a name
+// ends the handshakes waiting for it; failures are logged by certmagic.
+func (m *Manager) onEvent(_ context.Context, event string, data map[string]any) error {
+	if event != "cached_managed_cert" {
+		return nil
+	}
+	sans, _ := data["sans"].([]string)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range sans {
+		name = strings.ToLower(name)
+		m.known[name] = true
+		if ch := m.ready[name]; ch != nil {
+			close(ch)
+			delete(m.ready, name)
+		}
+	}
+	return nil
+}
+
+// waitReady returns a channel closed once a certificate for the listed
+// name is cached, or nil when one is already.
+func (m *Manager) waitReady(name string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ready[name]
+}
+
+// Start begins managing the listed names of every site in the
+// background: certificates in storage are loaded, missing ones obtained
+// (retried with backoff while the CA fails), all renewed when due.
+func (m *Manager) Start() {
+	for _, s := range m.sites {
+		a := s.auto
+		if len(a.Domains) > 0 {
+			if err := s.magic.ManageAsync(m.ctx, a.Domains); err != nil {
+				m.log.Error("acme: managing certificates", "domains", a.Domains, "err", err.Error())
+			}
+		}
+		args := []any{"domains", a.Domains, "storage", a.Storage, "ca", a.CA, "challenges", s.challenges()}
+		if a.OnDemand != nil {
+			args = append(args, "on_demand_ask", a.OnDemand.Ask, "on_demand_rate", a.OnDemand.Rate)
+		}
+		m.log.Info("acme: managing certificates", args...)
+	}
+}
+
+// Stop ends management: background work stops, certificates already in
+// memory keep serving handshakes.
+func (m *Manager) Stop() {
+	m.cancel()
+	m.cache.Stop()
+}
+
+// Sites returns the site of each section given to New, in order.
+func (m *Manager) Sites() []*Site { return m.sites }
+
+// RedirectPort reports whether plain-HTTP requests for host (a Host
+// value without its port) are redirected to https, and to which port.
+// It does not allocate; safe on an event loop.
+func (m *Manager) RedirectPort(host []byte) (int, bool) {
+	if len(m.redirect) == 0 || len(host) > 253 {
+		return 0, false
+	}
+	var buf [253]byte
+	n := copy(buf[:], host)
+	for n > 0 && buf[n-1] == '.' {
+		n--
+	}
+	for i := range n {
+		if c := buf[i]; c >= 'A' && c <= 'Z' {
+			buf[i] = c + 'a' - 'A'
+		}
+	}
+	p, ok := m.redirect[string(buf[:n])]
+	return p, ok
+}
+
+// Expiry is when the certificate of a managed name expires.
+type Expiry struct {
+	Name     string
+	NotAfter time.Time
+}
+
+// Expiries returns the latest expiry of the managed certificate of every
+// name one is cached for, sorted by name.
+func (m *Manager) Expiries() []Expiry {
+	m.mu.Lock()
+	names := make([]string, 0, len(m.known))
+	for n := range m.known {
+		names = append(names, n)
+	}
+	m.mu.Unlock()
+	slices.Sort(names)
+	out := make([]Expiry, 0, len(names))
+	for _, n := range names {
+		var last time.Time
+		for _, c := range m.cache.AllMatchingCertificates(n) {
+			if c.Leaf != nil && c.Leaf.NotAfter.After(last) {
+				last = c.Leaf.NotAfter
+			}
+		}
+		if !last.IsZero() {
+			out = append(out, Expiry{Name: n, NotAfter: last})
+		}
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package acme
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"gale/config"
+)
+
+// maxReadyWait bounds how long a handshake waits for a listed name's
+// first certificate when its context has no deadline of its own.
+const maxReadyWait = 10 * time.Second
+
+// ALPNChallenge is the ALPN protocol of TLS-ALPN-01 (RFC 8737): a
+// listener that answers the challenge offers it, and closes a connection
+// that negotiated it once the handshake is done.
+const ALPNChallenge = "acme-tls/1"
+
+// ErrNotManaged is returned for a handshake whose server name the site
+// neither lists nor obtains on demand.
+var ErrNotManaged = errors.New("acme: no automatic certificate for the server name")
+
+// Site is the automatic certificates of one TLS listener.
+type Site struct {
+	m      *Manager
+	auto   *config.Automatic
+	listed map[string]bool   // auto.Domains
+	magic  *certmagic.Config // the listed names; nil when none are listed
+	demand *certmagic.Config // names obtained on demand; nil without on_demand
+	gate   *onDemandGate     // with demand: the ask endpoint and the rate
+}
+
+func (m *Manager) newSite(sec Section) (*Site, error) {
+	s := &Site{m: m, auto: sec.Auto, listed: map[string]bool{}}
+	for _, n := range sec.Auto.Domains {
+		s.listed[n] = true
+	}
+	var err error
+	if len(sec.Auto.Domains) > 0 {
+		if s.magic, err = m.newConfig(sec, nil); err != nil {
+			return nil, err
+		}
+	}
+	if o := sec.Auto.OnDemand; o != nil {
+		s.gate = newOnDemandGate(o, m.log)
+		if s.demand, err = m.newConfig(sec, &certmagic.OnDemandConfig{DecisionFunc: s.gate.decide}); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// primary is the site's config that answers TLS-ALPN-01 challenges.
+func (s *Site) primary() *certmagic.Config {
+	if s.magic != nil {
+		return s.magic
+	}
+	return s.demand
+}
+
+func (s *Site) lists(name string) bool { return s.listed[strings.ToLower(name)] }
+
+// Covers reports whether the site gives certificates for name: a listed
+// name, or any name when it obtains them on demand. It reads immutable
+// state only; safe on an event loop.
+func (s *Site) Covers(name string) bool {
+	return s.demand != nil || s.listed[strings.ToLower(strings.TrimSuffix(name, "."))]
+}
+
+// Automatic returns the section the site was built from.
+func (s *Site) Automatic() *config.Automatic { return s.auto }
+
+// AnswersTLSALPN reports whether the site answers TLS-ALPN-01 challenges
+// in its listener's handshakes (its listener then offers ALPNChallenge).
+func (s *Site) AnswersTLSALPN() bool { return s.auto.TLSALPN01 }
+
+func (s *Site) challenges() []string {
+	var out []string
+	if s.auto.HTTP01 {
+		out = append(out, config.ChallengeHTTP01)
+	}
+	if s.auto.TLSALPN01 {
+		out = append(out, config.ChallengeTLSALPN01)
+	}
+	return out
+}
+
+// IsChallenge reports whether hello opens a TLS-ALPN-01 validation: it
+// offers "acme-tls/1" alone, with a server name (RFC 8737 section 3).
+func IsChallenge(hello *tls.ClientHelloInfo) bool {
+	return hello.ServerName != "" && len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ALPNChallenge
+}
+
+// Certificate returns the certificate for a handshake: the TLS-ALPN-01
+// challenge certificate for a validation, the certificate of a listed
+// name (waiting, within the handshake's context, for the first one to be
+// obtained), or one obtained on demand. It blocks: call it from the
+// handshake's goroutine, never on an event loop. ErrNotManaged means the
+// site has nothing for the name.
+func (s *Site) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if IsChallenge(hello) {
+		if !s.auto.TLSALPN01 {
+			return nil, ErrNotManaged
+		}
+		return s.primary().GetCertificate(hello)
+	}
+	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
+	if s.magic != nil && s.listed[name] {
+		return s.listedCertificate(hello, name)
+	}
+	if s.demand != nil && name != "" {
+		return s.demand.GetCertificate(hello)
+	}
+	return nil, ErrNotManaged
+}
+
+// listedCertificate returns the certificate of a listed name, waiting for
+// the first one while it is being obtained.
+func (s *Site) listedCertificate(hello *tls.ClientHelloInfo, name string) (*tls.Certificate, error) {
+	c, err := s.magic.GetCertificate(hello)
+	if err == nil {
+		return c, nil
+	}
+	ready := s.m.waitReady(name)
+	if ready == nil {
+		return nil, err
+	}
+	ctx := hello.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(maxReadyWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return s.magic.GetCertificate(hello)
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil, fmt.Errorf("acme: the certificate for %s is not obtained yet: %w", name, err)
+}
