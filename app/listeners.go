@@ -14,6 +14,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/acme"
 	"gale/app/tlsconn"
 	"gale/config"
 	"gale/handlers"
@@ -34,6 +35,8 @@ type listenerInfo struct {
 	altH1      []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
 	altH2      []byte            // with http3: the alt-svc value of its HTTP/2 responses
 	proxyPr    bool              // connections open with a PROXY protocol header (listen[].proxy_protocol)
+	site       *acme.Site        // the listener's automatic certificates (tls.automatic); nil for none
+	front      *acmeFront        // plain listeners while automatic certificates are managed: HTTP-01 and the https redirect of managed names before routing
 	deny       []netip.Prefix    // listen[].deny: closed at accept (screen.go)
 	maxPerAddr int               // listen[].max_conns_per_address; 0 = no limit
 }
@@ -48,8 +51,8 @@ type httpsRedirect struct {
 func (s *Server) setupListeners(cfg *config.Config) error {
 	s.listeners = make([]listenerInfo, len(cfg.Listen))
 	logf := func(msg string, args ...any) { s.log.Info(msg, args...) }
+	addrs := make([]netip.AddrPort, len(cfg.Listen))
 	for i := range cfg.Listen {
-		l := &cfg.Listen[i]
 		ap, err := netip.ParseAddrPort(s.addrs[i])
 		if err != nil {
 			// "host" empty: all interfaces.
@@ -57,9 +60,23 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 			p, _ := strconv.Atoi(port)
 			ap = netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p))
 		}
+		addrs[i] = ap
+	}
+	var err error
+	if s.acme, s.sites, err = s.newACME(cfg, addrs); err != nil {
+		return err
+	}
+	for i := range cfg.Listen {
+		l := &cfg.Listen[i]
+		ap := addrs[i]
 		li := listenerInfo{addr: ap, protos: l.Protocols}
 		if l.TLS != nil {
-			tl, err := tlsconn.NewListener(i, l, logf, s.http2On)
+			var site *acme.Site
+			if s.sites != nil {
+				site = s.sites[i]
+			}
+			li.site = site
+			tl, err := tlsconn.NewListener(i, l, logf, s.http2On, site)
 			if err != nil {
 				return fmt.Errorf("listen %s: %w", l.Address, err)
 			}
@@ -87,6 +104,17 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 		}
 		s.listeners[i].toHTTPS = h
 		s.anyTLS = true
+	}
+	if s.acme != nil {
+		for i := range s.listeners {
+			if li := &s.listeners[i]; li.tls == nil {
+				var next handlers.Handler
+				if li.toHTTPS != nil {
+					next = li.toHTTPS
+				}
+				li.front = s.newACMEFront(next)
+			}
+		}
 	}
 	s.sameProtos = uniformProtocols(s.listeners)
 	return nil
@@ -161,7 +189,10 @@ func (s *Server) attachTransport(c gnet.Conn) {
 		}
 	}
 	var redirect handlers.Handler
-	if cs.toHTTPS != nil {
+	switch {
+	case cs.li != nil && cs.li.front != nil:
+		redirect = cs.li.front
+	case cs.toHTTPS != nil:
 		redirect = cs.toHTTPS
 	}
 	cs.h1.SetListener(cs.tls != nil, redirect, cs.protos.H1())

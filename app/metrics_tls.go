@@ -32,4 +32,10 @@ func (s *Server) writeTLSMetrics(w *metrics.Writer) {
 	for r := range t.failed {
 		w.Uint("gale_tls_handshake_failures_total", t.failed[r], "reason", tlsconn.ReasonNames[r])
 	}
+	if s.acme != nil {
+		w.Family("gale_tls_certificate_expiry_timestamp_seconds", metrics.Gauge, "When the automatic certificate of each managed name expires (Unix time); renewal starts in its last third.")
+		for _, e := range s.acme.Expiries() {
+			w.Float("gale_tls_certificate_expiry_timestamp_seconds", float64(e.NotAfter.Unix()), "name", e.Name)
+		}
+	}
 }

@@ -83,7 +83,10 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 // nil for h2c.
 func (cs *conn) startH2(set *wire.Settings, st *tls.ConnectionState) {
 	var redirect handlers.Handler
-	if cs.toHTTPS != nil {
+	switch {
+	case cs.li != nil && cs.li.front != nil:
+		redirect = cs.li.front
+	case cs.toHTTPS != nil:
 		redirect = cs.toHTTPS
 	}
 	cs.h2 = h2conn.New(&cs.Conn, set, redirect, st)

@@ -28,6 +28,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/acme"
 	"gale/app/h3"
 	"gale/app/wire"
 	"gale/cache"
@@ -84,6 +85,8 @@ type Server struct {
 	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
 	quic       []*h3.Listener   // the HTTP/3 sides of the listeners with http3, while running (http3.go)
 	anchored   atomic.Bool      // the loops were looked for and HTTP/3 started (http3.go)
+	acme       *acme.Manager    // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
+	sites      []*acme.Site     // per listener: its automatic certificates, or nil
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
@@ -116,14 +119,17 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		s.addrs = append(s.addrs, a)
 	}
 	if err := s.setupListeners(cfg); err != nil {
+		s.stopACME()
 		return nil, err
 	}
 	if err := s.openMetrics(cfg); err != nil {
+		s.stopACME()
 		return nil, err
 	}
 	if cfg.AccessLog.Path != "" {
 		s.sh.Access, err = accesslog.Open(cfg.AccessLog, log)
 		if err != nil {
+			s.stopACME()
 			return nil, fmt.Errorf("access_log: %w", err)
 		}
 	}
@@ -191,6 +197,7 @@ func (s *Server) Run() error {
 	go s.runMetrics()
 	err := gnet.Rotate(s, protoAddrs, opts...)
 	close(stopWatch)
+	s.stopACME()
 	s.closeHTTP3()
 	s.closeMetrics()
 	if s.sh.Access != nil {
@@ -206,6 +213,9 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.engMu.Lock()
 	s.eng = eng
 	s.engMu.Unlock()
+	if s.acme != nil {
+		s.acme.Start() // the listeners accept: challenges can be answered
+	}
 	if len(s.quic) > 0 {
 		return gnet.None // HTTP/3 needs the loops running: the first tick boots it
 	}

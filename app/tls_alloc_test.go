@@ -124,7 +124,7 @@ routes:
 	}
 	s := bareServer()
 	s.sh.Set.Store(set)
-	tl, err := tlsconn.NewListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 })
+	tl, err := tlsconn.NewListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
+	"gale/acme"
 	"gale/app/wire"
 )
 
@@ -397,7 +398,7 @@ func (t *Conn) startHandshake() {
 	c := t.wc.C
 	gate, key := t.ln.gate, t.key
 	go func() {
-		err := t.tc.Handshake()
+		err := t.handshake()
 		gate.release(key, t.ln.cur.Load().max)
 		t.hsErr = err
 		t.hsDone.Store(true)
@@ -407,6 +408,19 @@ func (t *Conn) startHandshake() {
 		}
 		_ = c.Wake(nil) // a no-op once the connection closed
 	}()
+}
+
+// handshake runs the handshake, on its goroutine. On a listener with
+// automatic certificates it runs within a context that ends with the
+// handshake's timeout, so that a certificate being obtained is waited for
+// no longer than the handshake may last.
+func (t *Conn) handshake() error {
+	if t.ln.site == nil {
+		return t.tc.Handshake()
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, t.start+t.ln.cur.Load().timeout))
+	defer cancel()
+	return t.tc.HandshakeContext(ctx)
 }
 
 // flushHandshake hands the handshake's pending output to gnet.
@@ -445,6 +459,11 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 	}
 	t.phase = tlsOpen
 	t.succeed()
+	if t.ln.site != nil && t.tc.ConnectionState().NegotiatedProtocol == acme.ALPNChallenge {
+		// A TLS-ALPN-01 validation ends with its handshake (RFC 8737
+		// section 3).
+		return gnet.Close, true
+	}
 	t.sh.rmode, t.sh.wmode = shimLoop, shimLoop
 	t.sh.out, t.sh.spare = nil, nil
 	if t.sh.inOff == len(t.sh.in) {

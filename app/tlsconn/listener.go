@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"gale/acme"
 	"gale/config"
 )
 
@@ -31,6 +32,7 @@ type Listener struct {
 	config *tls.Config              // what handshakes start from; GetConfigForClient returns cur's
 	cur    atomic.Pointer[settings] // the settings generation new handshakes use
 	gate   *handshakeGate           // handshake slots, per-address shares and the queue (gate.go)
+	site   *acme.Site               // automatic certificates (tls.automatic); nil for none
 	log    func(msg string, args ...any)
 
 	reload sync.Mutex  // serializes loads (the poller and Reload); guards files and bad
@@ -115,19 +117,52 @@ func (s *certSet) names(name string) bool {
 }
 
 func (s *certSet) pick(hello *tls.ClientHelloInfo) *tls.Certificate {
-	name := hello.ServerName
-	if name != "" {
-		name = strings.ToLower(strings.TrimSuffix(name, "."))
-		if c := supported(hello, s.exact[name]); c != nil {
-			return c
-		}
-		if i := strings.IndexByte(name, '.'); i > 0 {
-			if c := supported(hello, s.wild[name[i+1:]]); c != nil {
-				return c
-			}
-		}
+	if c := s.match(hello); c != nil {
+		return c
 	}
 	return supported(hello, s.all)
+}
+
+// match returns the certificate for the server name of hello, exactly or
+// under a wildcard, or nil when none is for it.
+func (s *certSet) match(hello *tls.ClientHelloInfo) *tls.Certificate {
+	name := hello.ServerName
+	if name == "" {
+		return nil
+	}
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if c := supported(hello, s.exact[name]); c != nil {
+		return c
+	}
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		return supported(hello, s.wild[name[i+1:]])
+	}
+	return nil
+}
+
+// certificate chooses the certificate of a handshake: a TLS-ALPN-01
+// validation's from the automatic site; else a certificate file's for
+// the server name; else the site's for it (listed, or obtained on
+// demand: this may wait, off the loop, within the handshake's context);
+// else the first certificate file's.
+func (tl *Listener) certificate(set *settings, hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if tl.site == nil {
+		return set.certs.pick(hello), nil
+	}
+	if acme.IsChallenge(hello) {
+		return tl.site.Certificate(hello)
+	}
+	if c := set.certs.match(hello); c != nil {
+		return c, nil
+	}
+	c, err := tl.site.Certificate(hello)
+	if err == nil {
+		return c, nil
+	}
+	if d := supported(hello, set.certs.all); d != nil {
+		return d, nil
+	}
+	return nil, err
 }
 
 // supported returns the first of cs the client can use (its signature
@@ -148,9 +183,9 @@ func supported(hello *tls.ClientHelloInfo, cs []*tls.Certificate) *tls.Certifica
 }
 
 // NewListener loads the certificates of l and builds its TLS config.
-func NewListener(index int, l *config.Listener, logf func(string, ...any), h2 func() bool) (*Listener, error) {
-	tl := &Listener{index: index, protos: l.Protocols, log: logf, gate: newHandshakeGate()}
-	set, stamps, err := loadTLSSettings(l.TLS, tl.protos)
+func NewListener(index int, l *config.Listener, logf func(string, ...any), h2 func() bool, site *acme.Site) (*Listener, error) {
+	tl := &Listener{index: index, protos: l.Protocols, log: logf, gate: newHandshakeGate(), site: site}
+	set, stamps, err := tl.loadSettings(l.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +207,9 @@ func NewListener(index int, l *config.Listener, logf func(string, ...any), h2 fu
 	return tl, nil
 }
 
-// loadTLSSettings reads the certificate files of t and builds a settings
-// generation for a listener speaking protos, with the stamps of the files
-// it read.
-func loadTLSSettings(t *config.TLS, protos config.Protocols) (*settings, []fileStamp, error) {
+// loadSettings reads the certificate files of t and builds a settings
+// generation for the listener, with the stamps of the files it read.
+func (tl *Listener) loadSettings(t *config.TLS) (*settings, []fileStamp, error) {
 	var stamps []fileStamp
 	certs := make([]*tls.Certificate, 0, len(t.Certificates))
 	for _, c := range t.Certificates {
@@ -202,9 +236,9 @@ func loadTLSSettings(t *config.TLS, protos config.Protocols) (*settings, []fileS
 	}
 	set.config = &tls.Config{
 		MinVersion: minVersion,
-		NextProtos: alpn(protos, false),
+		NextProtos: tl.alpn(false),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return set.certs.pick(hello), nil
+			return tl.certificate(set, hello)
 		},
 		// Full-size records: fewer records (and AEAD calls) per
 		// response, like nginx's default 16k ssl_buffer_size.
@@ -214,8 +248,19 @@ func loadTLSSettings(t *config.TLS, protos config.Protocols) (*settings, []fileS
 	// least); a TLS 1.2 session with a suite RFC 9113 section 9.2.2
 	// forbids is refused after the handshake (h2Cipher).
 	set.configH2 = set.config.Clone()
-	set.configH2.NextProtos = alpn(protos, true)
+	set.configH2.NextProtos = tl.alpn(true)
 	return set, stamps, nil
+}
+
+// alpn is what the listener offers in ALPN: its protocols (see alpn),
+// then "acme-tls/1" when it answers TLS-ALPN-01 challenges, which only a
+// validation offers (RFC 8737 section 3).
+func (tl *Listener) alpn(h2 bool) []string {
+	out := alpn(tl.protos, h2)
+	if tl.site != nil && tl.site.AnswersTLSALPN() {
+		out = append(out, acme.ALPNChallenge)
+	}
+	return out
 }
 
 // alpn is what a listener speaking protos offers in ALPN (RFC 7301): "h2"
@@ -262,7 +307,7 @@ func (tl *Listener) Poll() {
 		return
 	}
 	src := tl.cur.Load().src
-	set, stamps, err := loadTLSSettings(src, tl.protos)
+	set, stamps, err := tl.loadSettings(src)
 	if err != nil {
 		tl.bad = now
 		tl.log("tls: certificate files changed but cannot be loaded; keeping the running certificates", "err", err.Error())
@@ -281,7 +326,7 @@ func Reload(ls []*Listener, ts []*config.TLS) error {
 	stamps := make([][]fileStamp, len(ls))
 	for i, tl := range ls {
 		var err error
-		if sets[i], stamps[i], err = loadTLSSettings(ts[i], tl.protos); err != nil {
+		if sets[i], stamps[i], err = tl.loadSettings(ts[i]); err != nil {
 			return err
 		}
 	}

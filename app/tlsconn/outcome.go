@@ -76,7 +76,7 @@ func (t *Conn) countSession(st *tls.ConnectionState) {
 	} else {
 		s.TLS12.Add(1)
 	}
-	if st.ServerName != "" && !t.ln.cur.Load().certs.names(st.ServerName) {
+	if st.ServerName != "" && !t.ln.cur.Load().certs.names(st.ServerName) && (t.ln.site == nil || !t.ln.site.Covers(st.ServerName)) {
 		s.UnknownName.Add(1)
 	}
 }

@@ -1,0 +1,415 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gale/acme"
+	"gale/acme/acmetest"
+	"gale/config"
+)
+
+// Automatic certificates end to end, against Pebble (a real ACME server
+// that validates every challenge by connecting back to gale): each
+// challenge type alone, the served chain checked by Go's TLS client and
+// openssl, renewal observed by a new connection while an old one keeps
+// working, on-demand certificates with an ask endpoint, the CA down at
+// start.
+
+// acmeServer is a gale server whose first listener is plain and whose
+// second is TLS with automatic certificates.
+type acmeServer struct {
+	srv          *Server
+	plain, tls   string
+	log          *syncBuffer
+	dir, storage string
+	done         chan error
+	stopOnce     sync.Once
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if testing.Verbose() {
+		os.Stderr.Write(p)
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// acmeConfig renders a config: a plain listener (unless plain is false),
+// a TLS listener with automatic (a YAML flow mapping, to which the CA's
+// URL, root and storage are added), and one route answering "hello".
+func acmeConfig(ca *acmetest.CA, storage, automatic string, plain bool, tlsExtra string) string {
+	var b strings.Builder
+	b.WriteString("listen:\n")
+	if plain {
+		b.WriteString("  - \"127.0.0.1:0\"\n")
+	}
+	fmt.Fprintf(&b, "  - address: \"127.0.0.1:0\"\n    tls: {%sautomatic: {ca: %q, ca_root: %q, storage: %q, %s}}\n",
+		tlsExtra, ca.URL, ca.RootFile, storage, automatic)
+	b.WriteString("routes:\n  - path: /\n    respond: {body: \"hello\\n\"}\n")
+	return b.String()
+}
+
+// startACME runs yamlText from a temp dir, with its log kept.
+func startACME(t *testing.T, yamlText, storage string) *acmeServer {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gale.yaml")
+	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	logs := &syncBuffer{}
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	as := &acmeServer{srv: srv, log: logs, dir: dir, storage: storage, done: make(chan error, 1)}
+	addrs := srv.Addrs()
+	for i, l := range cfg.Listen {
+		if l.TLS != nil {
+			as.tls = addrs[i]
+		} else if as.plain == "" {
+			as.plain = addrs[i]
+		}
+	}
+	go func() { as.done <- srv.Run() }()
+	select {
+	case <-srv.Booted():
+	case err := <-as.done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not boot")
+	}
+	t.Cleanup(as.stop)
+	return as
+}
+
+func (as *acmeServer) stop() {
+	as.stopOnce.Do(func() {
+		stopServer(as.srv, as.done)
+	})
+}
+
+// port returns the port of a "host:port".
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// dialName opens a TLS connection to addr for name, verifying the chain
+// against roots; the handshake waits on the server while the certificate
+// is being obtained.
+func dialName(addr, name string, roots *x509.CertPool) (*tls.Conn, error) {
+	d := &net.Dialer{Timeout: 30 * time.Second}
+	return tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}})
+}
+
+// getHello sends a GET on c and checks the answer.
+func getHello(t *testing.T, c net.Conn, host string) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := readResponse(t, bufio.NewReader(c), "GET")
+	if resp.StatusCode != 200 || body != "hello\n" {
+		t.Fatalf("GET over TLS: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestACMEHTTP01 obtains a certificate by HTTP-01 alone: the CA's request
+// is answered on the plain listener before routing; a plain request for
+// the name is redirected to https, other hosts are routed; the served
+// chain verifies against the CA's root with Go's client and openssl.
+func TestACMEHTTP01(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	as := startACME(t, acmeConfig(ca, storage, "domains: [a.gale.test], challenges: [http-01]", true, ""), storage)
+	ca.Ready(port(t, as.plain), port(t, as.tls))
+
+	c, err := dialName(as.tls, "a.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake for a.gale.test: %v\n%s", err, as.log)
+	}
+	getHello(t, c, "a.gale.test")
+	c.Close()
+	v := ca.Validations()
+	if v["http-01"].Succeeded != 1 || v["tls-alpn-01"] != (acmetest.ValidationCount{}) {
+		t.Errorf("validations %+v: want one http-01 and no tls-alpn-01", v)
+	}
+	if n := ca.IssuedFor("a.gale.test"); n != 1 {
+		t.Errorf("issued %d certificates for a.gale.test, want 1", n)
+	}
+
+	// Plain HTTP: the managed name is redirected (a stale challenge
+	// token too), another host is routed.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ host, path, loc string }{
+		{"a.gale.test", "/x?y=1", "https://a.gale.test:" + strconv.Itoa(port(t, as.tls)) + "/x?y=1"},
+		{"A.Gale.Test.", "/.well-known/acme-challenge/unknowntoken", "https://A.Gale.Test:" + strconv.Itoa(port(t, as.tls)) + "/.well-known/acme-challenge/unknowntoken"},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+as.plain+tc.path, nil)
+		req.Host = tc.host
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 301 || resp.Header.Get("Location") != tc.loc {
+			t.Errorf("%s %s: %d Location %q, want 301 %q", tc.host, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.loc)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+as.plain+"/.well-known/acme-challenge/unknowntoken", nil)
+	req.Host = "other.gale.test"
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("another host's request for an unknown token: %d, want the route's 200", resp.StatusCode)
+	}
+
+	// openssl verifies the chain against Pebble's root.
+	openssl := needTool(t, "openssl")
+	out, err := runTool(t, "", openssl, "s_client", "-connect", as.tls, "-servername", "a.gale.test",
+		"-CAfile", ca.IssuerRootFile(), "-verify_return_error", "-verify_hostname", "a.gale.test", "-brief")
+	if err != nil || !strings.Contains(out, "Verification: OK") {
+		t.Errorf("openssl s_client: %v\n%s", err, out)
+	}
+}
+
+// TestACMETLSALPN01 obtains a certificate by TLS-ALPN-01 alone, answered
+// inside gale's own handshake, with no plain listener at all; the
+// validation's connection closes after its handshake.
+func TestACMETLSALPN01(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	as := startACME(t, acmeConfig(ca, storage, "domains: [b.gale.test], challenges: [tls-alpn-01]", false, ""), storage)
+	ca.Ready(1, port(t, as.tls)) // nothing listens for HTTP-01
+
+	c, err := dialName(as.tls, "b.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake for b.gale.test: %v\n%s", err, as.log)
+	}
+	getHello(t, c, "b.gale.test")
+	c.Close()
+	v := ca.Validations()
+	if v["tls-alpn-01"].Succeeded != 1 || v["http-01"] != (acmetest.ValidationCount{}) {
+		t.Errorf("validations %+v: want one tls-alpn-01 and no http-01", v)
+	}
+
+	// A client offering acme-tls/1 alone gets a challenge certificate
+	// only while a challenge is under way; then its connection ends.
+	vc, err := tls.Dial("tcp", as.tls, &tls.Config{ServerName: "b.gale.test", NextProtos: []string{"acme-tls/1"}, InsecureSkipVerify: true})
+	if err == nil {
+		vc.Close()
+		t.Errorf("an acme-tls/1 handshake with no challenge under way succeeded")
+	}
+
+	openssl := needTool(t, "openssl")
+	out, err := runTool(t, "", openssl, "s_client", "-connect", as.tls, "-servername", "b.gale.test",
+		"-CAfile", ca.IssuerRootFile(), "-verify_return_error", "-verify_hostname", "b.gale.test", "-brief")
+	if err != nil || !strings.Contains(out, "Verification: OK") {
+		t.Errorf("openssl s_client: %v\n%s", err, out)
+	}
+}
+
+// serial returns the serial number of the certificate c was served.
+func serial(c *tls.Conn) string {
+	return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+// stopServer stops srv and waits for its Run to return on done.
+func stopServer(srv *Server, done chan error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Stop(ctx)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// TestACMERenewal: short-lived certificates are renewed in the
+// background; a new connection gets the renewed certificate while a
+// connection opened before keeps working.
+func TestACMERenewal(t *testing.T) {
+	old := acme.RenewCheckInterval
+	acme.RenewCheckInterval = 500 * time.Millisecond
+	t.Cleanup(func() { acme.RenewCheckInterval = old })
+	ca := acmetest.Start(t, acmetest.Options{Validity: 20 * time.Second, Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	as := startACME(t, acmeConfig(ca, storage, "domains: [r.gale.test], challenges: [tls-alpn-01]", false, ""), storage)
+	ca.Ready(1, port(t, as.tls))
+
+	first, err := dialName(as.tls, "r.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake: %v\n%s", err, as.log)
+	}
+	defer first.Close()
+	was := serial(first)
+	getHello(t, first, "r.gale.test")
+
+	// Renewal is due in the last third of the lifetime; wait for the
+	// CA to issue the second certificate, then for the server to serve it.
+	deadline := time.Now().Add(40 * time.Second)
+	for ca.IssuedFor("r.gale.test") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal within 40s (issued %d)\n%s", ca.IssuedFor("r.gale.test"), as.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var now string
+	for {
+		c, err := dialName(as.tls, "r.gale.test", ca.IssuerRoots())
+		if err != nil {
+			t.Fatalf("handshake after renewal: %v", err)
+		}
+		now = serial(c)
+		c.Close()
+		if now != was || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if now == was {
+		t.Fatalf("new connections still get certificate %s after the renewal", was)
+	}
+	getHello(t, first, "r.gale.test") // the old connection keeps working
+}
+
+// TestACMEOnDemand: a name not listed gets its certificate at its first
+// handshake when the ask endpoint approves it, and never when it refuses;
+// approvals beyond the rate are refused.
+func TestACMEOnDemand(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	var mu sync.Mutex
+	var asked []string
+	ask := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.URL.Query().Get("domain")
+		mu.Lock()
+		asked = append(asked, name)
+		mu.Unlock()
+		if !strings.HasPrefix(name, "ok") {
+			http.Error(w, "no", http.StatusForbidden)
+		}
+	}))
+	defer ask.Close()
+	storage := t.TempDir()
+	auto := fmt.Sprintf("on_demand: {ask: %q, rate: 1/h, burst: 0}, challenges: [tls-alpn-01]", ask.URL+"/allowed")
+	as := startACME(t, acmeConfig(ca, storage, auto, false, ""), storage)
+	ca.Ready(1, port(t, as.tls))
+
+	c, err := dialName(as.tls, "ok.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("approved name: %v\n%s", err, as.log)
+	}
+	getHello(t, c, "ok.gale.test")
+	c.Close()
+	if _, err := dialName(as.tls, "no.gale.test", ca.IssuerRoots()); err == nil {
+		t.Errorf("a name the ask endpoint refused got a certificate")
+	}
+	// Approved, but past the rate (one an hour, no burst).
+	if _, err := dialName(as.tls, "ok2.gale.test", ca.IssuerRoots()); err == nil {
+		t.Errorf("a second approved name within the hour got a certificate (rate 1/h)")
+	}
+	if n := ca.IssuedFor("no.gale.test") + ca.IssuedFor("ok2.gale.test"); n != 0 {
+		t.Errorf("the CA issued %d certificates for refused names", n)
+	}
+	if n := ca.IssuedFor("ok.gale.test"); n != 1 {
+		t.Errorf("issued %d for ok.gale.test, want 1", n)
+	}
+	// Again for the approved name: from memory, nothing asked or issued.
+	c, err = dialName(as.tls, "ok.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"ok.gale.test", "no.gale.test", "ok2.gale.test"}; strings.Join(asked, ",") != strings.Join(want, ",") {
+		t.Errorf("ask endpoint asked about %v, want %v", asked, want)
+	}
+}
+
+// TestACMECADownAtStart: with the CA unreachable, gale starts and serves
+// plain HTTP and the names whose certificates are in storage; a name
+// without one fails its handshake within the handshake timeout, and the
+// log says why.
+func TestACMECADownAtStart(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	first := startACME(t, acmeConfig(ca, storage, "domains: [a.gale.test], challenges: [http-01]", true, ""), storage)
+	ca.Ready(port(t, first.plain), port(t, first.tls))
+	c, err := dialName(first.tls, "a.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake: %v\n%s", err, first.log)
+	}
+	was := serial(c)
+	c.Close()
+	first.stop()
+
+	ca.Down()
+	as := startACME(t, acmeConfig(ca, storage, "domains: [a.gale.test, b.gale.test], challenges: [http-01]", true, "handshake_timeout: 2s, "), storage)
+	resp, err := http.Get("http://" + as.plain + "/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("plain HTTP with the CA down: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	c, err = dialName(as.tls, "a.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("a name with its certificate in storage: %v\n%s", err, as.log)
+	}
+	if serial(c) != was {
+		t.Errorf("served certificate %s, want %s from storage", serial(c), was)
+	}
+	getHello(t, c, "a.gale.test")
+	c.Close()
+	start := time.Now()
+	if _, err := dialName(as.tls, "b.gale.test", ca.IssuerRoots()); err == nil {
+		t.Errorf("b.gale.test got a certificate with the CA down")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the handshake for a name being obtained took %v, past its 2s timeout", d)
+	}
+	if !strings.Contains(as.log.String(), "b.gale.test") || !strings.Contains(as.log.String(), "level=ERROR msg=\"acme: ") {
+		t.Errorf("the log does not report the failure to obtain b.gale.test:\n%s", as.log)
+	}
+}
