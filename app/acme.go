@@ -8,6 +8,7 @@ package app
 import (
 	"context"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -182,3 +183,15 @@ func (w *challengeWait) Resume(ctx *handlers.Ctx) handlers.Progress {
 
 // Closed implements handlers.Pending: the lookup finishes on its own.
 func (w *challengeWait) Closed() {}
+
+// sameAutomatic reports whether a reloaded automatic section b is the one
+// site runs (nil for none).
+func sameAutomatic(site *acme.Site, b *config.Automatic) bool {
+	if site == nil || b == nil {
+		return site == nil && b == nil
+	}
+	a := *site.Automatic()
+	c := *b
+	a.Pos, c.Pos = config.Pos{}, config.Pos{}
+	return reflect.DeepEqual(a, c)
+}

@@ -22,6 +22,7 @@ import (
 	"gale/acme"
 	"gale/acme/acmetest"
 	"gale/config"
+	"gale/metrics"
 )
 
 // Automatic certificates end to end, against Pebble (a real ACME server
@@ -411,5 +412,51 @@ func TestACMECADownAtStart(t *testing.T) {
 	}
 	if !strings.Contains(as.log.String(), "b.gale.test") || !strings.Contains(as.log.String(), "level=ERROR msg=\"acme: ") {
 		t.Errorf("the log does not report the failure to obtain b.gale.test:\n%s", as.log)
+	}
+}
+
+// TestACMEReloadAndMetrics: the expiry of each managed certificate is a
+// metric; a reload that changes tls.automatic says it needs a restart,
+// one that does not change it says nothing about it.
+func TestACMEReloadAndMetrics(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	yaml := acmeConfig(ca, storage, "domains: [m.gale.test], challenges: [tls-alpn-01]", false, "")
+	as := startACME(t, yaml, storage)
+	ca.Ready(1, port(t, as.tls))
+	c, err := dialName(as.tls, "m.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake: %v\n%s", err, as.log)
+	}
+	notAfter := c.ConnectionState().PeerCertificates[0].NotAfter.Unix()
+	c.Close()
+	var w metrics.Writer
+	as.srv.writeTLSMetrics(&w)
+	if want := fmt.Sprintf(`gale_tls_certificate_expiry_timestamp_seconds{name="m.gale.test"} %d`, notAfter); !strings.Contains(string(w.Bytes()), want) {
+		t.Errorf("metrics lack %q:\n%s", want, w.Bytes())
+	}
+
+	reload := func(text string) []string {
+		t.Helper()
+		file := filepath.Join(as.dir, "gale.yaml")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes, err := as.srv.Reload(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return notes
+	}
+	if notes := reload(yaml); strings.Contains(strings.Join(notes, "\n"), "automatic") {
+		t.Errorf("an unchanged automatic section: notes %q", notes)
+	}
+	changed := strings.Replace(yaml, "domains: [m.gale.test]", "domains: [m.gale.test, n.gale.test]", 1)
+	if notes := reload(changed); !strings.Contains(strings.Join(notes, "\n"), "tls.automatic changed: restart gale") {
+		t.Errorf("a changed automatic section: notes %q", notes)
 	}
 }

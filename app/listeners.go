@@ -245,6 +245,9 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 		}
 		if l.TLS != nil {
 			lns, srcs = append(lns, li.tls), append(srcs, l.TLS)
+			if !sameAutomatic(li.site, l.TLS.Automatic) {
+				notes = append(notes, fmt.Sprintf("listen %s: tls.automatic changed: restart gale to apply it (the running certificates stay managed as they were)", l.Address))
+			}
 		}
 	}
 	if err := tlsconn.Reload(lns, srcs); err != nil {

@@ -35,7 +35,7 @@ func (s *Server) writeTLSMetrics(w *metrics.Writer) {
 	if s.acme != nil {
 		w.Family("gale_tls_certificate_expiry_timestamp_seconds", metrics.Gauge, "When the automatic certificate of each managed name expires (Unix time); renewal starts in its last third.")
 		for _, e := range s.acme.Expiries() {
-			w.Float("gale_tls_certificate_expiry_timestamp_seconds", float64(e.NotAfter.Unix()), "name", e.Name)
+			w.Int("gale_tls_certificate_expiry_timestamp_seconds", e.NotAfter.Unix(), "name", e.Name)
 		}
 	}
 }

@@ -197,18 +197,10 @@ func (d *decoder) automaticCA(s *section, path string, a *Automatic) bool {
 		if ca, good := d.str(v, p); !good {
 			ok = false
 		} else {
-			switch ca {
-			case "letsencrypt":
-				a.CA = LetsEncrypt
-			case "letsencrypt-staging":
-				a.CA = LetsEncryptStaging
-			default:
-				u, err := url.Parse(ca)
-				if err != nil || u.Scheme != "https" || u.Host == "" {
-					d.errorf(deref(v), p, "expected the CA's ACME directory URL (https://...), letsencrypt or letsencrypt-staging, got %s", quote(ca))
-					ok = false
-				}
-				a.CA = ca
+			var msg string
+			if a.CA, msg = checkCA(ca); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
+				ok = false
 			}
 		}
 	}
@@ -216,11 +208,8 @@ func (d *decoder) automaticCA(s *section, path string, a *Automatic) bool {
 		p := join(path, "ca_root")
 		if f, good := d.str(v, p); good {
 			a.CARoot = d.resolve(f)
-			if data, msg := readPEM(a.CARoot, "CA root"); msg != "" {
+			if msg := checkCARoot(a.CARoot); msg != "" {
 				d.errorf(deref(v), p, "%s", msg)
-				ok = false
-			} else if !hasPEMBlock(data, func(t string) bool { return t == "CERTIFICATE" }) {
-				d.errorf(deref(v), p, "%s holds no PEM CERTIFICATE block", quote(a.CARoot))
 				ok = false
 			}
 		} else {
@@ -228,6 +217,34 @@ func (d *decoder) automaticCA(s *section, path string, a *Automatic) bool {
 		}
 	}
 	return ok
+}
+
+// checkCA returns the directory URL ca names (a URL, letsencrypt or
+// letsencrypt-staging), and what is wrong with it.
+func checkCA(ca string) (string, string) {
+	switch ca {
+	case "letsencrypt":
+		return LetsEncrypt, ""
+	case "letsencrypt-staging":
+		return LetsEncryptStaging, ""
+	}
+	if u, err := url.Parse(ca); err != nil || u.Scheme != "https" || u.Host == "" {
+		return ca, "expected the CA's ACME directory URL (https://...), letsencrypt or letsencrypt-staging, got " + quote(ca)
+	}
+	return ca, ""
+}
+
+// checkCARoot reports what keeps the file at abs from being a PEM file of
+// root certificates, or "".
+func checkCARoot(abs string) string {
+	data, msg := readPEM(abs, "CA root")
+	if msg != "" {
+		return msg
+	}
+	if !hasPEMBlock(data, func(t string) bool { return t == "CERTIFICATE" }) {
+		return quote(abs) + " holds no PEM CERTIFICATE block"
+	}
+	return ""
 }
 
 // automaticStorage decodes storage, or applies its default.

@@ -11,6 +11,7 @@ import (
 //
 //	listen  127.0.0.1:8080
 //	listen  :8443  tls (2 certificates)
+//	listen  :443  tls automatic [example.com www.example.com] (+on demand) in /var/lib/gale
 //	listen  :80  redirect to https
 //	listen  :9090  protocols [h2c]
 //	route   */             static ./site
@@ -27,6 +28,8 @@ func (c *Config) Summary() []string {
 	for _, l := range c.Listen {
 		line := "listen  " + l.Address
 		switch {
+		case l.TLS != nil && l.TLS.Automatic != nil:
+			line += "  tls " + automaticSummary(l.TLS)
 		case l.TLS != nil && len(l.TLS.Certificates) == 1:
 			line += "  tls (1 certificate)"
 		case l.TLS != nil:
@@ -112,4 +115,18 @@ func (c *Config) displayPath(p string) string {
 		return "."
 	}
 	return "." + string(filepath.Separator) + rel
+}
+
+// automaticSummary describes a TLS section with automatic certificates:
+// the names managed, on-demand, certificate files beside, the storage.
+func automaticSummary(t *TLS) string {
+	a := t.Automatic
+	s := "automatic [" + strings.Join(a.Domains, " ") + "]"
+	if a.OnDemand != nil {
+		s += " (+on demand)"
+	}
+	if n := len(t.Certificates); n > 0 {
+		s += " (+" + strconv.Itoa(n) + " certificate files)"
+	}
+	return s + " in " + a.Storage
 }

@@ -7,8 +7,8 @@
 //	                            explain which route a request takes
 //	gale version                print the version
 //	gale schema                 print the config file's JSON Schema
-//	gale file-server --root DIR --listen ADDR [--browse]
-//	gale reverse-proxy --from ADDR --to UPSTREAM[,UPSTREAM...]
+//	gale file-server --root DIR --listen ADDR [--browse] [--domain NAME[,NAME...]]
+//	gale reverse-proxy --from ADDR|NAME[:PORT] --to UPSTREAM[,UPSTREAM...]
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -40,12 +41,18 @@ const usage = `usage:
                                              explain which route a request would take, and why
   gale version                               print the version
   gale schema                                print the config file's JSON Schema (draft-07)
-  gale file-server [--root DIR] [--listen ADDR] [--browse]
+  gale file-server [--root DIR] [--listen ADDR] [--browse] [--domain NAME[,NAME...]]
                                              serve a directory without a config file
-                                             (--browse lists directories without an index file)
-  gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]
+                                             (--browse lists directories without an index file;
+                                             --domain serves HTTPS with automatic certificates)
+  gale reverse-proxy [--from ADDR|NAME[:PORT]] --to UPSTREAM[,UPSTREAM...]
                                              forward every request to the upstreams
-                                             (host:port, unix:/path or http://host:port)
+                                             (host:port, unix:/path or http://host:port);
+                                             a domain name in --from serves HTTPS with an
+                                             automatic certificate
+  automatic HTTPS flags (file-server --domain, reverse-proxy --from NAME):
+    --http ADDR (default ":80"), --email ADDR, --ca URL|letsencrypt|letsencrypt-staging,
+    --ca-root FILE, --storage DIR
   gale hash-password [--cost N] < password   print a bcrypt hash for basic_auth
 `
 
@@ -171,13 +178,23 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("file-server", stderr)
 	root := fs.String("root", ".", "directory to serve")
-	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	listen := fs.String("listen", "", `address to listen on (default "127.0.0.1:8080"; with --domain the HTTPS address, default ":443")`)
 	browse := fs.Bool("browse", false, "list directories that have no index file")
+	q := httpsFlags(fs)
+	domains := fs.String("domain", "", "serve over HTTPS with certificates obtained automatically for these names (comma-separated)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	cfg, err := config.ForDirectory(*root, *listen)
+	addr := *listen
+	if addr == "" && *domains == "" {
+		addr = "127.0.0.1:8080"
+	}
+	cfg, err := config.ForDirectory(*root, orElse(addr, "127.0.0.1:0"))
+	if err == nil && *domains != "" {
+		q.Domains, q.HTTPS = splitList(*domains), addr
+		err = cfg.UseAutomatic(*q)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -186,29 +203,77 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	return serve(cfg, "", stdout, stderr)
 }
 
+// httpsFlags adds the flags of automatic HTTPS in the quick commands
+// (besides the names, which each command takes its own way).
+func httpsFlags(fs *flag.FlagSet) *config.QuickHTTPS {
+	q := &config.QuickHTTPS{}
+	fs.StringVar(&q.HTTP, "http", "", `with automatic HTTPS: the plain HTTP address, which answers the CA's HTTP-01 challenges and redirects to https (default ":80")`)
+	fs.StringVar(&q.Email, "email", "", "with automatic HTTPS: the ACME account's contact address")
+	fs.StringVar(&q.CA, "ca", "", "with automatic HTTPS: the CA's ACME directory URL, letsencrypt or letsencrypt-staging (default letsencrypt)")
+	fs.StringVar(&q.CARoot, "ca-root", "", "with automatic HTTPS: PEM roots to trust for the CA's own HTTPS endpoint")
+	fs.StringVar(&q.Storage, "storage", "", "with automatic HTTPS: where certificates are kept (default $STATE_DIRECTORY, else the XDG data directory)")
+	return q
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func orElse(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
 // cmdReverseProxy forwards everything received on --from to the
 // upstreams of --to (round-robin), with every other setting at its
 // default.
 func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("reverse-proxy", stderr)
-	from := fs.String("from", "127.0.0.1:8080", "address to listen on")
+	from := fs.String("from", "127.0.0.1:8080", "address to listen on, or a domain name (NAME or NAME:PORT) to serve over HTTPS with a certificate obtained automatically")
 	to := fs.String("to", "", "upstreams, comma-separated: host:port, unix:/path or http://host:port")
+	q := httpsFlags(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *to == "" {
-		fmt.Fprint(stderr, "usage: gale reverse-proxy [--from ADDR] --to UPSTREAM[,UPSTREAM...]\n")
+		fmt.Fprint(stderr, "usage: gale reverse-proxy [--from ADDR|NAME[:PORT]] --to UPSTREAM[,UPSTREAM...]\n")
 		return 2
 	}
-	var ups []string
-	for _, u := range strings.Split(*to, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			ups = append(ups, u)
-		}
+	name, https, isName := domainFrom(*from)
+	addr := *from
+	if isName {
+		addr = "127.0.0.1:0" // replaced by the HTTPS listeners
 	}
-	cfg, err := config.ForProxy(*from, ups)
+	cfg, err := config.ForProxy(addr, splitList(*to))
+	if err == nil && isName {
+		q.Domains, q.HTTPS = []string{name}, https
+		err = cfg.UseAutomatic(*q)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return serve(cfg, "", stdout, stderr)
+}
+
+// domainFrom reads --from as a domain name to serve over HTTPS: "NAME"
+// (on ":443") or "NAME:PORT", NAME a DNS name with a dot that is not an
+// IP address. Anything else is a listen address.
+func domainFrom(from string) (name, https string, ok bool) {
+	host, port, err := net.SplitHostPort(from)
+	if err != nil {
+		host, port = from, "443"
+	}
+	if !strings.Contains(host, ".") || net.ParseIP(host) != nil || strings.ContainsAny(host, "[]:/") {
+		return "", "", false
+	}
+	return host, ":" + port, true
 }
 
 func fileExists(p string) bool {
