@@ -3,7 +3,6 @@ package app
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -35,6 +34,7 @@ import (
 // acmeServer is a gale server whose first listener is plain and whose
 // second is TLS with automatic certificates.
 type acmeServer struct {
+	t            *testing.T
 	srv          *Server
 	plain, tls   string
 	log          *syncBuffer
@@ -96,7 +96,7 @@ func startACME(t *testing.T, yamlText, storage string) *acmeServer {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	as := &acmeServer{srv: srv, log: logs, dir: dir, storage: storage, done: make(chan error, 1)}
+	as := &acmeServer{t: t, srv: srv, log: logs, dir: dir, storage: storage}
 	addrs := srv.Addrs()
 	for i, l := range cfg.Listen {
 		if l.TLS != nil {
@@ -105,21 +105,14 @@ func startACME(t *testing.T, yamlText, storage string) *acmeServer {
 			as.plain = addrs[i]
 		}
 	}
-	go func() { as.done <- srv.Run() }()
-	select {
-	case <-srv.Booted():
-	case err := <-as.done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server did not boot")
-	}
+	as.done = boot(t, srv)
 	t.Cleanup(as.stop)
 	return as
 }
 
 func (as *acmeServer) stop() {
 	as.stopOnce.Do(func() {
-		stopServer(as.srv, as.done)
+		stopServer(as.t, as.srv, as.done)
 	})
 }
 
@@ -255,17 +248,6 @@ func TestACMETLSALPN01(t *testing.T) {
 // serial returns the serial number of the certificate c was served.
 func serial(c *tls.Conn) string {
 	return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
-}
-
-// stopServer stops srv and waits for its Run to return on done.
-func stopServer(srv *Server, done chan error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Stop(ctx)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
 }
 
 // TestACMERenewal: short-lived certificates are renewed in the

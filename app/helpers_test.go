@@ -86,29 +86,40 @@ func runServer(t *testing.T, cfg *config.Config, dir string) *testServer {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ts := &testServer{t: t, srv: srv, addr: srv.Addrs()[0], dir: dir, done: make(chan error, 1)}
-	go func() { ts.done <- srv.Run() }()
-	select {
-	case <-srv.Booted():
-	case err := <-ts.done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server did not boot")
-	}
+	ts := &testServer{t: t, srv: srv, addr: srv.Addrs()[0], dir: dir, done: boot(t, srv)}
 	t.Cleanup(ts.stop)
 	return ts
 }
 
+// boot runs srv and waits until it accepts connections; Run's error
+// arrives on the returned channel.
+func boot(t *testing.T, srv *Server) chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run() }()
+	select {
+	case <-srv.Booted():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not boot")
+	}
+	return done
+}
+
 func (ts *testServer) stop() { ts.once.Do(ts.stopOnce) }
 
-func (ts *testServer) stopOnce() {
+func (ts *testServer) stopOnce() { stopServer(ts.t, ts.srv, ts.done) }
+
+// stopServer stops srv and waits for its Run to return on done.
+func stopServer(t *testing.T, srv *Server, done chan error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = ts.srv.Stop(ctx)
+	_ = srv.Stop(ctx)
 	select {
-	case <-ts.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
-		ts.t.Error("server did not stop")
+		t.Error("server did not stop")
 	}
 }
 
