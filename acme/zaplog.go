@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -64,8 +65,8 @@ func (c *slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
 	}
 	slices.Sort(keys)
 	args := make([]any, 0, 2*len(keys)+2)
-	if e.LoggerName != "" {
-		args = append(args, "logger", e.LoggerName)
+	if name := strings.TrimLeft(e.LoggerName, "."); name != "" {
+		args = append(args, "logger", name)
 	}
 	for _, k := range keys {
 		args = append(args, k, enc.Fields[k])

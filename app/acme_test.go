@@ -442,3 +442,32 @@ func TestACMEReloadAndMetrics(t *testing.T) {
 		t.Errorf("a changed automatic section: notes %q", notes)
 	}
 }
+
+// TestACMEFailureLogged: when the CA cannot validate a name (nothing
+// answers its HTTP-01 on the port it connects to), the CA's reason is
+// in the log and handshakes for the name fail within their timeout.
+func TestACMEFailureLogged(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	as := startACME(t, acmeConfig(ca, storage, "domains: [f.gale.test], challenges: [http-01]", true, "handshake_timeout: 2s, "), storage)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port that refuses the CA's validation
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := port(t, ln.Addr().String())
+	ln.Close()
+	ca.Ready(refusing, port(t, as.tls))
+	if _, err := dialName(as.tls, "f.gale.test", ca.IssuerRoots()); err == nil {
+		t.Fatal("a name the CA could not validate got a certificate")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(as.log.String(), "urn:ietf:params:acme:error") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the CA's reason is not in the log:\n%s", as.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v := ca.Validations()["http-01"]; v.Failed == 0 {
+		t.Errorf("validations %+v: want a failed http-01", v)
+	}
+}
