@@ -471,3 +471,32 @@ func TestACMEFailureLogged(t *testing.T) {
 		t.Errorf("validations %+v: want a failed http-01", v)
 	}
 }
+
+// TestACMEHTTP01OnRedirectListener: a redirect_to_https listener answers
+// the CA's HTTP-01 before redirecting everything else.
+func TestACMEHTTP01OnRedirectListener(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	storage := t.TempDir()
+	yaml := strings.Replace(acmeConfig(ca, storage, "domains: [d.gale.test], challenges: [http-01]", true, ""),
+		`  - "127.0.0.1:0"`, `  - {address: "127.0.0.1:0", redirect_to_https: true}`, 1)
+	as := startACME(t, yaml, storage)
+	ca.Ready(port(t, as.plain), port(t, as.tls))
+	c, err := dialName(as.tls, "d.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake: %v\n%s", err, as.log)
+	}
+	c.Close()
+	if v := ca.Validations()["http-01"]; v.Succeeded != 1 {
+		t.Errorf("http-01 validations %+v, want one that succeeded", v)
+	}
+	req, _ := http.NewRequest("GET", "http://"+as.plain+"/page", nil)
+	req.Host = "elsewhere.gale.test"
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 301 || !strings.HasPrefix(resp.Header.Get("Location"), "https://elsewhere.gale.test:") {
+		t.Errorf("another host on the redirect listener: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
