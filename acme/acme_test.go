@@ -38,7 +38,8 @@ func TestLooksLikeHTTP01(t *testing.T) {
 // are not redirected, and the lookup allocates nothing (it runs on the
 // event loops).
 func TestRedirectPort(t *testing.T) {
-	m := &Manager{redirect: map[string]int{"example.com": 8443}}
+	m := &Manager{}
+	m.redirect.Store(&map[string]int{"example.com": 8443})
 	for host, want := range map[string]bool{"example.com": true, "EXAMPLE.com.": true, "www.example.com": false, "": false} {
 		if p, ok := m.RedirectPort([]byte(host)); ok != want || (ok && p != 8443) {
 			t.Errorf("%q: %d %v", host, p, ok)

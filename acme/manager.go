@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -45,9 +46,9 @@ type Manager struct {
 	zlog     *zap.Logger
 	ctx      context.Context // ends at Stop: management started by Start
 	cancel   context.CancelFunc
-	issuers  []*certmagic.ACMEIssuer // every site's, for HTTP-01 answers
-	redirect map[string]int          // listed name -> https port, for the sites that redirect plain HTTP
-	lookups  chan struct{}           // HTTP-01 lookups in flight (a semaphore)
+	issuers  []*certmagic.ACMEIssuer        // every site's, for HTTP-01 answers
+	redirect atomic.Pointer[map[string]int] // listed name -> https port, for the sites that redirect plain HTTP; read-only once stored
+	lookups  chan struct{}                  // HTTP-01 lookups in flight (a semaphore)
 
 	mu    sync.Mutex
 	ready map[string]chan struct{} // listed names with no certificate cached yet; closed when one is
@@ -60,8 +61,8 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		log: log, zlog: zapToSlog(log), ctx: ctx, cancel: cancel,
-		redirect: map[string]int{}, lookups: make(chan struct{}, maxLookups),
-		ready: map[string]chan struct{}{}, known: map[string]bool{},
+		lookups: make(chan struct{}, maxLookups),
+		ready:   map[string]chan struct{}{}, known: map[string]bool{},
 	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,
@@ -77,12 +78,23 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 		m.sites = append(m.sites, s)
 		for _, name := range sec.Auto.Domains {
 			m.ready[name] = make(chan struct{})
-			if sec.Auto.RedirectHTTP {
-				m.redirect[name] = int(sec.TLSAddr.Port())
+		}
+	}
+	m.setRedirects()
+	return m, nil
+}
+
+// setRedirects stores the redirect table of the sites' current sections.
+func (m *Manager) setRedirects() {
+	r := map[string]int{}
+	for _, s := range m.sites {
+		if a := s.auto.Load(); a.RedirectHTTP {
+			for _, name := range a.Domains {
+				r[name] = s.port
 			}
 		}
 	}
-	return m, nil
+	m.redirect.Store(&r)
 }
 
 // newConfig returns a certmagic config of sec's, with its ACME issuer.
@@ -142,7 +154,7 @@ func listenHost(sec Section) string {
 // first site obtaining on demand, else the first site.
 func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, error) {
 	for _, s := range m.sites {
-		if slices.ContainsFunc(c.Names, s.lists) && s.magic != nil {
+		if slices.ContainsFunc(c.Names, s.lists) {
 			return s.magic, nil
 		}
 	}
@@ -152,7 +164,7 @@ func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, err
 		}
 	}
 	if len(m.sites) > 0 {
-		return m.sites[0].primary(), nil
+		return m.sites[0].magic, nil
 	}
 	return nil, errors.New("acme: no site manages the certificate")
 }
@@ -190,7 +202,7 @@ func (m *Manager) waitReady(name string) <-chan struct{} {
 // (retried with backoff while the CA fails), all renewed when due.
 func (m *Manager) Start() {
 	for _, s := range m.sites {
-		a := s.auto
+		a := s.auto.Load()
 		if len(a.Domains) > 0 {
 			if err := s.magic.ManageAsync(m.ctx, a.Domains); err != nil {
 				m.log.Error("acme: managing certificates", "domains", a.Domains, "err", err.Error())
@@ -218,7 +230,8 @@ func (m *Manager) Sites() []*Site { return m.sites }
 // value without its port) are redirected to https, and to which port.
 // It does not allocate; safe on an event loop.
 func (m *Manager) RedirectPort(host []byte) (int, bool) {
-	if len(m.redirect) == 0 || len(host) > 253 {
+	redirect := *m.redirect.Load()
+	if len(redirect) == 0 || len(host) > 253 {
 		return 0, false
 	}
 	var buf [253]byte
@@ -231,7 +244,7 @@ func (m *Manager) RedirectPort(host []byte) (int, bool) {
 			buf[i] = c + 'a' - 'A'
 		}
 	}
-	p, ok := m.redirect[string(buf[:n])]
+	p, ok := redirect[string(buf[:n])]
 	return p, ok
 }
 

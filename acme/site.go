@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -29,23 +30,20 @@ var ErrNotManaged = errors.New("acme: no automatic certificate for the server na
 // Site is the automatic certificates of one TLS listener.
 type Site struct {
 	m      *Manager
-	auto   *config.Automatic
-	listed map[string]bool   // auto.Domains
-	magic  *certmagic.Config // the listed names; nil when none are listed
-	demand *certmagic.Config // names obtained on demand; nil without on_demand
-	gate   *onDemandGate     // with demand: the ask endpoint and the rate
+	port   int                              // the TLS listener's port, where plain HTTP for the listed names is redirected
+	auto   atomic.Pointer[config.Automatic] // the section; replaced by Update when only its domains change
+	listed atomic.Pointer[map[string]bool]  // auto's Domains; read-only once stored
+	magic  *certmagic.Config                // the listed names
+	demand *certmagic.Config                // names obtained on demand; nil without on_demand
+	gate   *onDemandGate                    // with demand: the ask endpoint and the rate
 }
 
 func (m *Manager) newSite(sec Section) (*Site, error) {
-	s := &Site{m: m, auto: sec.Auto, listed: map[string]bool{}}
-	for _, n := range sec.Auto.Domains {
-		s.listed[n] = true
-	}
+	s := &Site{m: m, port: int(sec.TLSAddr.Port())}
+	s.setAuto(sec.Auto)
 	var err error
-	if len(sec.Auto.Domains) > 0 {
-		if s.magic, err = m.newConfig(sec, nil); err != nil {
-			return nil, err
-		}
+	if s.magic, err = m.newConfig(sec, nil); err != nil {
+		return nil, err
 	}
 	if o := sec.Auto.OnDemand; o != nil {
 		s.gate = newOnDemandGate(o, m.log)
@@ -56,36 +54,41 @@ func (m *Manager) newSite(sec Section) (*Site, error) {
 	return s, nil
 }
 
-// primary is the site's config that answers TLS-ALPN-01 challenges.
-func (s *Site) primary() *certmagic.Config {
-	if s.magic != nil {
-		return s.magic
+// setAuto makes a the site's section.
+func (s *Site) setAuto(a *config.Automatic) {
+	listed := make(map[string]bool, len(a.Domains))
+	for _, n := range a.Domains {
+		listed[n] = true
 	}
-	return s.demand
+	s.listed.Store(&listed)
+	s.auto.Store(a)
 }
 
-func (s *Site) lists(name string) bool { return s.listed[strings.ToLower(name)] }
+func (s *Site) lists(name string) bool {
+	return (*s.listed.Load())[strings.ToLower(strings.TrimSuffix(name, "."))]
+}
 
 // Covers reports whether the site gives certificates for name: a listed
 // name, or any name when it obtains them on demand. It reads immutable
 // state only; safe on an event loop.
 func (s *Site) Covers(name string) bool {
-	return s.demand != nil || s.listed[strings.ToLower(strings.TrimSuffix(name, "."))]
+	return s.demand != nil || s.lists(name)
 }
 
 // Automatic returns the section the site was built from.
-func (s *Site) Automatic() *config.Automatic { return s.auto }
+func (s *Site) Automatic() *config.Automatic { return s.auto.Load() }
 
 // AnswersTLSALPN reports whether the site answers TLS-ALPN-01 challenges
 // in its listener's handshakes (its listener then offers ALPNChallenge).
-func (s *Site) AnswersTLSALPN() bool { return s.auto.TLSALPN01 }
+func (s *Site) AnswersTLSALPN() bool { return s.auto.Load().TLSALPN01 }
 
 func (s *Site) challenges() []string {
+	a := s.auto.Load()
 	var out []string
-	if s.auto.HTTP01 {
+	if a.HTTP01 {
 		out = append(out, config.ChallengeHTTP01)
 	}
-	if s.auto.TLSALPN01 {
+	if a.TLSALPN01 {
 		out = append(out, config.ChallengeTLSALPN01)
 	}
 	return out
@@ -105,13 +108,13 @@ func IsChallenge(hello *tls.ClientHelloInfo) bool {
 // site has nothing for the name.
 func (s *Site) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if IsChallenge(hello) {
-		if !s.auto.TLSALPN01 {
+		if !s.AnswersTLSALPN() {
 			return nil, ErrNotManaged
 		}
-		return s.primary().GetCertificate(hello)
+		return s.magic.GetCertificate(hello)
 	}
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	if s.magic != nil && s.listed[name] {
+	if s.lists(name) {
 		return s.listedCertificate(hello, name)
 	}
 	if s.demand != nil && name != "" {

@@ -7,8 +7,8 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -184,14 +184,18 @@ func (w *challengeWait) Resume(ctx *handlers.Ctx) handlers.Progress {
 // Closed implements handlers.Pending: the lookup finishes on its own.
 func (w *challengeWait) Closed() {}
 
-// sameAutomatic reports whether a reloaded automatic section b is the one
-// site runs (nil for none).
-func sameAutomatic(site *acme.Site, b *config.Automatic) bool {
-	if site == nil || b == nil {
-		return site == nil && b == nil
+// reloadAutomatic applies the reloaded tls.automatic of l to its running
+// listener li: a change of domains at once (acme.Manager.Update), any
+// other change at the next restart, which the returned note says.
+func (s *Server) reloadAutomatic(li *listenerInfo, l *config.Listener) string {
+	a := l.TLS.Automatic
+	switch {
+	case li.site == nil && a == nil:
+		return ""
+	case li.site == nil || a == nil:
+		return fmt.Sprintf("listen %s: tls.automatic added or removed: restart gale to apply it", l.Address)
+	case !s.acme.Update(li.site, a):
+		return fmt.Sprintf("listen %s: tls.automatic changed beyond its domains: restart gale to apply it (the running certificates stay managed as they were)", l.Address)
 	}
-	a := *site.Automatic()
-	c := *b
-	a.Pos, c.Pos = config.Pos{}, config.Pos{}
-	return reflect.DeepEqual(a, c)
+	return ""
 }

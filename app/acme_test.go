@@ -398,8 +398,9 @@ func TestACMECADownAtStart(t *testing.T) {
 }
 
 // TestACMEReloadAndMetrics: the expiry of each managed certificate is a
-// metric; a reload that changes tls.automatic says it needs a restart,
-// one that does not change it says nothing about it.
+// metric; a reload that adds a domain obtains it, one that removes a
+// domain stops serving it, and one that changes more than the domains
+// says it needs a restart.
 func TestACMEReloadAndMetrics(t *testing.T) {
 	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
 	storage := t.TempDir()
@@ -437,9 +438,29 @@ func TestACMEReloadAndMetrics(t *testing.T) {
 	if notes := reload(yaml); strings.Contains(strings.Join(notes, "\n"), "automatic") {
 		t.Errorf("an unchanged automatic section: notes %q", notes)
 	}
-	changed := strings.Replace(yaml, "domains: [m.gale.test]", "domains: [m.gale.test, n.gale.test]", 1)
-	if notes := reload(changed); !strings.Contains(strings.Join(notes, "\n"), "tls.automatic changed: restart gale") {
-		t.Errorf("a changed automatic section: notes %q", notes)
+	added := strings.Replace(yaml, "domains: [m.gale.test]", "domains: [m.gale.test, n.gale.test]", 1)
+	if notes := reload(added); len(notes) != 0 {
+		t.Errorf("a domain added: notes %q", notes)
+	}
+	c, err = dialName(as.tls, "n.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("handshake for the added name: %v\n%s", err, as.log)
+	}
+	c.Close()
+	removed := strings.Replace(yaml, "domains: [m.gale.test]", "domains: [n.gale.test]", 1)
+	if notes := reload(removed); len(notes) != 0 {
+		t.Errorf("a domain removed: notes %q", notes)
+	}
+	if c, err := dialName(as.tls, "m.gale.test", ca.IssuerRoots()); err == nil {
+		c.Close()
+		t.Errorf("the removed name is still served")
+	}
+	if n := ca.IssuedFor("m.gale.test"); n != 1 {
+		t.Errorf("issued %d certificates for m.gale.test, want 1", n)
+	}
+	changed := strings.Replace(removed, "challenges: [tls-alpn-01]", "challenges: [tls-alpn-01], email: ops@gale.test", 1)
+	if notes := reload(changed); !strings.Contains(strings.Join(notes, "\n"), "tls.automatic changed beyond its domains: restart gale") {
+		t.Errorf("a changed email: notes %q", notes)
 	}
 }
 

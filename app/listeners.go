@@ -245,13 +245,17 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 		}
 		if l.TLS != nil {
 			lns, srcs = append(lns, li.tls), append(srcs, l.TLS)
-			if !sameAutomatic(li.site, l.TLS.Automatic) {
-				notes = append(notes, fmt.Sprintf("listen %s: tls.automatic changed: restart gale to apply it (the running certificates stay managed as they were)", l.Address))
-			}
 		}
 	}
 	if err := tlsconn.Reload(lns, srcs); err != nil {
 		return nil, err
+	}
+	for i := range cfg.Listen {
+		if i < len(s.listeners) && cfg.Listen[i].TLS != nil && s.listeners[i].tls != nil {
+			if note := s.reloadAutomatic(&s.listeners[i], &cfg.Listen[i]); note != "" {
+				notes = append(notes, note)
+			}
+		}
 	}
 	return notes, nil
 }
