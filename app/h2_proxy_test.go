@@ -310,7 +310,7 @@ func TestProxyMaxConns(t *testing.T) {
 server: {event_loops: 1}
 routes:
   - path: /up/
-    proxy: {to: ["` + up + `"], max_conns: 2, timeouts: {connect: 500ms}}
+    proxy: {to: ["` + up + `"], max_conns: 2, timeouts: {connect: 3s}}
 `
 	ts := startServer(t, yaml, nil)
 	c := h2cClient(t)
