@@ -2,7 +2,13 @@ package acme
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +59,7 @@ func TestRedirectPort(t *testing.T) {
 
 // TestOnDemandRate: burst+1 approvals at once, then one per interval.
 func TestOnDemandRate(t *testing.T) {
-	g := newOnDemandGate(&config.OnDemand{Ask: "http://127.0.0.1:9/", Interval: time.Minute, Burst: 2}, slog.Default())
+	g := newOnDemandGate(&config.OnDemand{Ask: "http://127.0.0.1:9/", Interval: time.Minute, Burst: 2}, slog.Default(), func(string) bool { return false })
 	now := time.Unix(1000, 0)
 	for i := range 3 {
 		if !g.take(now) {
@@ -83,5 +89,38 @@ func TestZapToSlog(t *testing.T) {
 	}
 	if strings.Contains(out, "hidden") {
 		t.Errorf("a debug entry passed an info logger: %q", out)
+	}
+}
+
+// TestOnDemandShares: questions about new names are bounded per client
+// address and in all; a renewal is not, and an ask endpoint that cannot
+// be reached approves it (refusing would drop a serving certificate),
+// while one that answers 403 refuses it.
+func TestOnDemandShares(t *testing.T) {
+	g := newOnDemandGate(&config.OnDemand{Ask: "http://127.0.0.1:1/", Interval: time.Minute}, slog.New(slog.DiscardHandler), func(n string) bool { return n == "known.example" })
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")
+	if !g.claim(a) || !g.claim(a) || g.claim(a) {
+		t.Fatal("one address: want exactly 2 questions in flight")
+	}
+	for i := range maxAsks - 2 {
+		if !g.claim(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})) {
+			t.Fatalf("question %d of %d refused", i+3, maxAsks)
+		}
+	}
+	if g.claim(b) {
+		t.Fatal("a question past maxAsks was allowed")
+	}
+	g.release(a)
+	if !g.claim(b) {
+		t.Fatal("a freed slot was not given out")
+	}
+	if err := g.decide(context.Background(), "known.example"); err != nil {
+		t.Errorf("a renewal with the ask endpoint unreachable: %v, want approved", err)
+	}
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }))
+	defer refuse.Close()
+	g.ask, _ = url.Parse(refuse.URL)
+	if err := g.decide(context.Background(), "known.example"); !errors.Is(err, errRefused) {
+		t.Errorf("a renewal the endpoint refuses: %v, want refused", err)
 	}
 }

@@ -3,8 +3,12 @@ package acme
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/caddyserver/certmagic"
 )
 
 // ChallengePrefix is the path under which HTTP-01 challenges are asked
@@ -30,19 +34,55 @@ func LooksLikeHTTP01(method, path []byte) bool {
 	return true
 }
 
-// TryLookup claims one of the bounded HTTP-01 lookups; false when all are
-// in flight. A true return must be paired with EndLookup.
-func (m *Manager) TryLookup() bool {
-	select {
-	case m.lookups <- struct{}{}:
-		return true
-	default:
+// maxLookupsPerAddress is one client address's share of maxLookups.
+const maxLookupsPerAddress = 2
+
+// AnswersHTTP01 reports whether some site answers HTTP-01 challenges.
+func (m *Manager) AnswersHTTP01() bool {
+	return slices.ContainsFunc(m.sites, func(s *Site) bool { return s.auto.Load().HTTP01 })
+}
+
+// CoversHost reports whether some site gives certificates for host
+// (listed by it, or any host when it obtains them on demand): the only
+// hosts whose challenges are worth a lookup. It reads immutable state.
+func (m *Manager) CoversHost(host string) bool {
+	return slices.ContainsFunc(m.sites, func(s *Site) bool { return s.Covers(host) })
+}
+
+// ChallengeInMemory returns the key authorization that answers an HTTP-01
+// challenge this process started, for host at path, without touching
+// storage (it takes certmagic's lock of its challenges briefly).
+func (m *Manager) ChallengeInMemory(host, path string) (string, bool) {
+	c, ok := certmagic.GetACMEChallenge(host)
+	if !ok || c.Type != "http-01" || c.HTTP01ResourcePath() != path || !strings.EqualFold(c.Identifier.Value, host) {
+		return "", false
+	}
+	return c.KeyAuthorization, true
+}
+
+// TryLookup claims one of the bounded HTTP-01 lookups for a client at
+// addr: false when all are in flight, or addr holds its share. A true
+// return must be paired with EndLookup(addr).
+func (m *Manager) TryLookup(addr netip.Addr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.looking >= maxLookups || m.lookingBy[addr] >= maxLookupsPerAddress {
 		return false
 	}
+	m.looking++
+	m.lookingBy[addr]++
+	return true
 }
 
 // EndLookup gives back a lookup claimed by TryLookup.
-func (m *Manager) EndLookup() { <-m.lookups }
+func (m *Manager) EndLookup(addr netip.Addr) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.looking--
+	if m.lookingBy[addr]--; m.lookingBy[addr] == 0 {
+		delete(m.lookingBy, addr)
+	}
+}
 
 // AnswerHTTP01 returns the key authorization that answers the HTTP-01
 // challenge for host at path (a GET), if one of the sites has it under

@@ -50,9 +50,13 @@ type Manager struct {
 	redirect atomic.Pointer[map[string]int] // listed name -> https port, for the sites that redirect plain HTTP; read-only once stored
 	lookups  chan struct{}                  // HTTP-01 lookups in flight (a semaphore)
 
-	mu    sync.Mutex
-	ready map[string]chan struct{} // listed names with no certificate cached yet; closed when one is
-	known map[string]bool          // names with a managed certificate cached, for Expiries
+	mu      sync.Mutex
+	ready   map[string]chan struct{} // listed names with no certificate cached yet, being obtained; closed when one is, or the attempt failed
+	failing map[string]bool          // listed names whose last attempt failed and whose next has not started
+	known   map[string]bool          // names with a managed certificate cached, for Expiries
+
+	looking   int                // HTTP-01 lookups in flight
+	lookingBy map[netip.Addr]int // of those, per client address
 }
 
 // New builds the manager of secs; nothing is obtained before Start. It
@@ -61,8 +65,8 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		log: log, zlog: zapToSlog(log), ctx: ctx, cancel: cancel,
-		lookups: make(chan struct{}, maxLookups),
-		ready:   map[string]chan struct{}{}, known: map[string]bool{},
+		lookingBy: map[netip.Addr]int{},
+		ready:     map[string]chan struct{}{}, known: map[string]bool{},
 	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,
@@ -104,10 +108,11 @@ func (m *Manager) newConfig(sec Section, demand *certmagic.OnDemandConfig) (*cer
 		return nil, fmt.Errorf("acme: storage: %w", err)
 	}
 	cfg := certmagic.New(m.cache, certmagic.Config{
-		Storage:  &certmagic.FileStorage{Path: a.Storage},
-		OnDemand: demand,
-		OnEvent:  m.onEvent,
-		Logger:   m.zlog,
+		Storage:        &certmagic.FileStorage{Path: a.Storage},
+		OnDemand:       demand,
+		OnEvent:        m.onEvent,
+		ShouldEmitFunc: followed,
+		Logger:         m.zlog,
 	})
 	var roots *x509.CertPool
 	if a.CARoot != "" {
@@ -169,24 +174,62 @@ func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, err
 	return nil, errors.New("acme: no site manages the certificate")
 }
 
-// onEvent follows certmagic's events: a certificate cached for a name
-// ends the handshakes waiting for it; failures are logged by certmagic.
+// followed reports whether the manager follows certmagic's event: the
+// others are not built (one is, on every handshake, when followed).
+func followed(event string) bool {
+	return event == "cached_managed_cert" || event == "cert_failed" || event == "cert_obtaining"
+}
+
+// onEvent follows certmagic's events. A certificate cached for a name
+// ends the handshakes waiting for it. A failure to obtain a listed name's
+// first certificate ends them too, and later handshakes do not wait until
+// the next attempt starts (certmagic logs the failure itself).
 func (m *Manager) onEvent(_ context.Context, event string, data map[string]any) error {
-	if event != "cached_managed_cert" {
-		return nil
-	}
-	sans, _ := data["sans"].([]string)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, name := range sans {
-		name = strings.ToLower(name)
-		m.known[name] = true
-		if ch := m.ready[name]; ch != nil {
-			close(ch)
-			delete(m.ready, name)
+	switch event {
+	case "cached_managed_cert":
+		sans, _ := data["sans"].([]string)
+		for _, name := range sans {
+			name = strings.ToLower(name)
+			m.known[name] = true
+			m.settle(name)
+			delete(m.failing, name)
+		}
+	case "cert_failed":
+		if renewal, _ := data["renewal"].(bool); !renewal {
+			name, _ := data["identifier"].(string)
+			if m.settle(name) {
+				m.failing[name] = true
+			}
+		}
+	case "cert_obtaining":
+		name, _ := data["identifier"].(string)
+		if m.failing[name] {
+			delete(m.failing, name)
+			m.ready[name] = make(chan struct{})
 		}
 	}
 	return nil
+}
+
+// settle ends the wait for name's first certificate; it reports whether
+// there was one. The caller holds m.mu.
+func (m *Manager) settle(name string) bool {
+	ch := m.ready[name]
+	if ch == nil {
+		return false
+	}
+	close(ch)
+	delete(m.ready, name)
+	return true
+}
+
+// has reports whether a managed certificate for name is in memory.
+func (m *Manager) has(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.known[strings.ToLower(name)]
 }
 
 // waitReady returns a channel closed once a certificate for the listed
@@ -213,6 +256,20 @@ func (m *Manager) Start() {
 			args = append(args, "on_demand_ask", a.OnDemand.Ask, "on_demand_rate", a.OnDemand.Rate)
 		}
 		m.log.Info("acme: managing certificates", args...)
+		s.warnPorts()
+	}
+}
+
+// warnPorts says when the CA cannot reach the site's challenges unless
+// something forwards to them: it validates HTTP-01 on port 80 and
+// TLS-ALPN-01 on port 443.
+func (s *Site) warnPorts() {
+	a := s.auto.Load()
+	if a.HTTP01 && s.httpPort != 80 && (!a.TLSALPN01 || s.port != 443) {
+		s.m.log.Warn("acme: the CA validates http-01 on port 80; make sure port 80 reaches this plain listener", "port", s.httpPort)
+	}
+	if a.TLSALPN01 && s.port != 443 && (!a.HTTP01 || s.httpPort != 80) {
+		s.m.log.Warn("acme: the CA validates tls-alpn-01 on port 443; make sure port 443 reaches this listener", "port", s.port)
 	}
 }
 
@@ -254,27 +311,54 @@ type Expiry struct {
 	NotAfter time.Time
 }
 
-// Expiries returns the latest expiry of the managed certificate of every
-// name one is cached for, sorted by name.
+// Expiries returns the latest expiry of the certificate of every listed
+// name one is cached for, sorted by name. Names obtained on demand are
+// counted by OnDemand instead: clients choose them.
 func (m *Manager) Expiries() []Expiry {
-	m.mu.Lock()
-	names := make([]string, 0, len(m.known))
-	for n := range m.known {
-		names = append(names, n)
+	var names []string
+	for _, s := range m.sites {
+		names = append(names, s.auto.Load().Domains...)
 	}
-	m.mu.Unlock()
 	slices.Sort(names)
 	out := make([]Expiry, 0, len(names))
 	for _, n := range names {
-		var last time.Time
-		for _, c := range m.cache.AllMatchingCertificates(n) {
-			if c.Leaf != nil && c.Leaf.NotAfter.After(last) {
-				last = c.Leaf.NotAfter
-			}
-		}
-		if !last.IsZero() {
+		if last := m.expiry(n); !last.IsZero() {
 			out = append(out, Expiry{Name: n, NotAfter: last})
 		}
 	}
 	return out
+}
+
+// OnDemand returns how many names obtained on demand have a certificate
+// in memory, and the earliest of their expiries (zero when none).
+func (m *Manager) OnDemand() (n int, earliest time.Time) {
+	m.mu.Lock()
+	var names []string
+	for name := range m.known {
+		names = append(names, name)
+	}
+	m.mu.Unlock()
+	for _, name := range names {
+		if slices.ContainsFunc(m.sites, func(s *Site) bool { return s.lists(name) }) {
+			continue
+		}
+		if last := m.expiry(name); !last.IsZero() {
+			n++
+			if earliest.IsZero() || last.Before(earliest) {
+				earliest = last
+			}
+		}
+	}
+	return n, earliest
+}
+
+// expiry is the latest expiry of the certificates cached for name.
+func (m *Manager) expiry(name string) time.Time {
+	var last time.Time
+	for _, c := range m.cache.AllMatchingCertificates(name) {
+		if c.Leaf != nil && c.Leaf.NotAfter.After(last) {
+			last = c.Leaf.NotAfter
+		}
+	}
+	return last
 }

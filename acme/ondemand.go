@@ -2,14 +2,18 @@ package acme
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/caddyserver/certmagic"
 
 	"gale/config"
 )
@@ -17,10 +21,13 @@ import (
 const (
 	// askTimeout bounds one question to the ask endpoint.
 	askTimeout = 10 * time.Second
-	// maxAsks bounds the questions to the ask endpoint in flight at once;
-	// a handshake beyond them is refused, so that a flood of made-up
-	// server names cannot queue work behind the endpoint.
+	// maxAsks bounds the questions to the ask endpoint in flight at once
+	// about names without a certificate; a handshake beyond them is
+	// refused, so that a flood of made-up server names cannot queue work
+	// behind the endpoint.
 	maxAsks = 8
+	// maxAsksPerAddress is one client address's share of maxAsks.
+	maxAsksPerAddress = 2
 )
 
 var (
@@ -39,37 +46,42 @@ type onDemandGate struct {
 	interval time.Duration
 	burst    int
 	client   *http.Client
-	asks     chan struct{}
+	has      func(name string) bool // whether a certificate for name is in memory (certmagic asks again at renewal)
 	log      *slog.Logger
 
-	mu  sync.Mutex
-	tat time.Time // the GCRA's theoretical arrival time of the next approval
+	mu     sync.Mutex
+	tat    time.Time          // the GCRA's theoretical arrival time of the next approval
+	asking int                // questions in flight about new names
+	per    map[netip.Addr]int // of those, per client address (an IPv6 /64)
 }
 
-func newOnDemandGate(o *config.OnDemand, log *slog.Logger) *onDemandGate {
+func newOnDemandGate(o *config.OnDemand, log *slog.Logger, has func(string) bool) *onDemandGate {
 	u, _ := url.Parse(o.Ask) // checked by config
 	return &onDemandGate{
-		ask: u, interval: o.Interval, burst: o.Burst, log: log,
+		ask: u, interval: o.Interval, burst: o.Burst, log: log, has: has,
 		client: &http.Client{
 			Timeout: askTimeout,
 			// A redirect is not an approval.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		asks: make(chan struct{}, maxAsks),
+		per: map[netip.Addr]int{},
 	}
 }
 
-// decide is certmagic's OnDemandConfig.DecisionFunc.
+// decide is certmagic's OnDemandConfig.DecisionFunc, asked before a name
+// is obtained and again before it is renewed.
 func (g *onDemandGate) decide(ctx context.Context, name string) error {
-	select {
-	case g.asks <- struct{}{}:
-	default:
+	if g.has(name) {
+		return g.decideKnown(ctx, name)
+	}
+	key := clientKey(ctx)
+	if !g.claim(key) {
 		return errAskBusy
 	}
 	err := g.askAbout(ctx, name)
-	<-g.asks
+	g.release(key)
 	if err != nil {
-		g.log.Info("acme: on-demand certificate refused", "name", name, "err", err.Error())
+		g.log.Debug("acme: on-demand certificate refused", "name", name, "err", err.Error())
 		return err
 	}
 	if !g.take(time.Now()) {
@@ -77,6 +89,59 @@ func (g *onDemandGate) decide(ctx context.Context, name string) error {
 		return errRate
 	}
 	return nil
+}
+
+// decideKnown decides about a name whose certificate is in memory (a
+// renewal): no share, no rate, and an endpoint that cannot be asked
+// approves, since a refusal would drop a certificate that serves. Only an
+// answer other than 200 refuses: the operator withdrew the name.
+func (g *onDemandGate) decideKnown(ctx context.Context, name string) error {
+	err := g.askAbout(ctx, name)
+	if errors.Is(err, errAskError) {
+		g.log.Warn("acme: on-demand renewal approved without the ask endpoint", "name", name, "err", err.Error())
+		return nil
+	}
+	return err
+}
+
+// clientKey is the address of the client whose handshake asks (an IPv6
+// address is counted by its /64), or the zero Addr when unknown.
+func clientKey(ctx context.Context) netip.Addr {
+	hello, _ := ctx.Value(certmagic.ClientHelloInfoCtxKey).(*tls.ClientHelloInfo)
+	if hello == nil || hello.Conn == nil || hello.Conn.RemoteAddr() == nil {
+		return netip.Addr{}
+	}
+	ap, err := netip.ParseAddrPort(hello.Conn.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		a = p.Addr()
+	}
+	return a
+}
+
+// claim takes a slot for a question from key, within its share.
+func (g *onDemandGate) claim(key netip.Addr) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.asking >= maxAsks || g.per[key] >= maxAsksPerAddress {
+		return false
+	}
+	g.asking++
+	g.per[key]++
+	return true
+}
+
+func (g *onDemandGate) release(key netip.Addr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asking--
+	if g.per[key]--; g.per[key] == 0 {
+		delete(g.per, key)
+	}
 }
 
 // askAbout asks the endpoint whether name may have a certificate.

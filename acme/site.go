@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,24 +30,25 @@ var ErrNotManaged = errors.New("acme: no automatic certificate for the server na
 
 // Site is the automatic certificates of one TLS listener.
 type Site struct {
-	m      *Manager
-	port   int                              // the TLS listener's port, where plain HTTP for the listed names is redirected
-	auto   atomic.Pointer[config.Automatic] // the section; replaced by Update when only its domains change
-	listed atomic.Pointer[map[string]bool]  // auto's Domains; read-only once stored
-	magic  *certmagic.Config                // the listed names
-	demand *certmagic.Config                // names obtained on demand; nil without on_demand
-	gate   *onDemandGate                    // with demand: the ask endpoint and the rate
+	m        *Manager
+	port     int                              // the TLS listener's port, where plain HTTP for the listed names is redirected
+	httpPort int                              // the plain listener's port, where HTTP-01 is answered; 0 for none
+	auto     atomic.Pointer[config.Automatic] // the section; replaced by Update when only its domains change
+	listed   atomic.Pointer[map[string]bool]  // auto's Domains; read-only once stored
+	magic    *certmagic.Config                // the listed names
+	demand   *certmagic.Config                // names obtained on demand; nil without on_demand
+	gate     *onDemandGate                    // with demand: the ask endpoint and the rate
 }
 
 func (m *Manager) newSite(sec Section) (*Site, error) {
-	s := &Site{m: m, port: int(sec.TLSAddr.Port())}
+	s := &Site{m: m, port: int(sec.TLSAddr.Port()), httpPort: int(sec.HTTPAddr.Port())}
 	s.setAuto(sec.Auto)
 	var err error
 	if s.magic, err = m.newConfig(sec, nil); err != nil {
 		return nil, err
 	}
 	if o := sec.Auto.OnDemand; o != nil {
-		s.gate = newOnDemandGate(o, m.log)
+		s.gate = newOnDemandGate(o, m.log, m.has)
 		if s.demand, err = m.newConfig(sec, &certmagic.OnDemandConfig{DecisionFunc: s.gate.decide}); err != nil {
 			return nil, err
 		}
@@ -101,14 +103,14 @@ func IsChallenge(hello *tls.ClientHelloInfo) bool {
 }
 
 // Certificate returns the certificate for a handshake: the TLS-ALPN-01
-// challenge certificate for a validation, the certificate of a listed
-// name (waiting, within the handshake's context, for the first one to be
-// obtained), or one obtained on demand. It blocks: call it from the
-// handshake's goroutine, never on an event loop. ErrNotManaged means the
-// site has nothing for the name.
+// challenge certificate for a validation of a name the site covers, the
+// certificate of a listed name (waiting, within the handshake's context,
+// for the first one to be obtained), or one obtained on demand. It
+// blocks: call it from the handshake's goroutine, never on an event loop.
+// ErrNotManaged means the site has nothing for the name.
 func (s *Site) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if IsChallenge(hello) {
-		if !s.AnswersTLSALPN() {
+		if !s.AnswersTLSALPN() || !s.Covers(hello.ServerName) {
 			return nil, ErrNotManaged
 		}
 		return s.magic.GetCertificate(hello)
@@ -118,9 +120,33 @@ func (s *Site) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error)
 		return s.listedCertificate(hello, name)
 	}
 	if s.demand != nil && name != "" {
-		return s.demand.GetCertificate(hello)
+		return s.onDemandCertificate(hello)
 	}
 	return nil, ErrNotManaged
+}
+
+// Cached returns the certificate in memory for the server name of hello,
+// listed or obtained on demand, without asking, obtaining or waiting:
+// for handshakes that no gate bounds (QUIC's).
+func (s *Site) Cached(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
+	if name == "" || !s.Covers(name) {
+		return nil, ErrNotManaged
+	}
+	for _, c := range s.m.cache.AllMatchingCertificates(name) {
+		if c.Leaf != nil && time.Now().Before(c.Leaf.NotAfter) {
+			return &c.Certificate, nil
+		}
+	}
+	return nil, ErrNotManaged
+}
+
+// handshakeContext is the handshake's context, or a background one.
+func handshakeContext(hello *tls.ClientHelloInfo) context.Context {
+	if ctx := hello.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }
 
 // listedCertificate returns the certificate of a listed name, waiting for
@@ -134,17 +160,60 @@ func (s *Site) listedCertificate(hello *tls.ClientHelloInfo, name string) (*tls.
 	if ready == nil {
 		return nil, err
 	}
-	ctx := hello.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	t := time.NewTimer(maxReadyWait)
 	defer t.Stop()
 	select {
 	case <-ready:
 		return s.magic.GetCertificate(hello)
-	case <-ctx.Done():
+	case <-handshakeContext(hello).Done():
 	case <-t.C:
 	}
 	return nil, fmt.Errorf("acme: the certificate for %s is not obtained yet: %w", name, err)
 }
+
+// onDemandTimeout bounds an on-demand certificate's asking and obtaining,
+// which outlive the handshake that started them.
+const onDemandTimeout = 3 * time.Minute
+
+// onDemandCertificate returns the certificate of a name obtained on
+// demand. Asking about the name and obtaining its certificate run apart
+// from the handshake, so that a CA slower than handshake_timeout still
+// completes the order (the next handshake finds the certificate); the
+// handshake waits for them only within its own context.
+func (s *Site) onDemandCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c, err := s.Cached(hello); err == nil {
+		return c, nil
+	}
+	detached := *hello
+	if hello.Conn != nil {
+		detached.Conn = addrConn{local: hello.Conn.LocalAddr(), remote: hello.Conn.RemoteAddr()}
+	}
+	type result struct {
+		c   *tls.Certificate
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(handshakeContext(hello)), onDemandTimeout)
+		defer cancel()
+		c, err := s.demand.GetCertificateWithContext(ctx, &detached)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-handshakeContext(hello).Done():
+		return nil, fmt.Errorf("acme: the certificate for %s is not obtained yet (obtaining continues)", hello.ServerName)
+	}
+}
+
+// addrConn is the connection a detached ClientHelloInfo names: its
+// addresses only (certmagic logs them), valid after the handshake ended.
+type addrConn struct {
+	net.Conn // nil: nothing but the addresses is used
+	local    net.Addr
+	remote   net.Addr
+}
+
+func (c addrConn) LocalAddr() net.Addr  { return c.local }
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }

@@ -74,13 +74,14 @@ func automaticOf(l *config.Listener) *config.Automatic {
 // https (redirect_http), the challenge path excepted.
 type acmeFront struct {
 	m         *acme.Manager
+	http01    bool                           // some site answers HTTP-01
 	set       *atomic.Pointer[wire.Settings] // the router of the current settings
 	next      handlers.Handler               // the listener's https redirect; nil: the router
 	redirects map[int]*httpsRedirect         // per https port of the managed names
 }
 
 func (s *Server) newACMEFront(next handlers.Handler) *acmeFront {
-	f := &acmeFront{m: s.acme, set: &s.sh.Set, next: next, redirects: map[int]*httpsRedirect{}}
+	f := &acmeFront{m: s.acme, http01: s.acme.AnswersHTTP01(), set: &s.sh.Set, next: next, redirects: map[int]*httpsRedirect{}}
 	for _, site := range s.sites {
 		if site == nil {
 			continue
@@ -107,8 +108,7 @@ var (
 // Serve implements handlers.Handler.
 func (f *acmeFront) Serve(ctx *handlers.Ctx) {
 	req := ctx.Req
-	if acme.LooksLikeHTTP01(req.Method, req.Path) && req.Query == nil {
-		f.lookUp(ctx)
+	if f.http01 && acme.LooksLikeHTTP01(req.Method, req.Path) && req.Query == nil && f.answer(ctx) {
 		return
 	}
 	if port, ok := f.m.RedirectPort(hostOnly(req.Host)); ok {
@@ -130,27 +130,47 @@ func (f *acmeFront) pass(ctx *handlers.Ctx) {
 	f.set.Load().Router.Serve(ctx)
 }
 
-// lookUp looks the challenge's answer up off the loop (it may be in
-// storage, put there by another instance) and waits for it.
-func (f *acmeFront) lookUp(ctx *handlers.Ctx) {
-	if ctx.Cache == nil || !f.m.TryLookup() {
+// answer answers an HTTP-01 request for a challenge this process
+// started from memory, on the loop; for a host a site covers, it looks
+// the answer up off the loop (another instance may have started the
+// challenge: then it is in storage) and waits for it. It reports false
+// when the request is left to the routes.
+func (f *acmeFront) answer(ctx *handlers.Ctx) bool {
+	host, path := string(hostOnly(ctx.Req.Host)), string(ctx.Req.Path)
+	if ka, ok := f.m.ChallengeInMemory(host, path); ok {
+		writeKeyAuth(ctx, ka)
+		return true
+	}
+	if host == "" || !f.m.CoversHost(host) || ctx.Cache == nil {
+		return false
+	}
+	client := addrKey(ctx.Remote.Addr())
+	if !f.m.TryLookup(client) {
 		ctx.Error(503)
 		ctx.Resp.Body = body503
-		return
+		return true
 	}
-	w := &challengeWait{f: f, key: "acme http-01 " + string(ctx.Req.Path)}
+	w := &challengeWait{f: f, key: "acme http-01 " + path}
 	done := ctx.Cache.CacheDone([]byte(w.key))
-	host, path := string(hostOnly(ctx.Req.Host)), string(ctx.Req.Path)
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), http01Timeout)
 		if ka, ok := f.m.AnswerHTTP01(c, host, path); ok {
 			w.answer.Store(&ka)
 		}
 		cancel()
-		f.m.EndLookup()
+		f.m.EndLookup(client)
 		done(nil, nil) // wakes the exchange
 	}()
 	ctx.Resp.Pending = w
+	return true
+}
+
+// writeKeyAuth answers an HTTP-01 validation.
+func writeKeyAuth(ctx *handlers.Ctx, keyAuth string) {
+	ctx.Resp.Reset()
+	ctx.Resp.Status = 200
+	ctx.Resp.Add(hdrContentType, ctKeyAuth)
+	ctx.Resp.Body = []byte(keyAuth)
 }
 
 // challengeWait is an HTTP-01 request waiting for its answer.
@@ -165,13 +185,11 @@ func (w *challengeWait) Resume(ctx *handlers.Ctx) handlers.Progress {
 	if _, _, ok := ctx.Cache.CacheLoaded([]byte(w.key)); !ok {
 		return handlers.Waiting
 	}
-	ctx.Resp.Reset()
 	if ka := w.answer.Load(); ka != nil {
-		ctx.Resp.Status = 200
-		ctx.Resp.Add(hdrContentType, ctKeyAuth)
-		ctx.Resp.Body = []byte(*ka)
+		writeKeyAuth(ctx, *ka)
 		return handlers.Answered
 	}
+	ctx.Resp.Reset()
 	// Not a challenge under way: the request is an ordinary one.
 	if port, ok := w.f.m.RedirectPort(hostOnly(ctx.Req.Host)); ok && w.f.redirects[port] != nil {
 		w.f.redirects[port].Serve(ctx)
@@ -184,18 +202,35 @@ func (w *challengeWait) Resume(ctx *handlers.Ctx) handlers.Progress {
 // Closed implements handlers.Pending: the lookup finishes on its own.
 func (w *challengeWait) Closed() {}
 
-// reloadAutomatic applies the reloaded tls.automatic of l to its running
-// listener li: a change of domains at once (acme.Manager.Update), any
-// other change at the next restart, which the returned note says.
-func (s *Server) reloadAutomatic(li *listenerInfo, l *config.Listener) string {
-	a := l.TLS.Automatic
-	switch {
-	case li.site == nil && a == nil:
-		return ""
-	case li.site == nil || a == nil:
-		return fmt.Sprintf("listen %s: tls.automatic added or removed: restart gale to apply it", l.Address)
-	case !s.acme.Update(li.site, a):
-		return fmt.Sprintf("listen %s: tls.automatic changed beyond its domains: restart gale to apply it (the running certificates stay managed as they were)", l.Address)
+// reloadAutomatic applies the reloaded tls.automatic sections of cfg
+// (whose listeners are the running ones) to the running sites: a change
+// of domains at once (acme.Manager.Update), any other change at the next
+// restart, which the returned notes say.
+func (s *Server) reloadAutomatic(cfg *config.Config) []string {
+	var notes []string
+	var changes []acme.Change
+	for i := range cfg.Listen {
+		if i >= len(s.listeners) || s.listeners[i].tls == nil {
+			continue
+		}
+		site, a := s.listeners[i].site, automaticOf(&cfg.Listen[i])
+		switch {
+		case site == nil && a == nil:
+		case site == nil || a == nil:
+			notes = append(notes, fmt.Sprintf("listen %s: tls.automatic added or removed: restart gale to apply it", cfg.Listen[i].Address))
+		default:
+			changes = append(changes, acme.Change{Site: site, Auto: a})
+		}
 	}
-	return ""
+	if len(changes) == 0 {
+		return notes
+	}
+	for _, site := range s.acme.Update(changes) {
+		for i := range s.listeners {
+			if s.listeners[i].site == site {
+				notes = append(notes, fmt.Sprintf("listen %s: tls.automatic changed beyond its domains: restart gale to apply it (the running certificates stay managed as they were)", cfg.Listen[i].Address))
+			}
+		}
+	}
+	return notes
 }

@@ -339,6 +339,11 @@ func TestACMEOnDemand(t *testing.T) {
 	if n := ca.IssuedFor("ok.gale.test"); n != 1 {
 		t.Errorf("issued %d for ok.gale.test, want 1", n)
 	}
+	var w metrics.Writer
+	as.srv.writeTLSMetrics(&w)
+	if !strings.Contains(string(w.Bytes()), "gale_tls_on_demand_certificates 1\n") || strings.Contains(string(w.Bytes()), `name="ok.gale.test"`) {
+		t.Errorf("metrics: want one on-demand certificate counted, and no label naming it:\n%s", w.Bytes())
+	}
 	// Again for the approved name: from memory, nothing asked or issued.
 	c, err = dialName(as.tls, "ok.gale.test", ca.IssuerRoots())
 	if err != nil {
@@ -490,6 +495,62 @@ func TestACMEFailureLogged(t *testing.T) {
 	}
 	if v := ca.Validations()["http-01"]; v.Failed == 0 {
 		t.Errorf("validations %+v: want a failed http-01", v)
+	}
+	// Once the attempt failed, handshakes for the name do not wait for
+	// a certificate until the next attempt starts.
+	start := time.Now()
+	if _, err := dialName(as.tls, "f.gale.test", ca.IssuerRoots()); err == nil {
+		t.Fatal("a name the CA could not validate got a certificate")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a handshake after the failed attempt waited %v", d)
+	}
+}
+
+// TestACMEOnDemandOutlivesHandshake: obtaining a certificate on demand
+// takes longer than the handshake that asked for it may last (the ask
+// endpoint is slow); the handshake fails at its timeout, the order goes
+// on, and a later handshake gets the certificate without asking again.
+func TestACMEOnDemandOutlivesHandshake(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	var mu sync.Mutex
+	asked := 0
+	ask := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		time.Sleep(1500 * time.Millisecond) // slower than the handshake timeout
+	}))
+	defer ask.Close()
+	storage := t.TempDir()
+	auto := fmt.Sprintf("on_demand: {ask: %q}, challenges: [tls-alpn-01]", ask.URL)
+	as := startACME(t, acmeConfig(ca, storage, auto, false, "handshake_timeout: 1s, client_hello_timeout: 1s, "), storage)
+	ca.Ready(1, port(t, as.tls))
+	if c, err := dialName(as.tls, "slow.gale.test", ca.IssuerRoots()); err == nil {
+		c.Close()
+		t.Fatal("the first handshake outlived its 1s timeout")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ca.IssuedFor("slow.gale.test") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the order did not go on after the handshake ended\n%s", as.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var c *tls.Conn
+	var err error
+	for c, err = dialName(as.tls, "slow.gale.test", ca.IssuerRoots()); err != nil && time.Now().Before(deadline); c, err = dialName(as.tls, "slow.gale.test", ca.IssuerRoots()) {
+		time.Sleep(50 * time.Millisecond) // issued; being cached
+	}
+	if err != nil {
+		t.Fatalf("after the certificate was issued: %v", err)
+	}
+	getHello(t, c, "slow.gale.test")
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 1 {
+		t.Errorf("the ask endpoint was asked %d times, want 1", asked)
 	}
 }
 

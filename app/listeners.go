@@ -250,14 +250,7 @@ func (s *Server) reloadTLS(cfg *config.Config) (notes []string, err error) {
 	if err := tlsconn.Reload(lns, srcs); err != nil {
 		return nil, err
 	}
-	for i := range cfg.Listen {
-		if i < len(s.listeners) && cfg.Listen[i].TLS != nil && s.listeners[i].tls != nil {
-			if note := s.reloadAutomatic(&s.listeners[i], &cfg.Listen[i]); note != "" {
-				notes = append(notes, note)
-			}
-		}
-	}
-	return notes, nil
+	return append(notes, s.reloadAutomatic(cfg)...), nil
 }
 
 // URLs returns the base URL of every listener, "http://host:port" or

@@ -33,9 +33,14 @@ func (s *Server) writeTLSMetrics(w *metrics.Writer) {
 		w.Uint("gale_tls_handshake_failures_total", t.failed[r], "reason", tlsconn.ReasonNames[r])
 	}
 	if s.acme != nil {
-		w.Family("gale_tls_certificate_expiry_timestamp_seconds", metrics.Gauge, "When the automatic certificate of each managed name expires (Unix time); renewal starts in its last third.")
+		w.Family("gale_tls_certificate_expiry_timestamp_seconds", metrics.Gauge, "When the automatic certificate of each listed name expires (Unix time); renewal starts in its last third.")
 		for _, e := range s.acme.Expiries() {
 			w.Int("gale_tls_certificate_expiry_timestamp_seconds", e.NotAfter.Unix(), "name", e.Name)
+		}
+		n, earliest := s.acme.OnDemand()
+		w.Gauge("gale_tls_on_demand_certificates", "Certificates obtained on demand, in memory.", int64(n))
+		if n > 0 {
+			w.Gauge("gale_tls_on_demand_certificate_expiry_earliest_timestamp_seconds", "When the first of the certificates obtained on demand expires (Unix time).", earliest.Unix())
 		}
 	}
 }

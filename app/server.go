@@ -191,6 +191,7 @@ func (s *Server) Run() error {
 	stopWatch := make(chan struct{})
 	if err := s.startHTTP3(); err != nil {
 		s.closeMetrics()
+		s.stopACME()
 		return err
 	}
 	go s.watchCertificates(stopWatch, certPoll)

@@ -81,6 +81,7 @@ type automaticRef struct {
 	path       string
 	domains    []*yaml.Node // the items of domains, in a.Domains order
 	challenges *yaml.Node   // nil when the default applies
+	onDemand   *yaml.Node   // the on_demand key; nil without it
 }
 
 // automaticSection decodes tls.automatic.
@@ -90,12 +91,12 @@ func (d *decoder) automaticSection(n *yaml.Node, path string) (*Automatic, bool)
 		return nil, false
 	}
 	a := &Automatic{CA: LetsEncrypt, HTTP01: true, TLSALPN01: true, RedirectHTTP: true, Pos: Pos{deref(n).Line, deref(n).Column}}
-	k := automaticRef{a: a, path: path, challenges: s.get("challenges")}
+	k := automaticRef{a: a, path: path, challenges: s.get("challenges"), onDemand: s.key("on_demand")}
 	ok := d.automaticDomains(s, path, &k)
 	if v := s.get("email"); v != nil {
 		if e, good := d.str(v, join(path, "email")); good {
-			if at := strings.IndexByte(e, '@'); at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>") {
-				d.errorf(deref(v), join(path, "email"), "expected an email address such as ops@example.com, got %s", quote(e))
+			if msg := checkEmail(e); msg != "" {
+				d.errorf(deref(v), join(path, "email"), "%s", msg)
 				ok = false
 			}
 			a.Email = e
@@ -155,6 +156,14 @@ func (d *decoder) automaticDomains(s *section, path string, k *automaticRef) boo
 		k.domains = append(k.domains, item)
 	}
 	return ok
+}
+
+// checkEmail reports what keeps e from being an email address, or "".
+func checkEmail(e string) string {
+	if at := strings.IndexByte(e, '@'); at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>") {
+		return "expected an email address such as ops@example.com, got " + quote(e)
+	}
+	return ""
 }
 
 // checkDomainName reports what keeps name (lower case, no trailing dot)
@@ -378,7 +387,15 @@ func (d *decoder) onDemand(n *yaml.Node, path string) *OnDemand {
 func (d *decoder) checkAutomatic(ls []Listener) {
 	plain := slices.ContainsFunc(ls, func(l Listener) bool { return l.TLS == nil })
 	owner := map[string]*yaml.Node{}
+	var demand *automaticRef
 	for _, k := range d.autos {
+		if k.a.OnDemand != nil {
+			if demand != nil {
+				d.errorf(k.onDemand, join(k.path, "on_demand"), "on_demand is set on another listener too (line %d); certificates obtained on demand are kept by one listener's settings, so set it on one", demand.onDemand.Line)
+			} else {
+				demand = &k
+			}
+		}
 		for i, name := range k.a.Domains {
 			if first, dup := owner[name]; dup {
 				d.errorf(k.domains[i], index(join(k.path, "domains"), i), "domain %s is managed by another listener too (line %d); list it under one", quote(name), first.Line)

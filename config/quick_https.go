@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -32,10 +34,15 @@ func (c *Config) UseAutomatic(q QuickHTTPS) error {
 	if len(q.Domains) == 0 {
 		bad("domain", "expected at least one domain name, e.g. example.com")
 	}
+	if len(q.Domains) > maxAutomaticDomains {
+		bad("domain", "at most "+strconv.Itoa(maxAutomaticDomains)+" domains")
+	}
 	for _, d := range q.Domains {
 		d = strings.ToLower(strings.TrimSuffix(d, "."))
 		if msg := checkDomainName(d); msg != "" {
 			bad("domain", msg)
+		} else if slices.Contains(a.Domains, d) {
+			bad("domain", "domain "+quote(d)+" is listed twice")
 		}
 		a.Domains = append(a.Domains, d)
 	}
@@ -46,8 +53,10 @@ func (c *Config) UseAutomatic(q QuickHTTPS) error {
 	if msg := checkAddress(http); msg != "" {
 		bad("http", msg)
 	}
-	if q.Email != "" && !strings.Contains(q.Email, "@") {
-		bad("email", "expected an email address such as ops@example.com, got "+quote(q.Email))
+	if q.Email != "" {
+		if msg := checkEmail(q.Email); msg != "" {
+			bad("email", msg)
+		}
 	}
 	if q.CA != "" {
 		var msg string

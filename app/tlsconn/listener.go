@@ -152,10 +152,16 @@ func (tl *Listener) certificate(set *settings, hello *tls.ClientHelloInfo) (*tls
 	if acme.IsChallenge(hello) {
 		return tl.site.Certificate(hello)
 	}
+	return tl.choose(set, hello, tl.site.Certificate)
+}
+
+// choose is certificate for a handshake that is no validation, with
+// automatic the site's way of giving one.
+func (tl *Listener) choose(set *settings, hello *tls.ClientHelloInfo, automatic func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (*tls.Certificate, error) {
 	if c := set.certs.match(hello); c != nil {
 		return c, nil
 	}
-	c, err := tl.site.Certificate(hello)
+	c, err := automatic(hello)
 	if err == nil {
 		return c, nil
 	}

@@ -15,16 +15,24 @@ var errChallengeOverQUIC = errors.New("app: tls: acme-tls/1 is answered over TCP
 // (HTTP/3) side: TLS 1.3 only (RFC 9001 section 4.2), ALPN "h3", and the
 // certificate chosen by SNI from the listener's current certificates, so
 // that a reload or a changed certificate file reaches QUIC handshakes
-// the moment it reaches TCP ones. Safe for concurrent use.
+// the moment it reaches TCP ones; automatic certificates once a TCP
+// handshake or the background obtained them. Safe for concurrent use.
 func (tl *Listener) QUICConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		NextProtos: []string{"h3"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			if acme.IsChallenge(hello) {
+			set := tl.cur.Load()
+			switch {
+			case tl.site == nil:
+				return set.certs.pick(hello), nil
+			case acme.IsChallenge(hello):
 				return nil, errChallengeOverQUIC
 			}
-			return tl.certificate(tl.cur.Load(), hello)
+			// No handshake gate bounds QUIC's handshakes: they get the
+			// automatic certificates in memory only, never asking,
+			// obtaining or waiting.
+			return tl.choose(set, hello, tl.site.Cached)
 		},
 	}
 }
