@@ -34,19 +34,14 @@ func LooksLikeHTTP01(method, path []byte) bool {
 	return true
 }
 
-// maxLookupsPerAddress is one client address's share of maxLookups.
-const maxLookupsPerAddress = 2
+// maxLookupsPerAddress is one client address's share of maxLookups: a CA
+// validates from each of its perspectives at once (Pebble sends 3 at once
+// from one address).
+const maxLookupsPerAddress = 4
 
 // AnswersHTTP01 reports whether some site answers HTTP-01 challenges.
 func (m *Manager) AnswersHTTP01() bool {
 	return slices.ContainsFunc(m.sites, func(s *Site) bool { return s.auto.Load().HTTP01 })
-}
-
-// CoversHost reports whether some site gives certificates for host
-// (listed by it, or any host when it obtains them on demand): the only
-// hosts whose challenges are worth a lookup. It reads immutable state.
-func (m *Manager) CoversHost(host string) bool {
-	return slices.ContainsFunc(m.sites, func(s *Site) bool { return s.Covers(host) })
 }
 
 // ChallengeInMemory returns the key authorization that answers an HTTP-01

@@ -131,17 +131,18 @@ func (f *acmeFront) pass(ctx *handlers.Ctx) {
 }
 
 // answer answers an HTTP-01 request for a challenge this process
-// started from memory, on the loop; for a host a site covers, it looks
-// the answer up off the loop (another instance may have started the
-// challenge: then it is in storage) and waits for it. It reports false
-// when the request is left to the routes.
+// started from memory, on the loop; otherwise it looks the answer up off
+// the loop (another instance sharing the storage may have started the
+// challenge, for a name this one does not even manage: then it is in
+// storage) and waits for it, within the lookups' shares. It reports
+// false when the request is left to the routes.
 func (f *acmeFront) answer(ctx *handlers.Ctx) bool {
 	host, path := string(hostOnly(ctx.Req.Host)), string(ctx.Req.Path)
 	if ka, ok := f.m.ChallengeInMemory(host, path); ok {
 		writeKeyAuth(ctx, ka)
 		return true
 	}
-	if host == "" || !f.m.CoversHost(host) || ctx.Cache == nil {
+	if host == "" || ctx.Cache == nil {
 		return false
 	}
 	client := addrKey(ctx.Remote.Addr())

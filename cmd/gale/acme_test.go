@@ -145,6 +145,11 @@ routes:
 	ca.Ready(ports[0], 1)
 
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	defer func() {
+		if t.Failed() {
+			t.Logf("first process:\n%s\nsecond process:\n%s", first.stderr.String(), second.stderr.String())
+		}
+	}()
 	_, s1 := httpsGet(t, addr(ports[1]), "both.gale.test", "/", ca.IssuerRoots())
 	_, s2 := httpsGet(t, addr(ports[3]), "both.gale.test", "/", ca.IssuerRoots())
 	httpsGet(t, addr(ports[3]), "second.gale.test", "/", ca.IssuerRoots())
