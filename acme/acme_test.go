@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mholt/acmez/v3/acme"
 	"go.uber.org/zap"
 
 	"gale/config"
@@ -122,5 +123,41 @@ func TestOnDemandShares(t *testing.T) {
 	g.ask, _ = url.Parse(refuse.URL)
 	if err := g.decide(context.Background(), "known.example"); !errors.Is(err, errRefused) {
 		t.Errorf("a renewal the endpoint refuses: %v, want refused", err)
+	}
+}
+
+// TestReadyEvents: a listed name's first certificate is waited for while
+// it is being obtained; a failed attempt ends the wait and no handshake
+// waits until the next attempt starts; a cached certificate ends it for
+// good.
+func TestReadyEvents(t *testing.T) {
+	m := &Manager{ready: map[string]chan struct{}{"a.example": make(chan struct{})}, failing: map[string]bool{}, known: map[string]bool{}}
+	ch := m.waitReady("a.example")
+	if ch == nil {
+		t.Fatal("no wait for a name being obtained")
+	}
+	_ = m.onEvent(context.Background(), "cert_failed", map[string]any{"identifier": "a.example", "renewal": false})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a failed attempt did not end the wait")
+	}
+	if m.waitReady("a.example") != nil {
+		t.Fatal("a handshake waits after the failed attempt")
+	}
+	_ = m.onEvent(context.Background(), "cert_obtaining", map[string]any{"identifier": "a.example"})
+	if m.waitReady("a.example") == nil {
+		t.Fatal("no wait during the next attempt")
+	}
+	_ = m.onEvent(context.Background(), "cached_managed_cert", map[string]any{"sans": []string{"A.example"}})
+	if m.waitReady("a.example") != nil || !m.has("a.example") {
+		t.Fatal("a cached certificate did not end the wait")
+	}
+}
+
+func TestDropPlaceholderContact(t *testing.T) {
+	acct, _ := dropPlaceholderContact(context.Background(), nil, acme.Account{Contact: []string{"mailto:default", "mailto:ops@example.com"}})
+	if len(acct.Contact) != 1 || acct.Contact[0] != "mailto:ops@example.com" {
+		t.Errorf("contacts %v", acct.Contact)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
 	"go.uber.org/zap"
 
 	"gale/config"
@@ -66,7 +67,7 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 	m := &Manager{
 		log: log, zlog: zapToSlog(log), ctx: ctx, cancel: cancel,
 		lookingBy: map[netip.Addr]int{},
-		ready:     map[string]chan struct{}{}, known: map[string]bool{},
+		ready:     map[string]chan struct{}{}, failing: map[string]bool{}, known: map[string]bool{},
 	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,
@@ -135,11 +136,22 @@ func (m *Manager) newConfig(sec Section, demand *certmagic.OnDemandConfig) (*cer
 		AltHTTPPort:             int(sec.HTTPAddr.Port()),
 		AltTLSALPNPort:          int(sec.TLSAddr.Port()),
 		TrustedRoots:            roots,
+		NewAccountFunc:          dropPlaceholderContact,
 		Logger:                  m.zlog,
 	})
 	cfg.Issuers = []certmagic.Issuer{iss}
 	m.issuers = append(m.issuers, iss)
 	return cfg, nil
+}
+
+// dropPlaceholderContact is certmagic's NewAccountFunc. With no email
+// configured, certmagic keeps the account under the name "default" in
+// storage, and an instance that registers its own account while another
+// one's is there takes that name for an email address: the CA refuses
+// "mailto:default". The placeholder is no contact; it is dropped.
+func dropPlaceholderContact(_ context.Context, _ *certmagic.ACMEIssuer, acct acme.Account) (acme.Account, error) {
+	acct.Contact = slices.DeleteFunc(acct.Contact, func(c string) bool { return c == "mailto:default" })
+	return acct, nil
 }
 
 // listenHost is the host certmagic would bind its own challenge solvers
