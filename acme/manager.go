@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,19 +86,6 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 	}
 	m.setRedirects()
 	return m, nil
-}
-
-// setRedirects stores the redirect table of the sites' current sections.
-func (m *Manager) setRedirects() {
-	r := map[string]int{}
-	for _, s := range m.sites {
-		if a := s.auto.Load(); a.RedirectHTTP {
-			for _, name := range a.Domains {
-				r[name] = s.port
-			}
-		}
-	}
-	m.redirect.Store(&r)
 }
 
 // newConfig returns a certmagic config of sec's, with its ACME issuer.
@@ -186,72 +172,6 @@ func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, err
 	return nil, errors.New("acme: no site manages the certificate")
 }
 
-// followed reports whether the manager follows certmagic's event: the
-// others are not built (one is, on every handshake, when followed).
-func followed(event string) bool {
-	return event == "cached_managed_cert" || event == "cert_failed" || event == "cert_obtaining"
-}
-
-// onEvent follows certmagic's events. A certificate cached for a name
-// ends the handshakes waiting for it. A failure to obtain a listed name's
-// first certificate ends them too, and later handshakes do not wait until
-// the next attempt starts (certmagic logs the failure itself).
-func (m *Manager) onEvent(_ context.Context, event string, data map[string]any) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch event {
-	case "cached_managed_cert":
-		sans, _ := data["sans"].([]string)
-		for _, name := range sans {
-			name = strings.ToLower(name)
-			m.known[name] = true
-			m.settle(name)
-			delete(m.failing, name)
-		}
-	case "cert_failed":
-		if renewal, _ := data["renewal"].(bool); !renewal {
-			name, _ := data["identifier"].(string)
-			if m.settle(name) {
-				m.failing[name] = true
-			}
-		}
-	case "cert_obtaining":
-		name, _ := data["identifier"].(string)
-		if m.failing[name] {
-			delete(m.failing, name)
-			m.ready[name] = make(chan struct{})
-		}
-	}
-	return nil
-}
-
-// settle ends the wait for name's first certificate; it reports whether
-// there was one. The caller holds m.mu.
-func (m *Manager) settle(name string) bool {
-	ch := m.ready[name]
-	if ch == nil {
-		return false
-	}
-	close(ch)
-	delete(m.ready, name)
-	return true
-}
-
-// has reports whether a managed certificate for name is in memory.
-func (m *Manager) has(name string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.known[strings.ToLower(name)]
-}
-
-// waitReady returns a channel closed once a certificate for the listed
-// name is cached, or nil when one is already.
-func (m *Manager) waitReady(name string) <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ready[name]
-}
-
 // Start begins managing the listed names of every site in the
 // background: certificates in storage are loaded, missing ones obtained
 // (retried with backoff while the CA fails), all renewed when due.
@@ -294,83 +214,3 @@ func (m *Manager) Stop() {
 
 // Sites returns the site of each section given to New, in order.
 func (m *Manager) Sites() []*Site { return m.sites }
-
-// RedirectPort reports whether plain-HTTP requests for host (a Host
-// value without its port) are redirected to https, and to which port.
-// It does not allocate; safe on an event loop.
-func (m *Manager) RedirectPort(host []byte) (int, bool) {
-	redirect := *m.redirect.Load()
-	if len(redirect) == 0 || len(host) > 253 {
-		return 0, false
-	}
-	var buf [253]byte
-	n := copy(buf[:], host)
-	for n > 0 && buf[n-1] == '.' {
-		n--
-	}
-	for i := range n {
-		if c := buf[i]; c >= 'A' && c <= 'Z' {
-			buf[i] = c + 'a' - 'A'
-		}
-	}
-	p, ok := redirect[string(buf[:n])]
-	return p, ok
-}
-
-// Expiry is when the certificate of a managed name expires.
-type Expiry struct {
-	Name     string
-	NotAfter time.Time
-}
-
-// Expiries returns the latest expiry of the certificate of every listed
-// name one is cached for, sorted by name. Names obtained on demand are
-// counted by OnDemand instead: clients choose them.
-func (m *Manager) Expiries() []Expiry {
-	var names []string
-	for _, s := range m.sites {
-		names = append(names, s.auto.Load().Domains...)
-	}
-	slices.Sort(names)
-	out := make([]Expiry, 0, len(names))
-	for _, n := range names {
-		if last := m.expiry(n); !last.IsZero() {
-			out = append(out, Expiry{Name: n, NotAfter: last})
-		}
-	}
-	return out
-}
-
-// OnDemand returns how many names obtained on demand have a certificate
-// in memory, and the earliest of their expiries (zero when none).
-func (m *Manager) OnDemand() (n int, earliest time.Time) {
-	m.mu.Lock()
-	var names []string
-	for name := range m.known {
-		names = append(names, name)
-	}
-	m.mu.Unlock()
-	for _, name := range names {
-		if slices.ContainsFunc(m.sites, func(s *Site) bool { return s.lists(name) }) {
-			continue
-		}
-		if last := m.expiry(name); !last.IsZero() {
-			n++
-			if earliest.IsZero() || last.Before(earliest) {
-				earliest = last
-			}
-		}
-	}
-	return n, earliest
-}
-
-// expiry is the latest expiry of the certificates cached for name.
-func (m *Manager) expiry(name string) time.Time {
-	var last time.Time
-	for _, c := range m.cache.AllMatchingCertificates(name) {
-		if c.Leaf != nil && c.Leaf.NotAfter.After(last) {
-			last = c.Leaf.NotAfter
-		}
-	}
-	return last
-}
