@@ -1,0 +1,235 @@
+package h1
+
+import (
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"gale/app/wire"
+	"gale/cache"
+	"gale/handlers"
+)
+
+// Bodies of cached files from cache.BlobMin bytes up go to the socket
+// with sendfile(2) from the representation's sealed memfd (cache.Blob):
+// the kernel takes references to its pages instead of copying the body,
+// and since the memfd can never change, the client gets the bytes the
+// ETag names even if the file is rewritten meanwhile. The head goes
+// first with MSG_MORE, so that head and body leave in the same segments
+// although they take two system calls. Smaller bodies stay one writev
+// from memory, which costs less than the second call. Only plain
+// connections: on TLS the body is encrypted in user space anyway.
+
+// blobSegment returns the segment that places body (resp's, size bytes)
+// at the loop output's end: sent from resp.Blob when there is one and
+// the connection is plain.
+func (cs *Conn) blobSegment(resp *handlers.Response, body []byte) wire.Segment {
+	s := wire.Segment{At: len(cs.loop.Out), Body: body}
+	if b := resp.Blob; b != nil && !cs.Layered() && len(body) >= cache.BlobMin &&
+		resp.BlobOff >= 0 && resp.BlobOff+int64(len(body)) <= b.Size() {
+		s.Blob, s.Off = b, resp.BlobOff
+	}
+	return s
+}
+
+// flushBlobs is flush for output that holds bodies to send from Blobs:
+// what precedes each such body is written first, then the body with
+// sendfile; the rest as usual. It reports the bytes handed over.
+func (cs *Conn) flushBlobs() int {
+	l := cs.loop
+	total := len(l.Out)
+	l.Iov = l.Iov[:0]
+	prev := 0
+	for i := range l.Bodies {
+		s := &l.Bodies[i]
+		if s.At > prev {
+			l.Iov = append(l.Iov, l.Out[prev:s.At])
+		}
+		prev = s.At
+		total += len(s.Body)
+		if s.Blob == nil {
+			l.Iov = append(l.Iov, s.Body)
+		} else {
+			cs.sendBefore(l.Iov)
+			clear(l.Iov)
+			l.Iov = l.Iov[:0]
+			cs.sendBlob(s.Blob, s.Off, s.Body)
+		}
+		s.Body, s.Blob = nil, nil
+	}
+	if prev < len(l.Out) {
+		l.Iov = append(l.Iov, l.Out[prev:])
+	}
+	if len(l.Iov) > 0 {
+		cs.Sendv(l.Iov)
+		clear(l.Iov)
+	}
+	return total
+}
+
+// sendBefore writes what precedes a body sent from a Blob: one piece (the
+// usual case: the response's head) straight to the socket with MSG_MORE,
+// or several through gnet.
+func (cs *Conn) sendBefore(iov [][]byte) {
+	switch {
+	case len(iov) == 0:
+	case len(iov) > 1 || cs.Dead || cs.OutboundBuffered() > 0:
+		cs.Sendv(iov)
+	default:
+		b := iov[0]
+		n := sendMore(cs.C.Fd(), b)
+		cs.SentPast(n)
+		if n < len(b) {
+			cs.WriteRaw(b[n:]) // gnet keeps the rest, or fails and closes
+		}
+	}
+}
+
+// sendBlob writes body, which is b's bytes from off: with sendfile when
+// nothing waits in gnet's buffer, as far as the socket takes it, and
+// through gnet (copied, at most server.max_buffered_output) for the rest.
+func (cs *Conn) sendBlob(b *cache.Blob, off int64, body []byte) {
+	if cs.Dead {
+		return
+	}
+	n := 0
+	if cs.OutboundBuffered() == 0 {
+		n = sendBlobNow(cs.C.Fd(), b, off, len(body))
+		cs.SentPast(n)
+	}
+	if n < len(body) {
+		cs.WriteRaw(body[n:])
+	}
+}
+
+// sendMore sends b to the non-blocking socket fd with MSG_MORE and
+// returns how much it took (0 when it took nothing or failed: whoever
+// writes the rest meets the error again).
+func sendMore(fd int, b []byte) int {
+	n := 0
+	for n < len(b) {
+		m, err := unix.SendmsgN(fd, b[n:], nil, nil, unix.MSG_MORE)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		n += m
+	}
+	return n
+}
+
+// sendBlobNow sends up to n bytes of b from off to the non-blocking
+// socket fd with sendfile and returns how much it took.
+func sendBlobNow(fd int, b *cache.Blob, off int64, n int) int {
+	sent := 0
+	for sent < n {
+		m, err := b.SendTo(fd, &off, n-sent)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		sent += m
+	}
+	return sent
+}
+
+// hasBlobs reports whether a body in the loop's output is to be sent
+// from a Blob.
+func (l *Loop) hasBlobs() bool {
+	for i := range l.Bodies {
+		if l.Bodies[i].Blob != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sendOnLoop sends a transfer's head and as much of its Blob body as the
+// socket takes now, from the loop, with gnet's buffer empty: a client
+// that reads as fast as the body is sent needs no goroutine, no duplicate
+// of the socket and no wake-up. It reports true when nothing is left for
+// a goroutine: the body went out whole, or what is left fits in
+// server.max_buffered_output and was handed to gnet. Otherwise the
+// transfer goes on from where this left off.
+func (x *transfer) sendOnLoop(cs *Conn) bool {
+	fd := cs.C.Fd()
+	n := sendMore(fd, x.head)
+	cs.SentPast(n)
+	x.head = x.head[n:]
+	if len(x.head) > 0 {
+		return false
+	}
+	body := x.parts[0].Data
+	m := sendBlobNow(fd, x.blob, x.blobOff, len(body))
+	cs.SentPast(m)
+	x.blobOff += int64(m)
+	body = body[m:]
+	x.parts[0].Data = body
+	if len(body) == 0 {
+		return true
+	}
+	if len(body) > cs.loop.Shared.Set.Load().MaxOut {
+		return false
+	}
+	cs.WriteRaw(body)
+	return true
+}
+
+// runBlob sends a transfer's head (what the loop left of it) and its Blob
+// body over w, the duplicate of the socket, with sendfile: the goroutine
+// waits for room in the socket's buffer in Go's poller, and the write
+// deadline moves on with every step that made progress.
+func (x *transfer) runBlob(w *net.TCPConn) error {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return err
+	}
+	off, end := x.blobOff, x.blobOff+int64(len(x.parts[0].Data))
+	head := x.head
+	var opErr error
+	step := func(fd uintptr) bool {
+		if len(head) > 0 {
+			n, err := unix.SendmsgN(int(fd), head, nil, nil, unix.MSG_MORE)
+			return x.progress(n, err, &opErr, func() { head = head[n:] })
+		}
+		n, err := x.blob.SendTo(int(fd), &off, int(min(end-off, transferChunk)))
+		if err == nil && n == 0 {
+			err = wire.ErrShortFile
+		}
+		return x.progress(n, err, &opErr, func() {})
+	}
+	for len(head) > 0 || off < end {
+		if err := w.SetWriteDeadline(time.Now().Add(x.write)); err != nil {
+			return err
+		}
+		if err := rc.Write(step); err != nil {
+			return err
+		}
+		if opErr != nil {
+			return opErr
+		}
+	}
+	return nil
+}
+
+// progress is what a step of runBlob reports to the poller: false (wait
+// for room) when the socket's buffer is full; else true, after advance,
+// or with the error kept in opErr (an interrupted call is made again).
+func (x *transfer) progress(n int, err error, opErr *error, advance func()) bool {
+	switch {
+	case err == unix.EAGAIN:
+		return false
+	case err == unix.EINTR:
+		return true
+	case err != nil:
+		*opErr = err
+		return true
+	}
+	advance()
+	return true
+}
