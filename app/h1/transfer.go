@@ -31,7 +31,7 @@ const transferChunk = 512 << 10
 // large file, a range of it). A cached body with a Blob (one piece) goes
 // with sendfile from the Blob instead, and starts on the loop: a client
 // that reads as fast as it is sent gets it without a goroutine
-// (sendfile.go). A file opened for the response keeps the
+// (transfer_blob.go). A file opened for the response keeps the
 // version it was opened on: a file replaced by a rename while a slow
 // client downloads it is sent complete from the old inode. A cached
 // entry whose bytes are sent is pinned (cache.Entry.Pin) until the
@@ -48,7 +48,7 @@ type transfer struct {
 	file    *os.File            // what file regions are read from; nil when there are none
 	version cache.Version       // the version of file the head's validators name
 	entry   *cache.Entry        // the cache entry in-memory pieces alias, pinned; nil for none
-	blob    *cache.Blob         // the one in-memory piece's bytes, from blobOff, sent with sendfile (sendfile.go); nil for none
+	blob    *cache.Blob         // the one in-memory piece's bytes, from blobOff, sent with sendfile (transfer_blob.go); nil for none
 	blobOff int64
 	onLoop  bool // the loop sent it all (the rest, if any, waits in gnet's buffer): no goroutine ran
 	write   time.Duration
@@ -198,7 +198,7 @@ func (x *transfer) run(fd int) error {
 		return x.runLayered(w, ly) // transfer_tls.go
 	}
 	if x.blob != nil {
-		return x.runBlob(w) // sendfile.go
+		return x.runBlob(w) // transfer_blob.go
 	}
 	write := func(b []byte) error {
 		return x.step(w, func() error { _, err := w.Write(b); return err })
