@@ -100,13 +100,18 @@ func (cs *Conn) sendBlob(b *cache.Blob, off int64, body []byte) {
 	}
 }
 
+// headFlags send a head that a body follows: held back until the body's
+// first bytes join it (MSG_MORE), and failing with EPIPE rather than a
+// signal when the client is gone (MSG_NOSIGNAL).
+const headFlags = unix.MSG_MORE | unix.MSG_NOSIGNAL
+
 // sendMore sends b to the non-blocking socket fd with MSG_MORE and
 // returns how much it took (0 when it took nothing or failed: whoever
 // writes the rest meets the error again).
 func sendMore(fd int, b []byte) int {
 	n := 0
 	for n < len(b) {
-		m, err := unix.SendmsgN(fd, b[n:], nil, nil, unix.MSG_MORE)
+		m, err := unix.SendmsgN(fd, b[n:], nil, nil, headFlags)
 		if err == unix.EINTR {
 			continue
 		}

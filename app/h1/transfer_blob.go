@@ -59,7 +59,7 @@ func (x *transfer) runBlob(w *net.TCPConn) error {
 	var opErr error
 	step := func(fd uintptr) bool {
 		if len(head) > 0 {
-			n, err := unix.SendmsgN(int(fd), head, nil, nil, unix.MSG_MORE)
+			n, err := unix.SendmsgN(int(fd), head, nil, nil, headFlags)
 			return x.progress(n, err, &opErr, func() { head = head[n:] })
 		}
 		n, err := x.blob.SendTo(int(fd), &off, int(min(end-off, transferChunk)))
