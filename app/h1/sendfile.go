@@ -18,9 +18,9 @@ import (
 // from memory, which costs less than the second call. Only plain
 // connections: on TLS the body is encrypted in user space anyway.
 
-// blobSegment returns the segment that places body (resp's, size bytes)
-// at the loop output's end: sent from resp.Blob when there is one and
-// the connection is plain.
+// blobSegment returns the segment that places body (resp's) at the loop
+// output's end: sent from resp.Blob when there is one, the body is at
+// least cache.BlobMin long and the connection is plain.
 func (cs *Conn) blobSegment(resp *handlers.Response, body []byte) wire.Segment {
 	s := wire.Segment{At: len(cs.loop.Out), Body: body}
 	if b := resp.Blob; b != nil && !cs.Layered() && len(body) >= cache.BlobMin &&
