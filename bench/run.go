@@ -85,6 +85,7 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 	for _, s := range knownServers[1:] {
 		bins[s] = fs.String(s+"-bin", "", s+" binary (default: "+s+" on PATH or in /usr/sbin)")
 	}
+	bins[galeB] = fs.String(galeB+"-bin", "", "a second gale binary, measured as server "+galeB+" with gale's config (A/B of two builds; name "+galeB+" in -servers)")
 	return func() error {
 		for s, p := range bins {
 			if *p != "" {
@@ -332,6 +333,12 @@ func (r *runner) resolveServers(names []string) {
 				}
 				spec.Bin = bin
 			}
+		case galeB:
+			spec.Bin, _ = filepath.Abs(r.opts.Bins[galeB])
+			if _, err := os.Stat(spec.Bin); r.opts.Bins[galeB] == "" || err != nil {
+				r.skip(galeB + ": needs -" + galeB + "-bin, a built gale; skipped")
+				continue
+			}
 		default:
 			spec.Bin = findBinary(name)
 			if p := r.opts.Bins[name]; p != "" {
@@ -366,7 +373,7 @@ func parseServers(s string) ([]string, error) {
 		if name == "" || seen[name] {
 			continue
 		}
-		known := false
+		known := name == galeB
 		for _, k := range knownServers {
 			known = known || k == name
 		}
@@ -644,7 +651,7 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
 		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig,
 		FPM: r.fpmSock}
-	if j.spec.Name == "gale" && !noMetrics {
+	if (j.spec.Name == "gale" || j.spec.Name == galeB) && !noMetrics {
 		if env.MetricsPort, err = freePort(); err != nil {
 			return serverEnv{}, err
 		}

@@ -20,6 +20,12 @@ const installHint = "apt-get install nginx caddy lighttpd h2o wrk nghttp2-client
 // knownServers lists the servers the harness can drive, in default order.
 var knownServers = []string{"gale", "nginx", "caddy", "lighttpd", "h2o"}
 
+// galeB is a second gale binary (-gale-b-bin) measured beside gale with
+// the same config, in the same interleaved rounds: an A/B of two builds
+// whose "gale ÷ server" column is the per-round ratio of A to B. It is
+// never in the default -servers list.
+const galeB = "gale-b"
+
 // setting is one key of gale's server: block, as YAML text.
 type setting struct {
 	Key   string `json:"key"`
@@ -97,7 +103,7 @@ func serverVersion(name, bin string) string {
 	switch name {
 	case "nginx", "lighttpd", "h2o":
 		return commandOutput(bin, "-v")
-	case "caddy", "gale":
+	case "caddy", "gale", galeB:
 		return commandOutput(bin, "version")
 	}
 	return ""
@@ -116,7 +122,7 @@ func fileSHA256(path string) string {
 // how to start it.
 func (s *serverSpec) prepare(e serverEnv, w workload) (launch, error) {
 	switch s.Name {
-	case "gale":
+	case "gale", galeB:
 		return s.prepareGale(e, w)
 	case "nginx":
 		return s.prepareNginx(e)
@@ -499,6 +505,8 @@ func (s *serverSpec) prepareLighttpd(e serverEnv) (launch, error) {
 // every report so the comparison can be judged.
 func fairnessNotes(name string, workers, pool int) []string {
 	switch name {
+	case galeB:
+		return []string{"a second gale binary (-gale-b-bin) with gale's config, for an A/B of two builds"}
 	case "gale":
 		return []string{
 			fmt.Sprintf("server.event_loops %d, reuse_port true (one SO_REUSEPORT listener per loop)", workers),

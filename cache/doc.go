@@ -48,7 +48,11 @@
 //
 // The budget counts every entry's body, coded bodies, header fields,
 // rendered heads, key, path and a fixed overhead, plus old versions still
-// pinned. Holding bytes needs no pin (the garbage collector does that), so
+// pinned. Bodies from BlobMin bytes up (identity and coded) are held
+// twice, on Linux: in memory, and in a sealed memfd (Rep.Blob) that the
+// server sends with sendfile(2); both copies are counted, and each memfd
+// is one descriptor of the descriptor budget, closed when the garbage
+// collector finds its Blob unreachable. Holding bytes needs no pin (the garbage collector does that), so
 // hits stay free of shared writes; a holder that keeps an entry beyond the
 // current call (a body sent off the loop) pins it with Entry.Pin, and a
 // version retired while pinned stays counted until the last Release, as

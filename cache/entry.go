@@ -119,6 +119,10 @@ type Rep struct {
 	// HPACK is the pre-encoded HTTP/2 header block of the same response:
 	// Profile.RenderHPACK's output, or nil when the profile has none.
 	HPACK []byte
+
+	// Blob holds the same bytes as Body in a sealed memfd, for sendfile(2)
+	// (bodies from BlobMin bytes up, on Linux); nil when there is none.
+	Blob *Blob
 }
 
 // variants are the coded representations of an entry, published once by a

@@ -386,7 +386,7 @@ func (c *Cache) newStat(j *loadJob, kind Kind, fi fs.FileInfo, body []byte, now 
 		e.ETag = makeETag(id.mtime, e.Size)
 		e.Body = body
 		e.ident = Rep{Encoding: Identity, Size: e.Size, Body: body, ETag: e.ETag}
-		charge += int64(len(e.ETag)) + buildRep(e, &e.ident)
+		charge += int64(len(e.ETag)) + buildRep(e, &e.ident) + c.addBlob(&e.ident)
 		if e.prof != nil && len(e.prof.Encodings) > 0 {
 			e.varWork.Store(varIdle)
 		}

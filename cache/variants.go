@@ -111,7 +111,7 @@ func (c *Cache) probeSidecars(e *Entry, maxRead int64) (more bool) {
 		if r != nil {
 			vs.reps[enc] = r
 			vs.avail = vs.avail.With(enc)
-			extra += buildRep(e, r)
+			extra += buildRep(e, r) + c.addBlob(r)
 		}
 	}
 	if vs.avail != 0 {
@@ -159,7 +159,7 @@ func (c *Cache) runVariants(w *worker, e *Entry) {
 		if r != nil {
 			vs.reps[enc] = r
 			vs.avail = vs.avail.With(enc)
-			extra += buildRep(e, r)
+			extra += buildRep(e, r) + c.addBlob(r)
 		}
 	}
 	if vs.avail != 0 {

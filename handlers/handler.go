@@ -165,6 +165,8 @@ type Response struct {
 	Head        []byte        // a head rendered ahead of time that replaces the rendering of Status and Headers (see AppendHead); Status is still set
 	HPACK       []byte        // with Head: the same response as an HTTP/2 header block (cache.Rep.HPACK: ":status" and every field but Date, which the HTTP/2 engine appends); nil otherwise
 	Entry       *cache.Entry  // the cached file that Body, Parts or Head alias; the app pins it while the response is sent off the loop
+	Blob        *cache.Blob   // Body's bytes in a sealed memfd, from BlobOff (cache.Rep.Blob), for an engine that sends with sendfile(2); nil for none
+	BlobOff     int64         // where Body starts in Blob
 }
 
 // Reset clears r for reuse, keeping header storage. It does not close

@@ -566,6 +566,7 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 		mtime:  e.ModTime,
 		size:   rep.Size,
 		body:   rep.Body,
+		blob:   rep.Blob,
 		vary:   e.Negotiable(),
 	}
 	if rep.Body == nil {

@@ -21,6 +21,7 @@ type fileRep struct {
 	mtime   int64          // ns since the Unix epoch
 	size    int64          // body length
 	body    []byte         // the body in memory; nil: read it from file
+	blob    *cache.Blob    // body's bytes in a sealed memfd (cache.Rep.Blob); nil for none
 	file    *os.File       // open file holding the body; owned here until handed to the response
 	version cache.Version  // the version of file the validators name
 	vary    bool           // responses vary on Accept-Encoding
@@ -106,6 +107,7 @@ func (h *staticHandler) respond(c *Ctx, ri *reqInfo, fr *fileRep) {
 func (h *staticHandler) setBody(c *Ctx, fr *fileRep, offset, length int64) {
 	if fr.file == nil {
 		c.Resp.Body = fr.body[offset : offset+length : offset+length]
+		c.Resp.Blob, c.Resp.BlobOff = fr.blob, offset
 		return
 	}
 	c.Resp.File, c.Resp.FileOffset, c.Resp.FileSize = fr.file, offset, length

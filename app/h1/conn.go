@@ -159,10 +159,14 @@ func (cs *Conn) Traffic() gnet.Action {
 			return gnet.None
 		}
 		cs.xfer = nil
+		now := time.Now().UnixNano()
 		if x.err != nil || cs.closeAfter {
+			if x.err == nil && x.onLoop {
+				return cs.finish(now) // the body's end may wait in gnet's buffer
+			}
 			return gnet.Close
 		}
-		cs.LastActive = time.Now().UnixNano()
+		cs.LastActive = now
 	}
 	if cs.closing {
 		cs.Consume(-1)
@@ -306,7 +310,19 @@ func (cs *Conn) endBatch(now int64) gnet.Action {
 		return cs.resumePending()
 	}
 	if cs.xfer != nil {
-		cs.startTransfer()
+		if !cs.startTransfer() {
+			return gnet.None
+		}
+		// Sent on the loop: go on as after a transfer's end.
+		cs.xfer = nil
+		cs.LastActive = now
+		if cs.closeAfter {
+			return cs.finish(now)
+		}
+		if cs.InboundBuffered() > 0 && !cs.woke {
+			cs.woke = true
+			cs.Wake() // pipelined requests wait behind it
+		}
 		return gnet.None
 	}
 	if cs.closeAfter {
@@ -439,7 +455,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		case len(body) <= inlineBody:
 			l.Out = append(l.Out, body...)
 		default:
-			l.Bodies = append(l.Bodies, wire.Segment{At: len(l.Out), Body: body})
+			l.Bodies = append(l.Bodies, cs.blobSegment(resp, body))
 		}
 		sent = size
 	}
@@ -479,9 +495,12 @@ func (cs *Conn) flush() {
 		return
 	}
 	total := len(l.Out)
-	if len(l.Bodies) == 0 {
+	switch {
+	case len(l.Bodies) == 0:
 		cs.Send(l.Out)
-	} else {
+	case l.hasBlobs():
+		total = cs.flushBlobs()
+	default:
 		l.Iov = l.Iov[:0]
 		prev := 0
 		for i := range l.Bodies {
@@ -548,7 +567,9 @@ func (cs *Conn) Check(now int64, set *wire.Settings) bool {
 	}
 	switch {
 	case cs.xfer != nil:
-		cs.startTransfer()
+		if cs.startTransfer() {
+			cs.Wake() // Traffic goes on from the transfer's end
+		}
 		return false
 	case cs.closing:
 		if !cs.linger {

@@ -28,7 +28,10 @@ const transferChunk = 512 << 10
 //
 // The body is a list of pieces: in-memory bytes (a cached file's body,
 // a range of it, multipart boundaries) and regions of an open file (a
-// large file, a range of it). A file opened for the response keeps the
+// large file, a range of it). A cached body with a Blob (one piece) goes
+// with sendfile from the Blob instead, and starts on the loop: a client
+// that reads as fast as it is sent gets it without a goroutine
+// (transfer_blob.go). A file opened for the response keeps the
 // version it was opened on: a file replaced by a rename while a slow
 // client downloads it is sent complete from the old inode. A cached
 // entry whose bytes are sent is pinned (cache.Entry.Pin) until the
@@ -45,6 +48,9 @@ type transfer struct {
 	file    *os.File            // what file regions are read from; nil when there are none
 	version cache.Version       // the version of file the head's validators name
 	entry   *cache.Entry        // the cache entry in-memory pieces alias, pinned; nil for none
+	blob    *cache.Blob         // the one in-memory piece's bytes, from blobOff, sent with sendfile (transfer_blob.go); nil for none
+	blobOff int64
+	onLoop  bool // the loop sent it all (the rest, if any, waits in gnet's buffer): no goroutine ran
 	write   time.Duration
 	fds     int64 // descriptors counted in the budget for it (transferFDs)
 	started bool
@@ -89,6 +95,9 @@ func newTransfer(cs *Conn, head []byte, resp *handlers.Response, write, fds int6
 		x.parts = []handlers.BodyPart{{Off: resp.FileOffset, Len: resp.FileSize}}
 	default:
 		x.parts = []handlers.BodyPart{{Data: resp.Body}}
+		if seg := cs.blobSegment(resp, resp.Body); seg.Blob != nil {
+			x.blob, x.blobOff = seg.Blob, seg.Off
+		}
 	}
 	if x.entry != nil {
 		x.entry.Pin()
@@ -140,11 +149,18 @@ func (x *transfer) abandon() { x.release() }
 
 // startTransfer starts cs's pending transfer once everything written
 // before it has left gnet's buffer (responses must not overtake each
-// other). Otherwise the sweep calls again.
-func (cs *Conn) startTransfer() {
+// other). Otherwise the sweep calls again. It reports whether the
+// transfer ended on the loop (sendOnLoop): then no goroutine runs.
+func (cs *Conn) startTransfer() bool {
 	x := cs.xfer
 	if x.started || cs.OutboundBuffered() > 0 {
-		return
+		return false
+	}
+	if x.blob != nil && x.sendOnLoop(cs) {
+		x.started, x.onLoop = true, true
+		x.release()
+		x.done.Store(true)
+		return true
 	}
 	fd, err := cs.C.Dup()
 	if err != nil {
@@ -154,7 +170,7 @@ func (cs *Conn) startTransfer() {
 		x.done.Store(true)
 		x.abandon()
 		_ = cs.C.Wake(nil)
-		return
+		return false
 	}
 	x.started = true
 	c := cs.C
@@ -164,6 +180,7 @@ func (cs *Conn) startTransfer() {
 		x.done.Store(true)
 		_ = c.Wake(nil) // a no-op if the connection closed meanwhile
 	}()
+	return false
 }
 
 func (x *transfer) run(fd int) error {
@@ -179,6 +196,9 @@ func (x *transfer) run(fd int) error {
 	w := nc.(*net.TCPConn)
 	if ly := x.cs.Layer(); ly != nil {
 		return x.runLayered(w, ly) // transfer_tls.go
+	}
+	if x.blob != nil {
+		return x.runBlob(w) // transfer_blob.go
 	}
 	write := func(b []byte) error {
 		return x.step(w, func() error { _, err := w.Write(b); return err })
@@ -222,9 +242,11 @@ var transferBufs = sync.Pool{New: func() any { b := make([]byte, transferBuf); r
 // validators name (cache.Version.ReadAt), and writes them through write.
 // Not sendfile(2): the socket would hold references to the page cache's
 // pages, and a write to the file in place before the client read them
-// would reach the client under the old ETag. A file that changed or
-// shrank ends the transfer with an error, and the connection closes
-// before the body's end, so the client sees the response incomplete.
+// would reach the client under the old ETag (with sendfile here,
+// TestStaticRewriteKeepsETagVersion gets such mixed bodies). A file that
+// changed or shrank ends the transfer with an error, and the connection
+// closes before the body's end, so the client sees the response
+// incomplete.
 // Memory stays bounded per transfer: the one buffer.
 func (x *transfer) sendFile(write func([]byte) error, off, n int64) error {
 	if x.file == nil {

@@ -3,8 +3,8 @@
 // serves each stream as an exchange through the same router and handlers
 // as HTTP/1.1 (exchange.go), produces response bodies under the stream
 // and connection windows (response.go), and moves large output to a
-// writer goroutine on a duplicate of the socket (writer.go), which splices
-// file regions on cleartext connections (splice.go).
+// writer goroutine on a duplicate of the socket (writer.go), which reads
+// file regions through a buffer, checked against their version.
 //
 // The server (package app) chooses HTTP/2 for a connection (ALPN h2, or
 // the h2c preface, SniffPreface) and drives it through wire.Engine; all of

@@ -167,6 +167,11 @@ func (c *Conn) WriteRaw(b []byte) {
 	c.queued += int64(n)
 }
 
+// SentPast counts n bytes that an engine wrote to the socket itself, past
+// gnet and any Layer (sendfile from the loop, with gnet's buffer empty):
+// they left at once.
+func (c *Conn) SentPast(n int) { c.queued += int64(n) }
+
 // OutboundBuffered is how many bytes were sent but have not yet left for
 // the socket.
 func (c *Conn) OutboundBuffered() int { return c.C.OutboundBuffered() }

@@ -24,10 +24,14 @@ type Loop struct {
 }
 
 // Segment places an in-memory body (referenced, not copied) at offset At
-// of the loop's Out buffer.
+// of the loop's Out buffer. With Blob set, Body's bytes are also Blob's
+// from Off, and the engine may hand the socket those pages (sendfile)
+// instead of copying Body.
 type Segment struct {
 	At   int
 	Body []byte
+	Blob *cache.Blob
+	Off  int64
 }
 
 // Init makes l the services of event loop el (nil in tests that drive an
