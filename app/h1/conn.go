@@ -488,36 +488,18 @@ func (cs *Conn) writeError(set *wire.Settings, status int) {
 }
 
 // flush hands the loop's output to the connection: one write, or one
-// writev when large bodies are referenced in place.
+// writev when large bodies are referenced in place (with a sendfile for
+// each body sent from a Blob).
 func (cs *Conn) flush() {
 	l := cs.loop
 	if len(l.Out) == 0 && len(l.Bodies) == 0 {
 		return
 	}
 	total := len(l.Out)
-	switch {
-	case len(l.Bodies) == 0:
+	if len(l.Bodies) == 0 {
 		cs.Send(l.Out)
-	case l.hasBlobs():
-		total = cs.flushBlobs()
-	default:
-		l.Iov = l.Iov[:0]
-		prev := 0
-		for i := range l.Bodies {
-			s := &l.Bodies[i]
-			if s.At > prev {
-				l.Iov = append(l.Iov, l.Out[prev:s.At])
-			}
-			l.Iov = append(l.Iov, s.Body)
-			total += len(s.Body)
-			prev = s.At
-			s.Body = nil
-		}
-		if prev < len(l.Out) {
-			l.Iov = append(l.Iov, l.Out[prev:])
-		}
-		cs.Sendv(l.Iov)
-		clear(l.Iov)
+	} else {
+		total = cs.flushBodies()
 	}
 	l.Stats.BytesOut.Add(uint64(total))
 	l.Out = l.Out[:0]

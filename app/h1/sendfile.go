@@ -30,10 +30,11 @@ func (cs *Conn) blobSegment(resp *handlers.Response, body []byte) wire.Segment {
 	return s
 }
 
-// flushBlobs is flush for output that holds bodies to send from Blobs:
-// what precedes each such body is written first, then the body with
-// sendfile; the rest as usual. It reports the bytes handed over.
-func (cs *Conn) flushBlobs() int {
+// flushBodies is flush for output that references bodies in place: one
+// writev of the output and the bodies, except that what precedes a body
+// to send from a Blob is written first, then that body with sendfile. It
+// reports the bytes handed over.
+func (cs *Conn) flushBodies() int {
 	l := cs.loop
 	total := len(l.Out)
 	l.Iov = l.Iov[:0]
@@ -138,15 +139,4 @@ func sendBlobNow(fd int, b *cache.Blob, off int64, n int) int {
 		sent += m
 	}
 	return sent
-}
-
-// hasBlobs reports whether a body in the loop's output is to be sent
-// from a Blob.
-func (l *Loop) hasBlobs() bool {
-	for i := range l.Bodies {
-		if l.Bodies[i].Blob != nil {
-			return true
-		}
-	}
-	return false
 }
