@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -108,14 +109,14 @@ func (g *onDemandGate) decideKnown(ctx context.Context, name string) error {
 // address is counted by its /64), or the zero Addr when unknown.
 func clientKey(ctx context.Context) netip.Addr {
 	hello, _ := ctx.Value(certmagic.ClientHelloInfoCtxKey).(*tls.ClientHelloInfo)
-	if hello == nil || hello.Conn == nil || hello.Conn.RemoteAddr() == nil {
+	if hello == nil || hello.Conn == nil {
 		return netip.Addr{}
 	}
-	ap, err := netip.ParseAddrPort(hello.Conn.RemoteAddr().String())
-	if err != nil {
+	ta, ok := hello.Conn.RemoteAddr().(*net.TCPAddr)
+	if !ok {
 		return netip.Addr{}
 	}
-	a := ap.Addr().Unmap()
+	a := ta.AddrPort().Addr().Unmap()
 	if a.Is6() {
 		p, _ := a.Prefix(64)
 		a = p.Addr()

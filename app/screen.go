@@ -46,9 +46,11 @@ func (s *Server) unscreen(cs *conn) {
 	}
 }
 
-// addrKey is what the per-address limit counts by: an IPv4 address, or
-// an IPv6 address's /64 (one host can hold a whole /64).
+// addrKey is what the per-address limits count by: an IPv4 address (also
+// as an IPv4-mapped IPv6 address, which a dual-stack listener reports),
+// or an IPv6 address's /64 (one host can hold a whole /64).
 func addrKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
 	if a.Is6() {
 		p, _ := a.Prefix(64)
 		return p.Addr()

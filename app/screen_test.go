@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -79,5 +80,21 @@ routes:
 	}
 	if n := ts.srv.Stats().Screened - before; n < 3 {
 		t.Errorf("%d refusals counted, want at least 3", n)
+	}
+}
+
+// TestAddrKey: an IPv4 client reported as an IPv4-mapped IPv6 address (a
+// dual-stack listener) is counted as itself, not with every other IPv4
+// client under ::/64; an IPv6 client by its /64.
+func TestAddrKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.1":           "192.0.2.1",
+		"::ffff:192.0.2.1":    "192.0.2.1",
+		"::ffff:198.51.100.7": "198.51.100.7",
+		"2001:db8:1:2:3::4":   "2001:db8:1:2::",
+	} {
+		if got := addrKey(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
+			t.Errorf("addrKey(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -281,8 +281,12 @@ func (s *shim) Close() error {
 	return nil
 }
 
-func (s *shim) LocalAddr() net.Addr  { return s.t.wc.C.LocalAddr() }
-func (s *shim) RemoteAddr() net.Addr { return s.t.wc.C.RemoteAddr() }
+func (s *shim) LocalAddr() net.Addr { return s.t.wc.C.LocalAddr() }
+
+// RemoteAddr is the client's address: the peer's, or the one a PROXY
+// protocol header named, as the handshake gate counts it (certificate
+// callbacks see it through tls.ClientHelloInfo.Conn).
+func (s *shim) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(s.t.wc.Remote) }
 
 // ClientIs makes ap the client's address for the handshake gate's
 // per-address share (a PROXY protocol header named it before the
