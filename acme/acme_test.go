@@ -100,19 +100,19 @@ func TestZapToSlog(t *testing.T) {
 func TestOnDemandShares(t *testing.T) {
 	g := newOnDemandGate(&config.OnDemand{Ask: "http://127.0.0.1:1/", Interval: time.Minute}, slog.New(slog.DiscardHandler), func(n string) bool { return n == "known.example" })
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")
-	if !g.claim(a) || !g.claim(a) || g.claim(a) {
+	if !g.asks.claim(a) || !g.asks.claim(a) || g.asks.claim(a) {
 		t.Fatal("one address: want exactly 2 questions in flight")
 	}
 	for i := range maxAsks - 2 {
-		if !g.claim(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})) {
+		if !g.asks.claim(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})) {
 			t.Fatalf("question %d of %d refused", i+3, maxAsks)
 		}
 	}
-	if g.claim(b) {
+	if g.asks.claim(b) {
 		t.Fatal("a question past maxAsks was allowed")
 	}
-	g.release(a)
-	if !g.claim(b) {
+	g.asks.release(a)
+	if !g.asks.claim(b) {
 		t.Fatal("a freed slot was not given out")
 	}
 	if err := g.decide(context.Background(), "known.example"); err != nil {

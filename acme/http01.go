@@ -58,26 +58,10 @@ func (m *Manager) ChallengeInMemory(host, path string) (string, bool) {
 // TryLookup claims one of the bounded HTTP-01 lookups for a client at
 // addr: false when all are in flight, or addr holds its share. A true
 // return must be paired with EndLookup(addr).
-func (m *Manager) TryLookup(addr netip.Addr) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.looking >= maxLookups || m.lookingBy[addr] >= maxLookupsPerAddress {
-		return false
-	}
-	m.looking++
-	m.lookingBy[addr]++
-	return true
-}
+func (m *Manager) TryLookup(addr netip.Addr) bool { return m.lookups.claim(addr) }
 
 // EndLookup gives back a lookup claimed by TryLookup.
-func (m *Manager) EndLookup(addr netip.Addr) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.looking--
-	if m.lookingBy[addr]--; m.lookingBy[addr] == 0 {
-		delete(m.lookingBy, addr)
-	}
-}
+func (m *Manager) EndLookup(addr netip.Addr) { m.lookups.release(addr) }
 
 // AnswerHTTP01 returns the key authorization that answers the HTTP-01
 // challenge for host at path (a GET), if one of the sites has it under

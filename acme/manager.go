@@ -48,15 +48,12 @@ type Manager struct {
 	cancel   context.CancelFunc
 	issuers  []*certmagic.ACMEIssuer        // every site's, for HTTP-01 answers
 	redirect atomic.Pointer[map[string]int] // listed name -> https port, for the sites that redirect plain HTTP; read-only once stored
-	lookups  chan struct{}                  // HTTP-01 lookups in flight (a semaphore)
+	lookups  *shares                        // HTTP-01 lookups in flight (http01.go)
 
 	mu      sync.Mutex
 	ready   map[string]chan struct{} // listed names with no certificate cached yet, being obtained; closed when one is, or the attempt failed
 	failing map[string]bool          // listed names whose last attempt failed and whose next has not started
 	known   map[string]bool          // names with a managed certificate cached, for Expiries
-
-	looking   int                // HTTP-01 lookups in flight
-	lookingBy map[netip.Addr]int // of those, per client address
 }
 
 // New builds the manager of secs; nothing is obtained before Start. It
@@ -65,8 +62,8 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		log: log, zlog: zapToSlog(log), ctx: ctx, cancel: cancel,
-		lookingBy: map[netip.Addr]int{},
-		ready:     map[string]chan struct{}{}, failing: map[string]bool{}, known: map[string]bool{},
+		lookups: newShares(maxLookups, maxLookupsPerAddress),
+		ready:   map[string]chan struct{}{}, failing: map[string]bool{}, known: map[string]bool{},
 	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,

@@ -50,10 +50,10 @@ type onDemandGate struct {
 	has      func(name string) bool // whether a certificate for name is in memory (certmagic asks again at renewal)
 	log      *slog.Logger
 
-	mu     sync.Mutex
-	tat    time.Time          // the GCRA's theoretical arrival time of the next approval
-	asking int                // questions in flight about new names
-	per    map[netip.Addr]int // of those, per client address (an IPv6 /64)
+	asks *shares // questions in flight about new names, per client address (an IPv6 /64)
+
+	mu  sync.Mutex
+	tat time.Time // the GCRA's theoretical arrival time of the next approval
 }
 
 func newOnDemandGate(o *config.OnDemand, log *slog.Logger, has func(string) bool) *onDemandGate {
@@ -65,7 +65,7 @@ func newOnDemandGate(o *config.OnDemand, log *slog.Logger, has func(string) bool
 			// A redirect is not an approval.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		per: map[netip.Addr]int{},
+		asks: newShares(maxAsks, maxAsksPerAddress),
 	}
 }
 
@@ -76,11 +76,11 @@ func (g *onDemandGate) decide(ctx context.Context, name string) error {
 		return g.decideKnown(ctx, name)
 	}
 	key := clientKey(ctx)
-	if !g.claim(key) {
+	if !g.asks.claim(key) {
 		return errAskBusy
 	}
 	err := g.askAbout(ctx, name)
-	g.release(key)
+	g.asks.release(key)
 	if err != nil {
 		g.log.Debug("acme: on-demand certificate refused", "name", name, "err", err.Error())
 		return err
@@ -122,27 +122,6 @@ func clientKey(ctx context.Context) netip.Addr {
 		a = p.Addr()
 	}
 	return a
-}
-
-// claim takes a slot for a question from key, within its share.
-func (g *onDemandGate) claim(key netip.Addr) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.asking >= maxAsks || g.per[key] >= maxAsksPerAddress {
-		return false
-	}
-	g.asking++
-	g.per[key]++
-	return true
-}
-
-func (g *onDemandGate) release(key netip.Addr) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.asking--
-	if g.per[key]--; g.per[key] == 0 {
-		delete(g.per, key)
-	}
 }
 
 // askAbout asks the endpoint whether name may have a certificate.
