@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 
 	"gale/acme"
 	"gale/acme/acmetest"
-	"gale/config"
 	"gale/metrics"
 )
 
@@ -83,14 +81,7 @@ func acmeConfig(ca *acmetest.CA, storage, automatic string, plain bool, tlsExtra
 func startACME(t *testing.T, yamlText, storage string) *acmeServer {
 	t.Helper()
 	dir := t.TempDir()
-	file := filepath.Join(dir, "gale.yaml")
-	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	cfg := writeConfig(t, dir, yamlText)
 	logs := &syncBuffer{}
 	srv, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
@@ -426,15 +417,7 @@ func TestACMEReloadAndMetrics(t *testing.T) {
 
 	reload := func(text string) []string {
 		t.Helper()
-		file := filepath.Join(as.dir, "gale.yaml")
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		notes, err := as.srv.Reload(cfg)
+		notes, err := as.srv.Reload(writeConfig(t, as.dir, text))
 		if err != nil {
 			t.Fatal(err)
 		}

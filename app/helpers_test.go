@@ -50,6 +50,12 @@ func startServer(t *testing.T, yamlText string, files map[string]string) *testSe
 	if !strings.Contains(yamlText, "listen:") {
 		yamlText = baseListen + yamlText
 	}
+	return runServer(t, writeConfig(t, dir, yamlText), dir)
+}
+
+// writeConfig writes yamlText to dir/gale.yaml and loads it.
+func writeConfig(t *testing.T, dir, yamlText string) *config.Config {
+	t.Helper()
 	file := filepath.Join(dir, "gale.yaml")
 	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func startServer(t *testing.T, yamlText string, files map[string]string) *testSe
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return runServer(t, cfg, dir)
+	return cfg
 }
 
 // writeSettled writes a site file dated an hour ago, as a deployed file

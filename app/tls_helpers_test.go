@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"gale/config"
 )
 
 // testCA is a generated root and intermediate CA (ECDSA P-256) that
@@ -151,15 +149,7 @@ func startTLSServer(t *testing.T, yamlText string, files map[string]string, extr
 		writeSettled(t, filepath.Join(site, name), []byte(body))
 	}
 	yamlText = strings.ReplaceAll(yamlText, "$CERT", "{cert: cert.pem, key: cert.key}")
-	file := filepath.Join(dir, "gale.yaml")
-	if err := os.WriteFile(file, []byte(yamlText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	ts := runServer(t, cfg, dir)
+	ts := runServer(t, writeConfig(t, dir, yamlText), dir)
 	return &tlsTestServer{testServer: ts, ca: ca, tlsAddr: ts.srv.Addrs()[0]}
 }
 
