@@ -33,25 +33,11 @@ func sendCorkSendfile(s *server, c *conn) (bool, error) {
 // memfd with sendfile, from wherever c.sent says the response stands.
 func headThenSendfile(s *server, c *conn, sendHead func([]byte) (int, error)) (bool, error) {
 	hl, total := len(c.head), len(c.head)+len(s.body)
-	for c.sent < total {
-		var n int
-		var err error
+	return pump(c, total, func() (int, error) {
 		if c.sent < hl {
-			n, err = sendHead(c.head[c.sent:])
-		} else {
-			off := int64(c.sent - hl)
-			n, err = unix.Sendfile(c.fd, s.memfd, &off, total-c.sent)
+			return sendHead(c.head[c.sent:])
 		}
-		if err != nil {
-			if later, now := retry(err); later || now {
-				if later {
-					return false, nil
-				}
-				continue
-			}
-			return false, err
-		}
-		c.sent += n
-	}
-	return true, nil
+		off := int64(c.sent - hl)
+		return unix.Sendfile(c.fd, s.memfd, &off, total-c.sent)
+	})
 }

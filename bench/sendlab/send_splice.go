@@ -19,47 +19,46 @@ func sendMoreSplice(s *server, c *conn) (bool, error) {
 		}
 	}
 	hl, total := len(c.head), len(c.head)+len(s.body)
+	return pump(c, total, func() (int, error) {
+		if c.sent < hl {
+			return sendFlags(c.fd, c.head[c.sent:], unix.MSG_MORE)
+		}
+		if c.pipeFill == 0 {
+			return 0, fillPipe(s, c)
+		}
+		return drainPipe(s, c)
+	})
+}
+
+// fillPipe splices the next piece of the body from the memfd into the
+// connection's pipe.
+func fillPipe(s *server, c *conn) error {
 	size := int64(len(s.body))
-	for c.sent < total {
-		var n int
-		var err error
-		switch {
-		case c.sent < hl:
-			n, err = sendFlags(c.fd, c.head[c.sent:], unix.MSG_MORE)
-		case c.pipeFill == 0:
-			var m int64
-			m, err = unix.Splice(s.memfd, &c.fileOff, c.pipe[1], nil, int(min(size-c.fileOff, int64(c.pipeSize))), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			if err == nil {
-				if m <= 0 {
-					return false, fmt.Errorf("splice from memfd: no bytes at %d", c.fileOff)
-				}
-				c.pipeFill = int(m)
-				continue
-			}
-		default:
-			flags := unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
-			if c.fileOff < size {
-				flags |= unix.SPLICE_F_MORE
-			}
-			var m int64
-			m, err = unix.Splice(c.pipe[0], nil, c.fd, nil, c.pipeFill, flags)
-			if err == nil {
-				n = int(m)
-				c.pipeFill -= n
-			}
-		}
-		if err != nil {
-			if later, now := retry(err); later || now {
-				if later {
-					return false, nil
-				}
-				continue
-			}
-			return false, err
-		}
-		c.sent += n
+	m, err := unix.Splice(s.memfd, &c.fileOff, c.pipe[1], nil, int(min(size-c.fileOff, int64(c.pipeSize))), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+	if err != nil {
+		return err
 	}
-	return true, nil
+	if m <= 0 {
+		return fmt.Errorf("splice from memfd: no bytes at %d", c.fileOff)
+	}
+	c.pipeFill = int(m)
+	return nil
+}
+
+// drainPipe splices what the pipe holds into the socket, with
+// SPLICE_F_MORE while more of the body is still to enter the pipe, and
+// returns how much left.
+func drainPipe(s *server, c *conn) (int, error) {
+	flags := unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
+	if c.fileOff < int64(len(s.body)) {
+		flags |= unix.SPLICE_F_MORE
+	}
+	m, err := unix.Splice(c.pipe[0], nil, c.fd, nil, c.pipeFill, flags)
+	if err != nil {
+		return 0, err
+	}
+	c.pipeFill -= int(m)
+	return int(m), nil
 }
 
 // openPipe gives c a non-blocking pipe enlarged to pipeWant (or what the

@@ -38,3 +38,24 @@ func setCork(fd int, on bool) error {
 func retry(err error) (later, now bool) {
 	return err == unix.EAGAIN, err == unix.EINTR
 }
+
+// pump calls step until the response's total bytes are sent, counting
+// what each call sent in c.sent (0 for a step that moved bytes short of
+// the socket, into a pipe). EAGAIN leaves the rest for the next EPOLLOUT
+// (false, nil); EINTR calls step again.
+func pump(c *conn, total int, step func() (int, error)) (bool, error) {
+	for c.sent < total {
+		n, err := step()
+		if err != nil {
+			if later, now := retry(err); later || now {
+				if later {
+					return false, nil
+				}
+				continue
+			}
+			return false, err
+		}
+		c.sent += n
+	}
+	return true, nil
+}
