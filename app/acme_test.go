@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go/http3"
 
 	"gale/acme"
 	"gale/acme/acmetest"
@@ -154,6 +157,11 @@ func TestACMEHTTP01(t *testing.T) {
 	}
 	getHello(t, c, "a.gale.test")
 	c.Close()
+	var w metrics.Writer
+	as.srv.writeTLSMetrics(&w)
+	if !strings.Contains(string(w.Bytes()), "gale_tls_unknown_server_name_total 0\n") {
+		t.Errorf("a listed name counted as unknown:\n%s", w.Bytes())
+	}
 	v := ca.Validations()
 	if v["http-01"].Succeeded != 1 || v["tls-alpn-01"] != (acmetest.ValidationCount{}) {
 		t.Errorf("validations %+v: want one http-01 and no tls-alpn-01", v)
@@ -563,5 +571,57 @@ func TestACMEHTTP01OnRedirectListener(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 301 || !strings.HasPrefix(resp.Header.Get("Location"), "https://elsewhere.gale.test:") {
 		t.Errorf("another host on the redirect listener: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestACMEHTTP3: QUIC handshakes, which no handshake gate bounds, get
+// automatic certificates from memory only: before a TCP handshake
+// obtained the name's certificate, an HTTP/3 request fails without the
+// ask endpoint being asked; afterwards it is served.
+func TestACMEHTTP3(t *testing.T) {
+	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
+	var mu sync.Mutex
+	asked := 0
+	ask := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+	}))
+	defer ask.Close()
+	storage := t.TempDir()
+	auto := fmt.Sprintf("on_demand: {ask: %q}, challenges: [tls-alpn-01]", ask.URL)
+	yaml := strings.Replace(acmeConfig(ca, storage, auto, false, ""), "    tls: {", "    http3: true\n    tls: {", 1)
+	as := startACME(t, yaml, storage)
+	ca.Ready(1, port(t, as.tls))
+	h3 := func() (int, string, error) {
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{ServerName: "q.gale.test", RootCAs: ca.IssuerRoots()}}
+		defer tr.Close()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + as.tls + "/")
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	if _, _, err := h3(); err == nil {
+		t.Fatal("an HTTP/3 request got a certificate no TCP handshake had obtained")
+	}
+	mu.Lock()
+	if asked != 0 {
+		t.Errorf("a QUIC handshake asked the ask endpoint %d times", asked)
+	}
+	mu.Unlock()
+	c, err := dialName(as.tls, "q.gale.test", ca.IssuerRoots())
+	if err != nil {
+		t.Fatalf("TCP handshake: %v\n%s", err, as.log)
+	}
+	c.Close()
+	status, body, err := h3()
+	if err != nil {
+		t.Fatalf("HTTP/3 after the certificate was obtained: %v", err)
+	}
+	if status != 200 || body != "hello\n" {
+		t.Errorf("HTTP/3: %d %q", status, body)
 	}
 }
