@@ -102,7 +102,7 @@ func (f *acmeFront) answer(ctx *handlers.Ctx) bool {
 	if host == "" || ctx.Cache == nil {
 		return false
 	}
-	client := addrKey(ctx.Remote.Addr())
+	client := wire.AddrKey(ctx.Remote.Addr())
 	if !f.m.TryLookup(client) {
 		ctx.Error(503)
 		ctx.Resp.Body = body503

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"gale/app/wire"
 )
 
 // TestListenerScreening: a listener's deny list closes a client's
@@ -93,8 +95,8 @@ func TestAddrKey(t *testing.T) {
 		"::ffff:198.51.100.7": "198.51.100.7",
 		"2001:db8:1:2:3::4":   "2001:db8:1:2::",
 	} {
-		if got := addrKey(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
-			t.Errorf("addrKey(%s) = %s, want %s", in, got, want)
+		if got := wire.AddrKey(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
+			t.Errorf("AddrKey(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -60,7 +60,7 @@ type Server struct {
 	sh    wire.Shared // what the loops and engines read: settings, budget, access log, stop flag, proxy state
 	addrs []string    // resolved "host:port" per listener
 
-	perAddr *addrCounts // connections open per client address, for max_conns_per_address (screen.go)
+	perAddr *wire.AddrCounts // connections open per client address, for max_conns_per_address (screen.go)
 
 	engMu   sync.Mutex
 	eng     gnet.Engine
@@ -107,7 +107,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		files.Close()
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: newAddrCounts()}
+	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
 	s.sh.Budget, s.sh.Log = budget, log
 	s.sh.Set.Store(set)
 	s.startProxies(set)

@@ -162,7 +162,7 @@ type Loop struct {
 // the loop whose TLS state is lp. The caller puts it under the engines
 // with wc.SetLayer.
 func New(wc *wire.Conn, lp *Loop, ln *Listener) *Conn {
-	t := &Conn{wc: wc, lp: lp, ln: ln, start: time.Now().UnixNano(), key: shareKey(wc.Remote)}
+	t := &Conn{wc: wc, lp: lp, ln: ln, start: time.Now().UnixNano(), key: wire.AddrKey(wc.Remote.Addr())}
 	t.sh.t = t
 	t.sh.cond.L = &t.sh.mu
 	t.tc = tls.Server(&t.sh, ln.config)
@@ -291,7 +291,7 @@ func (s *shim) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(s.t.wc.Rem
 // ClientIs makes ap the client's address for the handshake gate's
 // per-address share (a PROXY protocol header named it before the
 // ClientHello, so no slot is claimed yet).
-func (t *Conn) ClientIs(ap netip.AddrPort)       { t.key = shareKey(ap) }
+func (t *Conn) ClientIs(ap netip.AddrPort)       { t.key = wire.AddrKey(ap.Addr()) }
 func (s *shim) SetDeadline(time.Time) error      { return nil }
 func (s *shim) SetReadDeadline(time.Time) error  { return nil }
 func (s *shim) SetWriteDeadline(time.Time) error { return nil }

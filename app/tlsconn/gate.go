@@ -1,10 +1,11 @@
 package tlsconn
 
 import (
-	"hash/maphash"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"gale/app/wire"
 )
 
 // Admission of TLS handshakes on one listener. A connection whose whole
@@ -21,12 +22,9 @@ import (
 //     sweep).
 //
 // None of this is on the request path: it runs once when a handshake
-// starts and once when it ends. The shares sit in sharded maps (a lock
-// per shard, held for a map update); the queue's lock is taken only while
-// the listener is at capacity.
-
-// gateShards is the number of shards of the per-address counts.
-const gateShards = 64
+// starts and once when it ends. The shares sit in a wire.AddrCounts
+// (sharded maps, a lock per shard held for a map update); the queue's
+// lock is taken only while the listener is at capacity.
 
 // Outcomes of handshakeGate.admit.
 const (
@@ -44,62 +42,11 @@ type handshakeGate struct {
 	mu         sync.Mutex // guards head, tail and the queue fields of the waiting tlsConns
 	head, tail *Conn
 
-	seed   maphash.Seed
-	shards [gateShards]shareShard
-}
-
-// shareShard counts the claims (slots held plus waits) of the addresses
-// that hash to it. An address has an entry only while it has claims.
-type shareShard struct {
-	mu sync.Mutex
-	n  map[netip.Addr]int64
-	_  [48]byte // a shard per cache line
+	claims *wire.AddrCounts // per client address: slots held plus waits
 }
 
 func newHandshakeGate() *handshakeGate {
-	g := &handshakeGate{seed: maphash.MakeSeed()}
-	for i := range g.shards {
-		g.shards[i].n = make(map[netip.Addr]int64)
-	}
-	return g
-}
-
-// shareKey is the address a client's share is counted under: IPv4 (and
-// IPv4-mapped) addresses as they are, IPv6 addresses by their /64.
-func shareKey(ap netip.AddrPort) netip.Addr {
-	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
-}
-
-func (g *handshakeGate) shard(key netip.Addr) *shareShard {
-	b := key.As16()
-	return &g.shards[maphash.Bytes(g.seed, b[:])%gateShards]
-}
-
-// claim counts one more claim of key unless it holds share already.
-func (g *handshakeGate) claim(key netip.Addr, share int64) bool {
-	s := g.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n[key] >= share {
-		return false
-	}
-	s.n[key]++
-	return true
-}
-
-// unclaim drops one claim of key.
-func (g *handshakeGate) unclaim(key netip.Addr) {
-	s := g.shard(key)
-	s.mu.Lock()
-	if s.n[key]--; s.n[key] <= 0 {
-		delete(s.n, key)
-	}
-	s.mu.Unlock()
+	return &handshakeGate{claims: wire.NewAddrCounts()}
 }
 
 // take takes a free slot, if there is one below max.
@@ -119,7 +66,7 @@ func (g *handshakeGate) take(max int64) bool {
 // t's loop. On admitGranted or admitQueued t holds a claim of its
 // address, which release or leave gives back.
 func (g *handshakeGate) admit(t *Conn, max, share int64) int {
-	if !g.claim(t.key, share) {
+	if !g.claims.Acquire(t.key, share) {
 		return admitRefused
 	}
 	t.claimed = true
@@ -162,7 +109,7 @@ func (g *handshakeGate) pump(max int64) {
 // was granted), and hands the slot on to the first waiter. Safe from any
 // goroutine.
 func (g *handshakeGate) release(key netip.Addr, max int64) {
-	g.unclaim(key)
+	g.claims.Release(key)
 	g.active.Add(-1)
 	if g.waiting.Load() > 0 {
 		g.pump(max)
@@ -181,7 +128,7 @@ func (g *handshakeGate) leave(t *Conn, max int64) {
 	g.mu.Unlock()
 	t.claimed = false
 	if queued {
-		g.unclaim(t.key)
+		g.claims.Release(t.key)
 		return
 	}
 	// Not queued: pump granted the slot (t.slot is set under mu).
@@ -228,12 +175,6 @@ type HandshakeCounts struct {
 // concurrent use.
 func (l *Listener) Handshakes() HandshakeCounts {
 	g := l.gate
-	c := HandshakeCounts{Active: g.active.Load(), Waiting: g.waiting.Load()}
-	for i := range g.shards {
-		s := &g.shards[i]
-		s.mu.Lock()
-		c.Claims += len(s.n)
-		s.mu.Unlock()
-	}
+	c := HandshakeCounts{Active: g.active.Load(), Waiting: g.waiting.Load(), Claims: g.claims.Keys()}
 	return c
 }

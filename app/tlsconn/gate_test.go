@@ -3,6 +3,8 @@ package tlsconn
 import (
 	"net/netip"
 	"testing"
+
+	"gale/app/wire"
 )
 
 // TestShareKey groups IPv6 clients by /64 and IPv4 ones (mapped or not)
@@ -14,7 +16,7 @@ func TestShareKey(t *testing.T) {
 		{"[::ffff:192.0.2.7]:1", "192.0.2.7:9"},
 	}
 	for _, c := range cases {
-		ka, kb := shareKey(netip.MustParseAddrPort(c.a)), shareKey(netip.MustParseAddrPort(c.b))
+		ka, kb := wire.AddrKey(netip.MustParseAddrPort(c.a).Addr()), wire.AddrKey(netip.MustParseAddrPort(c.b).Addr())
 		if ka != kb {
 			t.Errorf("%s and %s: keys %v and %v, want one", c.a, c.b, ka, kb)
 		}
@@ -23,7 +25,7 @@ func TestShareKey(t *testing.T) {
 		{"[2001:db8:1:2::1]:1", "[2001:db8:1:3::1]:1"},
 		{"192.0.2.7:1", "192.0.2.8:1"},
 	} {
-		if shareKey(netip.MustParseAddrPort(c[0])) == shareKey(netip.MustParseAddrPort(c[1])) {
+		if wire.AddrKey(netip.MustParseAddrPort(c[0]).Addr()) == wire.AddrKey(netip.MustParseAddrPort(c[1]).Addr()) {
 			t.Errorf("%s and %s share a key", c[0], c[1])
 		}
 	}
