@@ -14,11 +14,19 @@ import (
 // consumes them, so a handler that forwards them copies nothing. start
 // prepares it for each request; it is used on the connection's loop
 // only.
+//
+// The source reads nothing until the engine has consumed the request's
+// head (arm): before that the front of the inbound buffer is the head
+// (and whatever was pipelined before it), not the body, and a handler
+// that pulls the body from within Serve gets "more to come" and is
+// resumed once the body can be read. No handler can take head bytes for
+// body bytes, whenever it asks.
 type requestBody struct {
 	cs    *Conn
 	br    codec.BodyReader
 	ready int   // payload bytes at the front of the inbound buffer, framed but not consumed
 	ended bool  // the body ends with those bytes
+	armed bool  // the request's head is consumed: the inbound buffer starts with the body
 	raw   int64 // body bytes consumed from the inbound buffer, framing included
 }
 
@@ -29,10 +37,18 @@ func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
 	b.br.Init(req, set.Limits.BodyBytes)
 	b.ready, b.raw = 0, 0
 	b.ended = !req.HasBody()
+	b.armed = false
 }
+
+// arm tells the source that the request's head has left the inbound
+// buffer, so that what follows is the body.
+func (b *requestBody) arm() { b.armed = true }
 
 // Next frames what arrived up to the next payload bytes.
 func (b *requestBody) Next() ([]byte, bool, error) {
+	if !b.armed {
+		return nil, b.ended, nil
+	}
 	for b.ready == 0 && !b.ended {
 		in := b.cs.Inbound()
 		if len(in) == 0 {

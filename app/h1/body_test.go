@@ -33,6 +33,10 @@ func TestH1BodySource(t *testing.T) {
 					src := &f.cs.src
 					src.start(&c.req, set)
 					f.cl.in = []byte(wire[:split])
+					if p, done, _ := src.Next(); len(p) != 0 || done {
+						t.Fatalf("split %d: the source read %q before the engine consumed the head", split, p)
+					}
+					src.arm()
 					var got strings.Builder
 					ended := false
 					pump := func() {

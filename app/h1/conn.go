@@ -278,6 +278,9 @@ func (cs *Conn) serve() gnet.Action {
 		cs.Consume(off)
 		l.Stats.BytesIn.Add(uint64(off))
 	}
+	if cs.pending != nil {
+		cs.src.arm() // the pending request's head is gone: its body is next
+	}
 	return cs.endBatch(now)
 }
 
