@@ -9,6 +9,7 @@ import (
 	"gale/gateway"
 	"gale/handlers"
 	"gale/proxy"
+	"gale/upstream"
 )
 
 // This file connects the proxy to the server: it starts and stops the
@@ -55,8 +56,8 @@ func (s *Server) stopProxies() {
 func (s *Server) ProxyStats() proxy.StatsSnapshot { return s.sh.Proxies.Stats() }
 
 // enrolled is a connection gale opened itself and enrolled into a loop:
-// to a proxy upstream (*proxy.UpstreamConn) or a FastCGI server
-// (*gateway.Conn). Its gnet context, set before OnOpen, takes its events.
+// to a proxy upstream (*proxy.UpstreamConn) or through the upstream core
+// (*upstream.Conn: a FastCGI server). Its gnet context, set before OnOpen, takes its events.
 type enrolled interface {
 	OnOpen(gnet.Conn)
 	OnTraffic(gnet.Conn) gnet.Action
@@ -65,7 +66,7 @@ type enrolled interface {
 
 var (
 	_ enrolled = (*proxy.UpstreamConn)(nil)
-	_ enrolled = (*gateway.Conn)(nil)
+	_ enrolled = (*upstream.Conn)(nil)
 )
 
 // upstreamOf tells whether c is a connection gale opened (accepted

@@ -13,6 +13,7 @@ import (
 	"gale/fastcgi"
 	"gale/handlers"
 	"gale/proxy"
+	"gale/upstream"
 )
 
 // Kinds of deadline.
@@ -54,7 +55,7 @@ type exchange struct {
 	srv      int // the server of the current attempt; -1 none
 	tried    uint64
 	attempts int
-	conn     *Conn
+	conn     *upstream.Conn
 
 	req        []byte // FCGI_BEGIN_REQUEST, FCGI_PARAMS (and the empty FCGI_STDIN without a body)
 	reqDone    bool   // the whole request went to the connection
@@ -182,10 +183,10 @@ func (ex *exchange) attempt(fresh bool) bool {
 	} else {
 		ex.attempts++
 	}
-	p := &ex.lp.pools[ex.srv]
+	p := ex.lp.pool(ex.srv)
 	if !fresh {
 		for {
-			c := p.take()
+			c := p.Take()
 			if c == nil {
 				break
 			}
@@ -203,8 +204,8 @@ func (ex *exchange) attempt(fresh bool) bool {
 				return true
 			}
 		}
-		if ex.lp.full(p) {
-			p.waiting = append(p.waiting, ex)
+		if p.Full() {
+			p.Wait(ex)
 			ex.waiting = true
 			ex.lp.stats.Queued.Add(1)
 			ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlQueue
@@ -215,15 +216,24 @@ func (ex *exchange) attempt(fresh bool) bool {
 	return true
 }
 
-// takeConn runs when the pool hands a waiting exchange the connection c
-// another request just freed.
-func (ex *exchange) takeConn(c *Conn) {
+// Dequeued implements upstream.Waiter: the pool hands the waiting
+// exchange a connection another request freed (c), or room to dial one.
+func (ex *exchange) Dequeued(c *upstream.Conn) {
+	ex.waiting = false
 	ex.now = nanotime()
+	ex.deadline, ex.dkind = 0, dlNone
+	if c == nil {
+		ex.dialNew()
+		if ex.fault != 0 {
+			ex.settle()
+		}
+		return
+	}
 	ex.attach(c)
 	ex.lp.stats.Reused.Add(1)
 	ex.busy = true
 	if !ex.send() {
-		ex.lostConn = ex.lostConn || c.state == connClosed
+		ex.lostConn = ex.lostConn || c.Closed()
 	}
 	ex.busy = false
 	ex.settle()
@@ -233,7 +243,7 @@ func (ex *exchange) takeConn(c *Conn) {
 func (ex *exchange) use(srv int) {
 	ex.release()
 	ex.srv = srv
-	ex.lp.pools[srv].active++
+	ex.lp.pools[srv].Active++
 	ex.tried |= 1 << srv
 	ex.attempts++
 }
@@ -242,26 +252,26 @@ func (ex *exchange) use(srv int) {
 // place in the waiting list.
 func (ex *exchange) release() {
 	if ex.waiting {
-		ex.lp.pools[ex.srv].unwait(ex)
+		ex.lp.pools[ex.srv].Unwait(ex)
 		ex.waiting = false
 	}
 	if ex.srv >= 0 {
-		ex.lp.pools[ex.srv].active--
+		ex.lp.pools[ex.srv].Active--
 		ex.srv = -1
 	}
 }
 
-func (ex *exchange) attach(c *Conn) {
+func (ex *exchange) attach(c *upstream.Conn) {
 	ex.conn = c
-	c.ex = ex
+	c.Attach(ex)
 	ex.gotBytes = false
-	ex.lastReused = c.reused
+	ex.lastReused = c.Reused()
 }
 
 // dialNew starts a connection to the current server; without a
 // descriptor left, fault is 503.
 func (ex *exchange) dialNew() {
-	c := ex.lp.dial(ex.srv, ex)
+	c := ex.lp.pool(ex.srv).Dial(ex, &ex.lp.conns)
 	if c == nil {
 		ex.fault, ex.why = 503, "no descriptor left for a connection"
 		return
@@ -279,18 +289,16 @@ func (ex *exchange) dropConn(closeIt bool) {
 		return
 	}
 	ex.conn = nil
-	if c.ex == ex {
-		c.ex = nil
-	}
-	if closeIt && c.state != connDialing {
-		c.close()
+	c.Detach(ex)
+	if closeIt && !c.Dialing() {
+		c.Close()
 	}
 }
 
 // send writes the request on the exchange's open connection and as much
 // of the body as has arrived. It reports whether the write succeeded.
 func (ex *exchange) send() bool {
-	if _, err := ex.conn.c.Write(ex.req); err != nil {
+	if _, err := ex.conn.Gnet().Write(ex.req); err != nil {
 		return false
 	}
 	if ex.expect100 {
@@ -313,7 +321,7 @@ func (ex *exchange) send() bool {
 // pumpBody sends the request body the client's engine has de-framed as
 // FCGI_STDIN records, and the empty record that ends it.
 func (ex *exchange) pumpBody() {
-	for !ex.reqDone && ex.conn != nil && ex.conn.c != nil && !ex.lostConn {
+	for !ex.reqDone && ex.conn != nil && ex.conn.Gnet() != nil && !ex.lostConn {
 		p, done, err := ex.body.Next()
 		if err != nil {
 			ex.fault, ex.why = 400, "request body: "+err.Error()
@@ -327,7 +335,7 @@ func (ex *exchange) pumpBody() {
 		if n > 0 {
 			ex.iov[0] = fastcgi.AppendHeader(ex.rec[:0], fastcgi.TypeStdin, requestID, n)
 			ex.iov[1] = p[:n]
-			_, werr := ex.conn.c.Writev(ex.iov[:])
+			_, werr := ex.conn.Gnet().Writev(ex.iov[:])
 			ex.iov[1] = nil
 			if werr != nil {
 				return
@@ -338,7 +346,7 @@ func (ex *exchange) pumpBody() {
 			}
 		}
 		if done {
-			if _, werr := ex.conn.c.Write(fastcgi.AppendHeader(ex.rec[:0], fastcgi.TypeStdin, requestID, 0)); werr != nil {
+			if _, werr := ex.conn.Gnet().Write(fastcgi.AppendHeader(ex.rec[:0], fastcgi.TypeStdin, requestID, 0)); werr != nil {
 				return
 			}
 			ex.reqDone = true
@@ -361,8 +369,8 @@ func (ex *exchange) requestDeadline() {
 	}
 }
 
-// connected runs from OnOpen when the exchange's connection is up.
-func (ex *exchange) connected() {
+// Connected implements upstream.User: the exchange's connection is up.
+func (ex *exchange) Connected() {
 	ex.now = nanotime()
 	ex.busy = true
 	ex.send()
@@ -370,10 +378,12 @@ func (ex *exchange) connected() {
 	ex.settle()
 }
 
-// dialFailed runs when the connect failed: another server, or 502.
-func (ex *exchange) dialFailed(err error) {
+// DialFailed implements upstream.User: the connect failed; it counts
+// against the server's health, and another server is tried, or 502.
+func (ex *exchange) DialFailed(err error) {
 	ex.conn = nil
 	ex.now = nanotime()
+	ex.h.servers[ex.srvOr()].failed(ex.now, "connect: "+err.Error())
 	ex.retryOr(502, "connect: "+err.Error(), isTimeout(err))
 }
 
@@ -403,7 +413,7 @@ func (ex *exchange) retryOr(status int, why string, timedOut bool) {
 // body), or a piece read off the loop is ready.
 func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 	ex.now = nanotime()
-	if !ex.reqDone && ex.conn != nil && ex.conn.state == connBusy {
+	if !ex.reqDone && ex.conn != nil && ex.conn.Busy() {
 		ex.busy = true
 		ex.pumpBody()
 		ex.busy = false
@@ -441,8 +451,8 @@ func (ex *exchange) abort() {
 	ex.lp.putExchange(ex)
 }
 
-// connClosed runs from the connection's OnClose.
-func (ex *exchange) connClosed(err error) {
+// Lost implements upstream.User: the connection closed while in use.
+func (ex *exchange) Lost(err error) {
 	if ex.busy {
 		ex.lostConn, ex.lostErr = true, err
 		return
@@ -503,8 +513,8 @@ func (ex *exchange) check(now int64) {
 		ex.deadline, ex.dkind = now+ex.h.headerTimeout, dlBody
 		if ex.off != nil {
 			ex.offResume()
-		} else if c := ex.conn; c != nil && c.c != nil {
-			_ = c.c.Wake(nil) // its OnTraffic relays what it kept
+		} else if c := ex.conn; c != nil && c.Gnet() != nil {
+			_ = c.Gnet().Wake(nil) // its OnTraffic relays what it kept
 		}
 		return
 	}
@@ -532,10 +542,11 @@ func (ex *exchange) check(now int64) {
 	}
 }
 
-// appData runs from the connection's OnTraffic: records from the server.
-func (ex *exchange) appData() gnet.Action {
+// Traffic implements upstream.User: records from the server.
+func (ex *exchange) Traffic() gnet.Action {
 	c := ex.conn
-	buf, _ := c.c.Peek(-1)
+	gc := c.Gnet()
+	buf, _ := gc.Peek(-1)
 	if len(buf) == 0 {
 		return gnet.None
 	}
@@ -552,19 +563,19 @@ func (ex *exchange) appData() gnet.Action {
 	}
 	leftover := off < len(buf) && ex.ended
 	if off > 0 {
-		_, _ = c.c.Discard(off) // gnet's Discard(0) would drop everything
+		_, _ = gc.Discard(off) // gnet's Discard(0) would drop everything
 	}
 	ex.busy = false
 	switch {
 	case ex.clGone:
 		ex.dropConn(false)
-		c.state = connClosed
+		c.Drop()
 		ex.abort()
 		return gnet.Close
 	case ex.fault != 0:
 		ex.h.servers[ex.srvOr()].failed(ex.now, ex.why)
 		ex.dropConn(false)
-		c.state = connClosed
+		c.Drop()
 		ex.finishError(ex.fault, ex.why)
 		return gnet.Close
 	case ex.ended:
@@ -744,7 +755,7 @@ func (ex *exchange) hold() gnet.Action {
 		ex.held = true
 		ex.deadline, ex.dkind = 0, dlNone
 	}
-	if ex.conn.c.InboundBuffered() > MaxHeld {
+	if ex.conn.Gnet().InboundBuffered() > MaxHeld {
 		return ex.leaveLoop()
 	}
 	return gnet.None
@@ -758,16 +769,15 @@ const MaxHeld = 256 << 10
 // back to the pool when it is clean.
 func (ex *exchange) complete(leftover bool) gnet.Action {
 	c := ex.conn
-	act := gnet.None
-	keep := ex.reqDone && !leftover && c.state == connBusy
+	keep := ex.reqDone && !leftover && c.Busy()
 	ex.dropConn(false)
-	lp, now := ex.lp, ex.now
+	now := ex.now
 	ex.finish(false)
-	if !keep || !lp.freed(c, now) {
-		c.state = connClosed
-		act = gnet.Close
+	if !keep || !c.Release(now) {
+		c.Drop()
+		return gnet.Close
 	}
-	return act
+	return gnet.None
 }
 
 // finish ends the response in the sink and reports it to the client.

@@ -178,3 +178,34 @@ routes:
 		t.Error(e)
 	}
 }
+
+// TestFPMRoutesShareServerPool: two routes naming one PHP-FPM pool of a
+// single worker share its connection. FPM gives a kept-alive connection
+// its worker until it closes, so a route with a pool of its own would
+// wait behind the other route's idle connection until its response
+// timeout; sharing the address's pool, each route's request takes the
+// connection the other left idle.
+func TestFPMRoutesShareServerPool(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), map[string]string{"a/status.php": scripts["status.php"], "b/status.php": scripts["status.php"]})
+	f := startFPM(t, dir, "a", false, 1)
+	g := startGale(t, dir, `
+server: {event_loops: 1}
+routes:
+  - path: /a/
+    fastcgi: {to: "`+f.listen+`", root: www, max_conns: 1, timeouts: {response_header: 20s}}
+  - path: /b/
+    fastcgi: {to: "`+f.listen+`", root: www, max_conns: 1, timeouts: {response_header: 20s}}
+`, nil)
+	c := httpClient()
+	for i := 0; i < 6; i++ {
+		route := []string{"/a", "/b"}[i%2]
+		resp, body := get(t, c, g.url(route+"/status.php"))
+		if resp.StatusCode != 201 || body != "created" {
+			t.Fatalf("request %d to %s: %d %q", i, route, resp.StatusCode, body)
+		}
+	}
+	if st := g.srv.FastCGIStats(); st.Dials != 1 || st.Reused != 5 {
+		t.Fatalf("%+v: want one connection dialed and reused by both routes", st)
+	}
+}

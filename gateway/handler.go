@@ -10,13 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"gale/config"
 	"gale/fastcgi"
 	"gale/fds"
 	"gale/handlers"
 	"gale/proxy"
+	"gale/upstream"
 )
 
 // ErrNotFastCGI is returned by New for a route without FastCGI settings.
@@ -48,9 +47,8 @@ type Handler struct {
 	headerTimeout  int64
 	idleTimeout    int64
 
-	budget   *fds.Budget
-	log      atomic.Pointer[slog.Logger]
-	dialHook func(c *Conn) // replaces dialing (SetDial); nil = dial
+	budget *fds.Budget
+	log    atomic.Pointer[slog.Logger]
 
 	loops    sync.Map // gnet.EventLoop -> *loop
 	loopList atomic.Pointer[[]*loop]
@@ -119,12 +117,6 @@ func (h *Handler) Close() error {
 	h.closed.Store(true)
 	return nil
 }
-
-// SetDial replaces how new connections are made, for tests that drive
-// connections by hand: f gets each new connection, which must be handed
-// its gnet connection through OnOpen on the loop. Call it before the
-// first request.
-func (h *Handler) SetDial(f func(c *Conn)) { h.dialHook = f }
 
 // logger returns the logger, or nil.
 func (h *Handler) logger() *slog.Logger { return h.log.Load() }
@@ -204,16 +196,18 @@ func (h *Handler) pick(lp *loop, tried uint64, now int64) int {
 		if !h.leastC {
 			return i
 		}
-		if best < 0 || lp.pools[i].active < lp.pools[best].active {
+		if best < 0 || lp.pools[i].Active < lp.pools[best].Active {
 			best = i
 		}
 	}
 	return best
 }
 
-// loopFor returns the route's state on event loop el, made on first use
-// (which starts the route's sweeps).
-func (h *Handler) loopFor(el gnet.EventLoop) *loop {
+// loopFor returns the route's state on the event loop of up (the
+// upstream core's state of that loop), made on first use (which starts
+// the route's sweeps).
+func (h *Handler) loopFor(up *upstream.Loop) *loop {
+	el := up.EventLoop()
 	if v, ok := h.loops.Load(el); ok {
 		return v.(*loop)
 	}
@@ -222,7 +216,7 @@ func (h *Handler) loopFor(el gnet.EventLoop) *loop {
 	if v, ok := h.loops.Load(el); ok {
 		return v.(*loop)
 	}
-	lp := newLoop(h, el)
+	lp := newLoop(h, up)
 	h.loops.Store(el, lp)
 	var list []*loop
 	if cur := h.loopList.Load(); cur != nil {
@@ -290,7 +284,7 @@ func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
 		h.errorNow(c, 411)
 		return
 	}
-	lp := h.loopFor(cl.ProxyLoop().EventLoop())
+	lp := h.loopFor(cl.ProxyLoop().Upstreams())
 	ex := lp.getExchange()
 	if status := ex.setup(h, cl, c, script, info, decoded); status != 0 {
 		lp.putExchange(ex)

@@ -59,7 +59,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	var err error = errNoFds
 	if b.Acquire(1) {
 		var fd int
-		if fd, err = c.c.Dup(); err == nil {
+		if fd, err = c.Gnet().Dup(); err == nil {
 			f := os.NewFile(uintptr(fd), "fastcgi")
 			nc, err = net.FileConn(f)
 			_ = f.Close()
@@ -69,12 +69,12 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		}
 	}
 	ex.dropConn(false)
-	c.state = connClosed
+	c.Drop()
 	if err != nil {
 		ex.finishTruncated("cannot take the connection off the loop: " + err.Error())
 		return gnet.Close
 	}
-	held, _ := c.c.Peek(-1)
+	held, _ := c.Gnet().Peek(-1)
 	o := &offReader{
 		nc:      nc,
 		buf:     append(make([]byte, 0, max(offPiece, len(held)+offPiece)), held...),
@@ -83,7 +83,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		timeout: time.Duration(ex.h.headerTimeout),
 		release: func() { b.Release(1) },
 	}
-	_, _ = c.c.Discard(-1)
+	_, _ = c.Gnet().Discard(-1)
 	o.wake = gnet.RunnableFunc(func(context.Context) error {
 		if !o.stopped.Load() {
 			ex.offResume()

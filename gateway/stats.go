@@ -6,12 +6,10 @@ import "sync/atomic"
 // writes them; any goroutine may read them. Sum them with Handler.Stats.
 type Stats struct {
 	Requests atomic.Uint64 // requests sent to a FastCGI server
-	Dials    atomic.Uint64 // connections dialed
 	Reused   atomic.Uint64 // requests sent on a pooled connection
 	Queued   atomic.Uint64 // requests that waited for a connection (max_conns)
 	Errors   atomic.Uint64 // 5xx answered by the gateway itself (502, 503, 504)
 	OffLoop  atomic.Uint64 // responses whose connection left the loop for a slow client
-	Open     atomic.Int64  // connections open now (pooled or in use)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
@@ -30,11 +28,11 @@ func (h *Handler) Stats(d *StatsSnapshot) {
 	for _, lp := range *cur {
 		s := &lp.stats
 		d.Requests += s.Requests.Load()
-		d.Dials += s.Dials.Load()
+		d.Dials += lp.conns.Dials.Load()
 		d.Reused += s.Reused.Load()
 		d.Queued += s.Queued.Load()
 		d.Errors += s.Errors.Load()
 		d.OffLoop += s.OffLoop.Load()
-		d.Open += s.Open.Load()
+		d.Open += lp.conns.Open.Load()
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"gale/codec"
 	"gale/handlers"
+	"gale/upstream"
 )
 
 // Loop is the proxy state of one event loop: its upstream connection
@@ -38,6 +39,8 @@ type Loop struct {
 	rng   uint64
 
 	budgetLogAt int64 // when the spent budget was last logged (budget.go)
+
+	up *upstream.Loop // the upstream core's state of the loop (gateway's pools)
 
 	sweepFn gnet.Runnable
 	Stats   Stats
@@ -114,6 +117,7 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger) *Loop {
 		rng:   uint64(time.Now().UnixNano())*2 + uint64(idx)*0x9e3779b97f4a7c15 + 1,
 	}
 	lp.resp.Headers = make([]codec.Header, 0, 32)
+	lp.up = upstream.NewLoop(el)
 	lp.dial = lp.netDial
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		lp.Sweep(time.Now().UnixNano())
@@ -121,6 +125,9 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger) *Loop {
 	})
 	return lp
 }
+
+// Upstreams returns the upstream core's state of the loop.
+func (lp *Loop) Upstreams() *upstream.Loop { return lp.up }
 
 // EventLoop returns the event loop the state belongs to.
 func (lp *Loop) EventLoop() gnet.EventLoop { return lp.el }
@@ -205,6 +212,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 // starts off-loop copies whose client output drained, and closes pooled
 // connections idle for longer than their route's idle timeout.
 func (lp *Loop) Sweep(now int64) {
+	lp.up.Sweep(now)
 	lp.victims = append(lp.victims[:0], lp.active...)
 	for i, ex := range lp.victims {
 		lp.victims[i] = nil

@@ -14,6 +14,7 @@ import (
 	"gale/config"
 	"gale/fastcgi"
 	"gale/gateway"
+	"gale/upstream"
 )
 
 // fastcgiFixture drives a FastCGI exchange by hand: the client and the
@@ -23,7 +24,7 @@ type fastcgiFixture struct {
 	cs   *Conn
 	cl   *fakeConn
 	app  *fakeConn
-	conn *gateway.Conn // the connection the handler dialed
+	conn *upstream.Conn // the connection the handler dialed
 	req  []byte
 	resp []byte
 }
@@ -46,11 +47,10 @@ func newFastCGIFixture(tb testing.TB, route string) *fastcgiFixture {
 	s.Set.Store(set)
 	f := &fastcgiFixture{cl: &fakeConn{}, app: &fakeConn{}}
 	f.cs = newTestConn(newTestLoop(s), f.cl)
-	h, ok := set.Router.Routes()[0].Handler.(*gateway.Handler)
-	if !ok {
+	if _, ok := set.Router.Routes()[0].Handler.(*gateway.Handler); !ok {
 		tb.Fatalf("route handler %T", set.Router.Routes()[0].Handler)
 	}
-	h.SetDial(func(c *gateway.Conn) { f.conn = c })
+	f.cs.ProxyLoop().Upstreams().SetDial(func(c *upstream.Conn) { f.conn = c })
 	return f
 }
 

@@ -1,0 +1,108 @@
+package upstream
+
+import (
+	"context"
+	"net"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// dialFDs is what a new connection takes from the descriptor budget: its
+// own, and the duplicate gnet's Enroll holds before it closes the dialed
+// one (given back once Enroll is done).
+const dialFDs = 2
+
+// Key names a pool of a loop: what it dials.
+type Key struct {
+	Network, Address string
+}
+
+// Loop is the core's state on one event loop: its pools by address. It
+// is touched on its loop only.
+type Loop struct {
+	el     gnet.EventLoop
+	pools  map[Key]*Pool
+	list   []*Pool
+	dialFn func(c *Conn) // nil: dial and enroll (SetDial replaces it in tests)
+}
+
+// NewLoop returns the core's state for event loop el (nil in tests that
+// drive connections by hand).
+func NewLoop(el gnet.EventLoop) *Loop {
+	return &Loop{el: el, pools: map[Key]*Pool{}}
+}
+
+// EventLoop returns the loop's event loop.
+func (lp *Loop) EventLoop() gnet.EventLoop { return lp.el }
+
+// SetDial replaces how the loop makes new connections, for tests that
+// drive connections by hand: f must lead to c's OnOpen on this loop, or
+// to DialFailed. Such dials hold one descriptor, not two.
+func (lp *Loop) SetDial(f func(c *Conn)) { lp.dialFn = f }
+
+// Pool returns the loop's pool for k, made on first use.
+func (lp *Loop) Pool(k Key) *Pool {
+	if p := lp.pools[k]; p != nil {
+		return p
+	}
+	p := &Pool{lp: lp, network: k.Network, address: k.Address}
+	lp.pools[k] = p
+	lp.list = append(lp.list, p)
+	return p
+}
+
+// Sweep closes idle connections past their pool's idle timeout. It runs
+// on the loop every tick.
+func (lp *Loop) Sweep(now int64) {
+	for _, p := range lp.list {
+		p.reap(now)
+	}
+}
+
+// Conns returns how many connections of the loop are open or dialing.
+func (lp *Loop) Conns() int {
+	n := 0
+	for _, p := range lp.list {
+		n += p.conns
+	}
+	return n
+}
+
+// dial connects c in a goroutine with its pool's connect timeout and
+// enrolls it into the loop, with c as its context. A failure comes back
+// to the loop as dialFailed. Of the two descriptors Dial acquired, the
+// one for Enroll's duplicate goes back once Enroll closed the dialed
+// one.
+func (lp *Loop) dial(c *Conn) {
+	if lp.dialFn != nil {
+		c.release(1)
+		lp.dialFn(c)
+		return
+	}
+	p := c.pool
+	el, network, address, timeout := lp.el, p.network, p.address, p.lim.ConnectTimeout
+	go func() {
+		d := net.Dialer{Timeout: timeout}
+		nc, err := d.Dial(network, address)
+		if err == nil {
+			var ch <-chan gnet.RegisteredResult
+			ch, err = el.Enroll(gnet.NewContext(context.Background(), c), nc)
+			if err != nil {
+				_ = nc.Close()
+			} else if res, ok := <-ch; ok && res.Err != nil {
+				err = res.Err
+			}
+		}
+		c.release(1) // Enroll has closed nc by the time its result arrives
+		if err != nil {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				c.dialFailed(err)
+				return nil
+			}))
+		}
+	}()
+}
+
+// DialFailed reports on the loop that connecting c failed, for dial
+// functions set with SetDial.
+func (c *Conn) DialFailed(err error) { c.dialFailed(err) }
