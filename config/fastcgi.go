@@ -18,7 +18,7 @@ type FastCGI struct {
 	Index          string         // default "index.php": the script of a path that ends in "/"
 	Env            []EnvVar       // user-defined variables, in file order, after the CGI ones (which they may not replace)
 	LoadBalancing  string         // "round-robin" (default) | "least-connections"
-	MaxConns       int            // default 4: connections to each server over all event loops (each loop its share, at least one), all kept alive; requests beyond wait for one
+	MaxConns       int            // default 4: connections to each server over all event loops together, all kept alive; requests beyond wait for one
 	Timeouts       ProxyTimeouts  // connect (default 2s), response_header (default 60s: from the request to the end of the CGI head, and the longest pause between two reads of the body), idle (default 60s)
 	Passive        PassiveHealth  // health_check.passive: failures of real requests take a server out
 	Retries        int            // default 1, 0..10: further servers tried for a request whose connect failed

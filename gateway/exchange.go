@@ -205,15 +205,21 @@ func (ex *exchange) attempt(fresh bool) bool {
 			}
 		}
 		if p.Full() {
-			p.Wait(ex)
-			ex.waiting = true
-			ex.lp.stats.Queued.Add(1)
-			ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlQueue
+			ex.queue(p)
 			return true
 		}
 	}
 	ex.dialNew()
 	return true
+}
+
+// queue makes the exchange wait for a connection of p, up to
+// timeouts.response_header.
+func (ex *exchange) queue(p *upstream.Pool) {
+	ex.waiting = true
+	ex.lp.stats.Queued.Add(1)
+	ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlQueue
+	p.Wait(ex)
 }
 
 // Dequeued implements upstream.Waiter: the pool hands the waiting
@@ -271,9 +277,14 @@ func (ex *exchange) attach(c *upstream.Conn) {
 // dialNew starts a connection to the current server; without a
 // descriptor left, fault is 503.
 func (ex *exchange) dialNew() {
-	c := ex.lp.pool(ex.srv).Dial(ex, &ex.lp.conns)
-	if c == nil {
-		ex.fault, ex.why = 503, "no descriptor left for a connection"
+	p := ex.lp.pool(ex.srv)
+	c, err := p.Dial(ex, &ex.lp.conns)
+	switch err {
+	case upstream.ErrFull: // another loop took the place first
+		ex.queue(p)
+		return
+	case upstream.ErrBudget:
+		ex.fault, ex.why = 503, err.Error()
 		return
 	}
 	ex.conn = c

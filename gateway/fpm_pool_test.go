@@ -209,3 +209,34 @@ routes:
 		t.Fatalf("%+v: want one connection dialed and reused by both routes", st)
 	}
 }
+
+// TestFPMMaxConnsOverLoops: max_conns bounds the connections to a server
+// over every event loop, not per loop. One PHP-FPM worker, max_conns 1,
+// two loops: the connection loop 0 keeps idle holds the worker, so a
+// second connection from loop 1 would wait in FPM's backlog until its
+// response timeout; instead loop 1 waits for the one place, loop 0
+// closes its idle connection, and loop 1 dials.
+func TestFPMMaxConnsOverLoops(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), scripts)
+	f := startFPM(t, dir, "a", false, 1)
+	g := startGale(t, dir, `
+server: {event_loops: 2, reuse_port: false, load_balancing: round-robin}
+routes:
+  - path: /
+    fastcgi: {to: "`+f.listen+`", root: www, max_conns: 1, timeouts: {response_header: 5s}}
+`, nil)
+	// New clients go to the loops in turn: each request on a client
+	// connection of its own alternates loops.
+	for i := 0; i < 6; i++ {
+		c := httpClient()
+		resp, body := get(t, c, g.url("/status.php"))
+		c.CloseIdleConnections()
+		if resp.StatusCode != 201 || body != "created" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		if st := g.srv.FastCGIStats(); st.Open > 1 {
+			t.Fatalf("request %d: %d connections open, max_conns is 1", i, st.Open)
+		}
+	}
+}

@@ -23,7 +23,6 @@ var ErrNotFastCGI = errors.New("gateway: route has no fastcgi settings")
 
 // Options are what a Handler needs besides its route.
 type Options struct {
-	Loops  int         // event loops of the server, which share each server's max_conns; 0 = 1
 	Budget *fds.Budget // counts the connections to the application servers; nil counts nothing
 }
 
@@ -41,7 +40,6 @@ type Handler struct {
 	fixed   []byte // the pairs every request carries: DOCUMENT_ROOT, GATEWAY_INTERFACE, SERVER_SOFTWARE, env
 	trusted []netip.Prefix
 	retries int
-	perLoop int // connections to each server per loop: max_conns shared by the loops, at least one
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -94,7 +92,6 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		headerTimeout:  int64(fc.Timeouts.ResponseHeader),
 		idleTimeout:    int64(fc.Timeouts.Idle),
 		budget:         opts.Budget,
-		perLoop:        max(1, fc.MaxConns/max(opts.Loops, 1)),
 		stop:           make(chan struct{}),
 	}
 	for _, ext := range fc.SplitPath {

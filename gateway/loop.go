@@ -31,16 +31,16 @@ type loop struct {
 	sweepFn gnet.Runnable
 }
 
-// limits are the route's settings for its servers' pools. A loop keeps at
-// most Handler.perLoop connections to a server, every one alive after its
-// request until the idle timeout (PHP-FPM gives each connection a worker
-// of its own until it closes, so connections beyond the pool's workers
-// would wait in its backlog behind kept ones forever); requests beyond
-// wait in the pool's queue, in order, for the next connection free.
+// limits are the route's settings for its servers' pools: max_conns
+// connections to a server over every loop (PHP-FPM gives each connection
+// a worker of its own until it closes, so connections beyond its workers
+// would wait in its backlog behind kept ones), each kept alive until the
+// idle timeout; requests beyond wait in their loop's queue, in order, for
+// the next connection free on any loop.
 func (h *Handler) limits() upstream.Limits {
 	return upstream.Limits{
-		MaxIdle:        h.perLoop,
-		MaxConns:       h.perLoop,
+		MaxIdle:        h.conf.MaxConns,
+		MaxTotal:       h.conf.MaxConns,
 		IdleTimeout:    time.Duration(h.idleTimeout),
 		ConnectTimeout: time.Duration(h.connectTimeout),
 		Budget:         h.budget,

@@ -104,7 +104,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 // drive connections by hand), which is the idx-th loop of the server
 // (from 0; per-route state is kept per index). log receives connection
 // errors at debug level.
-func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger) *Loop {
+func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger, g *upstream.Group) *Loop {
 	lp := &Loop{
 		el:    el,
 		idx:   idx,
@@ -117,7 +117,7 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger) *Loop {
 		rng:   uint64(time.Now().UnixNano())*2 + uint64(idx)*0x9e3779b97f4a7c15 + 1,
 	}
 	lp.resp.Headers = make([]codec.Header, 0, 32)
-	lp.up = upstream.NewLoop(el)
+	lp.up = upstream.NewLoop(el, g)
 	lp.dial = lp.netDial
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		lp.Sweep(time.Now().UnixNano())

@@ -41,6 +41,7 @@ type Conn struct {
 	state     uint8
 	reused    bool  // it served an exchange before: closing before answering means it went stale
 	idleSince int64 // unix ns, while idle
+	unheard   bool  // open for its first exchange, and nothing came back yet (Pool.unheard)
 }
 
 const (
@@ -107,6 +108,7 @@ func (c *Conn) Drop() {
 // when the connection must close instead (the pool keeps no more); the
 // caller closes it (Close, or gnet.Close from Traffic after Drop).
 func (c *Conn) Release(now int64) bool {
+	c.heard()
 	c.user = nil
 	c.reused = true
 	if c.state != stateBusy {
@@ -128,6 +130,8 @@ func (c *Conn) OnOpen(gc gnet.Conn) {
 	}
 	c.state = stateBusy
 	if u := c.user; u != nil {
+		c.unheard = true
+		c.pool.unheard++
 		u.Connected()
 		return
 	}
@@ -141,9 +145,8 @@ func (c *Conn) dialFailed(err error) {
 	p := c.pool
 	c.count.DialFails.Add(1)
 	c.release(1) // the connection's descriptor, acquired with the dial
-	p.conns--
 	if c.state == stateClosed {
-		p.serveWaiting()
+		p.ended()
 		return
 	}
 	c.state = stateClosed
@@ -151,11 +154,12 @@ func (c *Conn) dialFailed(err error) {
 		c.user = nil
 		u.DialFailed(err)
 	}
-	p.serveWaiting()
+	p.ended()
 }
 
 // OnTraffic runs on the loop when the upstream sent bytes.
 func (c *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
+	c.heard()
 	if u := c.user; u != nil {
 		return u.Traffic()
 	}
@@ -175,6 +179,7 @@ func (c *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 // an error, or gale).
 func (c *Conn) OnClose(_ gnet.Conn, err error) {
 	p := c.pool
+	c.heard()
 	c.count.Open.Add(-1)
 	c.release(1) // the connection's descriptor
 	prev := c.state
@@ -182,17 +187,24 @@ func (c *Conn) OnClose(_ gnet.Conn, err error) {
 	if prev == stateIdle {
 		p.remove(c)
 	}
-	p.conns--
 	if u := c.user; u != nil {
 		c.user = nil
 		u.Lost(err)
 	}
-	p.serveWaiting()
+	p.ended()
 }
 
 // release gives n descriptors back to the budget the dial took them from.
 func (c *Conn) release(n int64) {
 	if c.budget != nil {
 		c.budget.Release(n)
+	}
+}
+
+// heard ends the wait for the first answer on a new connection.
+func (c *Conn) heard() {
+	if c.unheard {
+		c.unheard = false
+		c.pool.unheard--
 	}
 }

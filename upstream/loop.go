@@ -21,15 +21,17 @@ type Key struct {
 // is touched on its loop only.
 type Loop struct {
 	el     gnet.EventLoop
+	group  *Group // the process-wide bounds; nil: none (tests)
 	pools  map[Key]*Pool
 	list   []*Pool
 	dialFn func(c *Conn) // nil: dial and enroll (SetDial replaces it in tests)
 }
 
 // NewLoop returns the core's state for event loop el (nil in tests that
-// drive connections by hand).
-func NewLoop(el gnet.EventLoop) *Loop {
-	return &Loop{el: el, pools: map[Key]*Pool{}}
+// drive connections by hand), one of the loops of g (the server's; nil:
+// no bound over loops).
+func NewLoop(el gnet.EventLoop, g *Group) *Loop {
+	return &Loop{el: el, group: g, pools: map[Key]*Pool{}}
 }
 
 // EventLoop returns the loop's event loop.
@@ -46,6 +48,18 @@ func (lp *Loop) Pool(k Key) *Pool {
 		return p
 	}
 	p := &Pool{lp: lp, network: k.Network, address: k.Address}
+	p.wakeFn = gnet.RunnableFunc(func(context.Context) error {
+		p.serveWaiting()
+		return nil
+	})
+	p.shedFn = gnet.RunnableFunc(func(context.Context) error {
+		p.shedOne()
+		return nil
+	})
+	if lp.group != nil {
+		p.slots = lp.group.slotsFor(k)
+		p.slots.add(p)
+	}
 	lp.pools[k] = p
 	lp.list = append(lp.list, p)
 	return p

@@ -1,8 +1,11 @@
 package upstream
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
 
 	"gale/fds"
 )
@@ -20,6 +23,7 @@ type Waiter interface {
 type Limits struct {
 	MaxIdle        int           // idle connections kept at most; 0 keeps none
 	MaxConns       int           // connections open or dialing at most on this loop; 0 = no bound
+	MaxTotal       int           // connections open or dialing at most over every loop (Group); 0 = no bound
 	IdleTimeout    time.Duration // an idle connection older than this closes
 	ConnectTimeout time.Duration // a dial that takes longer fails
 
@@ -48,6 +52,17 @@ type Pool struct {
 	idle    []*Conn  // oldest first
 	waiting []Waiter // first come first served
 	conns   int      // connections open or dialing
+	unheard int      // new connections whose first exchange has no answer yet
+
+	// The address's bound over every loop, and what other loops read:
+	// whether this pool waits for a place (starved), how many it keeps
+	// idle, and whether it was asked to close one (shedding).
+	slots    *Slots
+	starved  atomic.Bool
+	shedding atomic.Bool
+	idleN    atomic.Int32
+	wakeFn   gnet.Runnable
+	shedFn   gnet.Runnable
 
 	// Active counts the exchanges on this loop using the address, for
 	// least-connections balancing; the kinds keep it.
@@ -67,10 +82,18 @@ func (p *Pool) Conns() int { return p.conns }
 func (p *Pool) Idle() int { return len(p.idle) }
 
 // Configure sets the pool's limits (see Limits).
-func (p *Pool) Configure(l Limits) { p.lim = l }
+func (p *Pool) Configure(l Limits) {
+	p.lim = l
+	if p.slots != nil && p.slots.limit.Load() != int64(l.MaxTotal) {
+		p.slots.limit.Store(int64(l.MaxTotal))
+	}
+}
 
-// Full reports whether the pool may open no further connection now.
-func (p *Pool) Full() bool { return p.lim.MaxConns > 0 && p.conns >= p.lim.MaxConns }
+// Full reports whether the pool may open no further connection now: its
+// loop's bound, or the address's over every loop, is reached.
+func (p *Pool) Full() bool {
+	return p.lim.MaxConns > 0 && p.conns >= p.lim.MaxConns || p.slots != nil && p.slots.full()
+}
 
 // Take pops the most recently used idle connection, busy for the caller,
 // or nil.
@@ -82,12 +105,33 @@ func (p *Pool) Take() *Conn {
 	c := p.idle[n-1]
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
+	p.idleN.Store(int32(len(p.idle)))
 	c.state = stateBusy
 	return c
 }
 
-// Wait puts w in the queue for the next connection freed.
-func (p *Pool) Wait(w Waiter) { p.waiting = append(p.waiting, w) }
+// Wait puts w in the queue for the next connection freed. When the
+// address's places are all taken by other loops, the pool is marked as
+// waiting for one (a release anywhere wakes it), and a loop keeping one
+// idle is asked to close it.
+func (p *Pool) Wait(w Waiter) {
+	p.waiting = append(p.waiting, w)
+	if p.slots == nil || p.conns > 0 && len(p.waiting) <= p.conns {
+		return // a connection of this loop frees for it
+	}
+	p.setStarved(true)
+	if !p.slots.full() {
+		p.post(p.wakeFn) // a place freed before the mark was seen
+		return
+	}
+	p.slots.shed(p)
+}
+
+// ErrFull and ErrBudget are why Dial made no connection.
+var (
+	ErrFull   = errors.New("upstream: every connection the address may have is in use")
+	ErrBudget = errors.New("upstream: no descriptor left for a connection")
+)
 
 // Unwait removes w from the queue (it ended or timed out).
 func (p *Pool) Unwait(w Waiter) {
@@ -101,23 +145,51 @@ func (p *Pool) Unwait(w Waiter) {
 	}
 }
 
-// Dial starts a new connection for u, counted in count. It returns nil,
-// dialing nothing, when the descriptor budget is spent.
-func (p *Pool) Dial(u User, count *Counters) *Conn {
+// Dial starts a new connection for u, counted in count. It dials nothing
+// and returns ErrFull when the address's places over every loop are
+// taken (wait for one), ErrBudget when the descriptor budget is spent.
+func (p *Pool) Dial(u User, count *Counters) (*Conn, error) {
+	if p.slots != nil && !p.slots.acquire() {
+		return nil, ErrFull
+	}
 	b := p.lim.Budget
 	if b != nil && !b.Acquire(dialFDs) {
-		return nil
+		p.releaseSlot()
+		return nil, ErrBudget
 	}
 	c := &Conn{pool: p, user: u, count: count, budget: b, state: stateDialing}
 	p.conns++
 	count.Dials.Add(1)
 	p.lp.dial(c)
-	return c
+	return c, nil
+}
+
+// ended counts a connection's end (closed, or its dial failed), and
+// hands its place to whoever waits.
+func (p *Pool) ended() {
+	p.conns--
+	p.releaseSlot()
+	p.serveWaiting()
+}
+
+func (p *Pool) releaseSlot() {
+	if p.slots != nil {
+		p.slots.release()
+	}
 }
 
 // put keeps c (busy, just freed) for reuse: the first waiter takes it, or
 // the idle stack does while it has room. It reports false when c must
 // close.
+//
+// While a new connection of the pool waits for its first answer, a freed
+// one is closed rather than kept: an application that gives each
+// connection a worker until it closes (PHP-FPM) may have more connections
+// than workers (max_conns set above pm.max_children), and the new one
+// then waits in its backlog for the worker the kept one would hold. The
+// price of that misconfiguration is a connection, not a request that
+// hangs. Likewise while another loop waits for a place of the address:
+// the place this one would keep idle goes to it.
 func (p *Pool) put(c *Conn, now int64) bool {
 	if len(p.waiting) > 0 {
 		w := p.next()
@@ -125,13 +197,14 @@ func (p *Pool) put(c *Conn, now int64) bool {
 		w.Dequeued(c)
 		return true
 	}
-	if len(p.idle) >= p.lim.MaxIdle || p.lim.retired() {
+	if len(p.idle) >= p.lim.MaxIdle || p.lim.retired() || p.unheard > 0 || p.slots != nil && p.slots.starved.Load() > 0 {
 		c.state = stateClosed
 		return false
 	}
 	c.state = stateIdle
 	c.idleSince = now
 	p.idle = append(p.idle, c)
+	p.idleN.Store(int32(len(p.idle)))
 	return true
 }
 
@@ -146,12 +219,45 @@ func (p *Pool) next() Waiter {
 
 // serveWaiting hands idle connections, or room for new ones, to the
 // waiters in order. It runs whenever a connection closed or failed to
-// dial.
+// dial, and when another loop freed a place of the address.
 func (p *Pool) serveWaiting() {
 	for len(p.waiting) > 0 && (len(p.idle) > 0 || !p.Full()) {
 		w := p.next()
 		w.Dequeued(p.Take())
 	}
+	if len(p.waiting) == 0 {
+		p.setStarved(false)
+	}
+}
+
+// setStarved marks whether the pool waits for a place of the address
+// that other loops hold, and counts it in the address's Slots.
+func (p *Pool) setStarved(on bool) {
+	if p.slots == nil {
+		return
+	}
+	if p.starved.CompareAndSwap(!on, on) {
+		if on {
+			p.slots.starved.Add(1)
+		} else {
+			p.slots.starved.Add(-1)
+		}
+	}
+}
+
+// shedOne closes the oldest idle connection, asked by a loop that waits
+// for a place of the address.
+func (p *Pool) shedOne() {
+	p.shedding.Store(false)
+	if len(p.idle) == 0 || len(p.waiting) > 0 {
+		return
+	}
+	c := p.idle[0]
+	copy(p.idle, p.idle[1:])
+	p.idle[len(p.idle)-1] = nil
+	p.idle = p.idle[:len(p.idle)-1]
+	p.idleN.Store(int32(len(p.idle)))
+	c.Close()
 }
 
 // remove drops c from the idle stack (it closed).
@@ -161,6 +267,7 @@ func (p *Pool) remove(c *Conn) {
 			copy(p.idle[i:], p.idle[i+1:])
 			p.idle[len(p.idle)-1] = nil
 			p.idle = p.idle[:len(p.idle)-1]
+			p.idleN.Store(int32(len(p.idle)))
 			return
 		}
 	}
@@ -179,6 +286,7 @@ func (p *Pool) reap(now int64) {
 		copy(p.idle, p.idle[1:])
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
+		p.idleN.Store(int32(len(p.idle)))
 		c.Close()
 	}
 }

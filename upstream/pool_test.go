@@ -46,7 +46,12 @@ func (u *user) Dequeued(c *Conn) {
 
 // testLoop is a loop whose dials are recorded, not made.
 func testLoop() (*Loop, *[]*Conn) {
-	lp := NewLoop(nil)
+	return testLoopIn(nil)
+}
+
+// testLoopIn is testLoop as one of the loops of g.
+func testLoopIn(g *Group) (*Loop, *[]*Conn) {
+	lp := NewLoop(nil, g)
 	var dialed []*Conn
 	lp.SetDial(func(c *Conn) { dialed = append(dialed, c) })
 	return lp, &dialed
@@ -74,8 +79,8 @@ func TestPoolQueueAndReuse(t *testing.T) {
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Second, Budget: budget})
 	var count Counters
 	u1, u2 := &user{}, &user{}
-	c := p.Dial(u1, &count)
-	if c == nil || len(*dialed) != 1 || !p.Full() || count.Dials.Load() != 1 {
+	c, err := p.Dial(u1, &count)
+	if err != nil || len(*dialed) != 1 || !p.Full() || count.Dials.Load() != 1 {
 		t.Fatalf("dial: %v %d %v", c, len(*dialed), p.Full())
 	}
 	c.Attach(u1)
@@ -122,7 +127,7 @@ func TestPoolDialFailedServesWaiter(t *testing.T) {
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1})
 	var count Counters
 	u1, u2 := &user{}, &user{}
-	c := p.Dial(u1, &count)
+	c, _ := p.Dial(u1, &count)
 	p.Wait(u2)
 	c.DialFailed(errors.New("refused"))
 	if u1.failed != 1 || u2.room != 1 || p.Conns() != 0 || count.DialFails.Load() != 1 {
@@ -138,9 +143,12 @@ func TestPoolRetiredKeepsNothing(t *testing.T) {
 	var retired atomic.Bool
 	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour, Retired: &retired})
 	var count Counters
-	a, b := p.Dial(&user{}, &count), p.Dial(&user{}, &count)
+	a, _ := p.Dial(&user{}, &count)
+	b, _ := p.Dial(&user{}, &count)
 	a.OnOpen(&fakeGnet{})
-	b.OnOpen(&fakeGnet{})
+	gb := &fakeGnet{}
+	b.OnOpen(gb)
+	b.OnTraffic(gb) // b's answer began
 	if !a.Release(1) || p.Idle() != 1 {
 		t.Fatal("release before retiring")
 	}
@@ -161,12 +169,79 @@ func TestIdleTrafficCloses(t *testing.T) {
 	p := lp.Pool(Key{"tcp", "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Hour})
 	var count Counters
-	c := p.Dial(&user{}, &count)
+	c, _ := p.Dial(&user{}, &count)
 	g := &fakeGnet{}
 	c.OnOpen(g)
 	c.Release(1)
 	g.in = 5
 	if act := c.OnTraffic(g); act != gnet.Close || p.Idle() != 0 {
 		t.Fatalf("action %v idle %d", act, p.Idle())
+	}
+}
+
+// TestGroupBoundsOverLoops: max_conns over every loop. With the one place
+// held idle by loop A, loop B's request waits; B asks A to shed its idle
+// connection, and the place it frees wakes B, which dials.
+func TestGroupBoundsOverLoops(t *testing.T) {
+	var g Group
+	la, _ := testLoopIn(&g)
+	lb, dialedB := testLoopIn(&g)
+	k := Key{"unix", "/run/php.sock"}
+	lim := Limits{MaxIdle: 1, MaxTotal: 1, IdleTimeout: time.Hour}
+	pa, pb := la.Pool(k), lb.Pool(k)
+	pa.Configure(lim)
+	pb.Configure(lim)
+	var count Counters
+	c, err := pa.Dial(&user{}, &count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga := &fakeGnet{}
+	c.OnOpen(ga)
+	c.Release(1) // idle on loop A, holding the address's one place
+	if !pb.Full() {
+		t.Fatal("loop B may dial past max_conns over the loops")
+	}
+	if _, err := pb.Dial(&user{}, &count); err != ErrFull {
+		t.Fatalf("dial on B: %v, want ErrFull", err)
+	}
+	w := &user{}
+	pb.Wait(w) // asks A to shed; without loops the request runs at once
+	if !c.Closed() || pa.Idle() != 0 {
+		t.Fatal("loop A kept its idle connection while B waited")
+	}
+	c.OnClose(ga, nil) // frees the place: B is woken
+	if w.room != 1 || pb.starved.Load() {
+		t.Fatalf("B woken %d times with room, starved %v", w.room, pb.starved.Load())
+	}
+	if _, err := pb.Dial(w, &count); err != nil || len(*dialedB) != 1 {
+		t.Fatalf("dial on B after the place freed: %v", err)
+	}
+}
+
+// TestPoolClosesWhileNewConnUnheard: while a new connection waits for its
+// first answer (perhaps in an application's backlog, behind the workers
+// that kept connections hold), a freed connection closes instead of
+// going idle; once the new one is answered, freed ones are kept again.
+func TestPoolClosesWhileNewConnUnheard(t *testing.T) {
+	lp, _ := testLoop()
+	p := lp.Pool(Key{"unix", "/run/php.sock"})
+	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour})
+	var count Counters
+	old, _ := p.Dial(&user{}, &count)
+	old.OnOpen(&fakeGnet{})
+	old.Release(1) // answered: idle
+	if p.Take() != old {
+		t.Fatal("take")
+	}
+	fresh, _ := p.Dial(&user{}, &count)
+	gf := &fakeGnet{}
+	fresh.OnOpen(gf)
+	if old.Release(2) || p.Idle() != 0 {
+		t.Fatal("a freed connection was kept while a new one waited for its first answer")
+	}
+	fresh.OnTraffic(gf)
+	if !fresh.Release(3) || p.Idle() != 1 {
+		t.Fatal("a freed connection was closed once every new one was answered")
 	}
 }

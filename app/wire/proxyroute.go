@@ -11,6 +11,7 @@ import (
 	"gale/fds"
 	"gale/handlers"
 	"gale/proxy"
+	"gale/upstream"
 )
 
 // proxyOption gives handlers.Build the factory of proxy routes, which
@@ -36,6 +37,7 @@ func (s *Settings) ProxyClientSettings() proxy.ClientSettings {
 // ProxyLoops holds the proxy state of every event loop, made on a loop's
 // first proxied request. Safe for concurrent use.
 type ProxyLoops struct {
+	group upstream.Group // the upstream core's bounds over every loop
 	mu    sync.Mutex
 	byEl  sync.Map // *Loop -> *proxy.Loop
 	list  atomic.Pointer[[]*proxy.Loop]
@@ -53,7 +55,7 @@ func (p *ProxyLoops) For(l *Loop, log *slog.Logger) *proxy.Loop {
 	if v, ok := p.byEl.Load(l); ok {
 		return v.(*proxy.Loop)
 	}
-	pl := proxy.NewLoop(l.EL, p.count, log)
+	pl := proxy.NewLoop(l.EL, p.count, log, &p.group)
 	p.count++
 	p.byEl.Store(l, pl)
 	var list []*proxy.Loop

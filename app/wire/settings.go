@@ -46,7 +46,7 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 			return nil, err
 		}
 	}
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b), fastcgiOption(cfg, b))...)
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b), fastcgiOption(b))...)
 	if err != nil {
 		return nil, err
 	}
