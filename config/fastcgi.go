@@ -18,7 +18,8 @@ type FastCGI struct {
 	Index          string         // default "index.php": the script of a path that ends in "/"
 	Env            []EnvVar       // user-defined variables, in file order, after the CGI ones (which they may not replace)
 	LoadBalancing  string         // "round-robin" (default) | "least-connections"
-	MaxConns       int            // default 4: connections to each server over all event loops together, all kept alive; requests beyond wait for one
+	MaxConns       int            // default 4: connections to each server over all event loops together; requests beyond wait for one
+	KeepAlive      bool           // default true: connections stay open between requests (FCGI_KEEP_CONN) until Timeouts.Idle
 	Timeouts       ProxyTimeouts  // connect (default 2s), response_header (default 60s: from the request to the end of the CGI head, and the longest pause between two reads of the body), idle (default 60s)
 	Passive        PassiveHealth  // health_check.passive: failures of real requests take a server out
 	Retries        int            // default 1, 0..10: further servers tried for a request whose connect failed
@@ -45,6 +46,7 @@ func defaultFastCGI() *FastCGI {
 		Index:         "index.php",
 		LoadBalancing: "round-robin",
 		MaxConns:      defaultFastCGIConns,
+		KeepAlive:     true,
 		Retries:       defaultProxyRetries,
 		Timeouts: ProxyTimeouts{
 			Connect:        2 * time.Second,
@@ -91,6 +93,7 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 			f.MaxConns = int(k)
 		}
 	}
+	d.setBool(s, "keep_alive", &f.KeepAlive)
 	if v := s.get("timeouts"); v != nil {
 		if t := d.section(v, join(path, "timeouts"), fastcgiTimeoutsKeys.names()...); t != nil {
 			d.setDuration(t, "connect", &f.Timeouts.Connect)

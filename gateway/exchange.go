@@ -147,7 +147,7 @@ func (ex *exchange) setup(h *Handler, cl proxy.Client, c *handlers.Ctx, script, 
 		return status
 	}
 	lp.stats.Requests.Add(1)
-	b := fastcgi.AppendBeginRequest(ex.req[:0], requestID, fastcgi.RoleResponder, fastcgi.FlagKeepConn)
+	b := fastcgi.AppendBeginRequest(ex.req[:0], requestID, fastcgi.RoleResponder, h.beginFlags)
 	b = fastcgi.AppendStream(b, fastcgi.TypeParams, requestID, pairs)
 	b = fastcgi.AppendHeader(b, fastcgi.TypeParams, requestID, 0)
 	if !req.HasBody() {
@@ -780,7 +780,7 @@ const MaxHeld = 256 << 10
 // back to the pool when it is clean.
 func (ex *exchange) complete(leftover bool) gnet.Action {
 	c := ex.conn
-	keep := ex.reqDone && !leftover && c.Busy()
+	keep := ex.reqDone && !leftover && c.Busy() && ex.h.conf.KeepAlive
 	ex.dropConn(false)
 	now := ex.now
 	ex.finish(false)

@@ -5,10 +5,12 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countingProxy forwards TCP connections on 127.0.0.1 to network/addr
@@ -238,5 +240,41 @@ routes:
 		if st := g.srv.FastCGIStats(); st.Open > 1 {
 			t.Fatalf("request %d: %d connections open, max_conns is 1", i, st.Open)
 		}
+	}
+}
+
+// TestFPMKeepAliveOff: with keep_alive: false each request has a
+// connection of its own, closed after it (FCGI_KEEP_CONN unset), so no
+// idle connection holds a worker between requests.
+func TestFPMKeepAliveOff(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "www"), scripts)
+	f := startFPM(t, dir, "a", false, 1)
+	p := startCountingProxy(t, "unix", strings.TrimPrefix(f.listen, "unix:"))
+	g := startGale(t, dir, `
+server: {event_loops: 1}
+routes:
+  - path: /
+    fastcgi: {to: "`+p.addr+`", root: www, keep_alive: false}
+`, nil)
+	c := httpClient()
+	for i := 0; i < 5; i++ {
+		if resp, body := get(t, c, g.url("/status.php")); resp.StatusCode != 201 || body != "created" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	if n := p.count.Load(); n != 5 {
+		t.Fatalf("%d connections for 5 requests, want one each", n)
+	}
+	st := g.srv.FastCGIStats()
+	if st.Reused != 0 || st.Dials != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Connections close after their requests: none stays open.
+	for deadline := time.Now().Add(10 * time.Second); g.srv.FastCGIStats().Open != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open", g.srv.FastCGIStats().Open)
+		}
+		runtime.Gosched()
 	}
 }

@@ -40,6 +40,8 @@ type Handler struct {
 	fixed   []byte // the pairs every request carries: DOCUMENT_ROOT, GATEWAY_INTERFACE, SERVER_SOFTWARE, env
 	trusted []netip.Prefix
 	retries int
+	// beginFlags are FCGI_BEGIN_REQUEST's: FCGI_KEEP_CONN with keep_alive.
+	beginFlags uint8
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -93,6 +95,9 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		idleTimeout:    int64(fc.Timeouts.Idle),
 		budget:         opts.Budget,
 		stop:           make(chan struct{}),
+	}
+	if fc.KeepAlive {
+		h.beginFlags = fastcgi.FlagKeepConn
 	}
 	for _, ext := range fc.SplitPath {
 		h.split = append(h.split, []byte(ext))

@@ -38,8 +38,12 @@ type loop struct {
 // idle timeout; requests beyond wait in their loop's queue, in order, for
 // the next connection free on any loop.
 func (h *Handler) limits() upstream.Limits {
+	idle := h.conf.MaxConns
+	if !h.conf.KeepAlive {
+		idle = 0 // each connection closes after its request
+	}
 	return upstream.Limits{
-		MaxIdle:        h.conf.MaxConns,
+		MaxIdle:        idle,
 		MaxTotal:       h.conf.MaxConns,
 		IdleTimeout:    time.Duration(h.idleTimeout),
 		ConnectTimeout: time.Duration(h.connectTimeout),
