@@ -16,7 +16,7 @@ import (
 
 	"gale/app/wire"
 	"gale/config"
-	"gale/proxy"
+	"gale/upstream"
 )
 
 // h2Frames renders a client's HTTP/2 session with x/net's framer and
@@ -202,8 +202,8 @@ routes:
 		s.sh.Metered = metered
 		fc, up := &fakeConn{}, &fakeConn{}
 		l := newLoop(s, nil)
-		var uc *proxy.UpstreamConn
-		l.Proxy().SetDial(func(u *proxy.UpstreamConn) {
+		var uc *upstream.Conn
+		l.Proxy().SetDial(func(u *upstream.Conn) {
 			uc = u
 			u.OnOpen(up) // connected at once
 		})

@@ -55,19 +55,15 @@ func (s *Server) stopProxies() {
 // use.
 func (s *Server) ProxyStats() proxy.StatsSnapshot { return s.sh.Proxies.Stats() }
 
-// enrolled is a connection gale opened itself and enrolled into a loop:
-// to a proxy upstream (*proxy.UpstreamConn) or through the upstream core
-// (*upstream.Conn: a FastCGI server). Its gnet context, set before OnOpen, takes its events.
+// enrolled is a connection gale opened itself and enrolled into a loop
+// (*upstream.Conn: to a proxy upstream or a FastCGI server). Its gnet context, set before OnOpen, takes its events.
 type enrolled interface {
 	OnOpen(gnet.Conn)
 	OnTraffic(gnet.Conn) gnet.Action
 	OnClose(gnet.Conn, error)
 }
 
-var (
-	_ enrolled = (*proxy.UpstreamConn)(nil)
-	_ enrolled = (*upstream.Conn)(nil)
-)
+var _ enrolled = (*upstream.Conn)(nil)
 
 // upstreamOf tells whether c is a connection gale opened (accepted
 // clients arrive without a context).

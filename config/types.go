@@ -287,7 +287,7 @@ type Proxy struct {
 	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
 	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c"
 	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
-	MaxConns           int            // connections to each upstream at once over all loops (shared equally, at least one per loop); requests beyond wait; 0 = no limit
+	MaxConns           int            // connections to each upstream at once over all loops together; requests beyond wait; 0 = no limit
 	Timeouts           ProxyTimeouts  // all positive
 	HealthCheck        HealthCheck    // active and passive health
 	Retries            int            // default 1, 0..10: further attempts for a request that reached no upstream

@@ -287,8 +287,10 @@ func (ex *exchange) dialNew() {
 		ex.fault, ex.why = 503, err.Error()
 		return
 	}
-	ex.conn = c
-	ex.gotBytes, ex.lastReused = false, false
+	if !c.Dialing() {
+		return // opened at once (a dial of tests'): Connected ran
+	}
+	ex.attach(c)
 	ex.deadline, ex.dkind = ex.now+ex.h.connectTimeout, dlConnect
 }
 
@@ -381,7 +383,10 @@ func (ex *exchange) requestDeadline() {
 }
 
 // Connected implements upstream.User: the exchange's connection is up.
-func (ex *exchange) Connected() {
+func (ex *exchange) Connected(c *upstream.Conn) {
+	if ex.conn == nil {
+		ex.attach(c)
+	}
 	ex.now = nanotime()
 	ex.busy = true
 	ex.send()

@@ -48,6 +48,7 @@ func (h *Handler) limits() upstream.Limits {
 		IdleTimeout:    time.Duration(h.idleTimeout),
 		ConnectTimeout: time.Duration(h.connectTimeout),
 		Budget:         h.budget,
+		WorkerPerConn:  true,
 		Retired:        &h.closed,
 	}
 }
@@ -55,7 +56,7 @@ func (h *Handler) limits() upstream.Limits {
 func newLoop(h *Handler, up *upstream.Loop) *loop {
 	lp := &loop{h: h, el: up.EventLoop(), up: up, pairs: make([]byte, 0, 4<<10)}
 	for _, srv := range h.servers {
-		lp.pools = append(lp.pools, up.Pool(upstream.Key{Network: srv.network, Address: srv.address}))
+		lp.pools = append(lp.pools, up.Pool(upstream.Key{Proto: "fastcgi", Network: srv.network, Address: srv.address}))
 	}
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		lp.sweep(time.Now().UnixNano())

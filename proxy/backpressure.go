@@ -62,7 +62,7 @@ const maxUpstreamBacklog = 1 << 20
 // resumeBody moves more of a shared client's request body upstream from
 // the sweep, once a backlog the upstream was slow to read went down.
 func (ex *exchange) resumeBody(now int64) bool {
-	if ex.state != exActive || ex.reqDone || ex.bodyCount != nil || ex.uc == nil || ex.uc.state != ucBusy || ex.rstate == rsTunnel {
+	if ex.state != exActive || ex.reqDone || ex.bodyCount != nil || ex.uc == nil || !ex.uc.Busy() || ex.rstate == rsTunnel {
 		return false
 	}
 	ex.now = now
@@ -84,7 +84,7 @@ func (ex *exchange) behind() bool {
 // has nothing left to read from the client or write to the upstream), and
 // the client's transport can be duplicated.
 func (ex *exchange) mayLeave() bool {
-	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && !ex.noFds && ex.uc.c.OutboundBuffered() == 0
+	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && !ex.noFds && ex.uc.Gnet().OutboundBuffered() == 0
 }
 
 // hold leaves the upstream's bytes where they are (see above), or ends
@@ -92,10 +92,10 @@ func (ex *exchange) mayLeave() bool {
 // for the upstream's OnTraffic.
 func (ex *exchange) hold() gnet.Action {
 	uc := ex.uc
-	if uc.c.InboundBuffered() > MaxHeldResponse {
+	if uc.Gnet().InboundBuffered() > MaxHeldResponse {
 		ex.lp.Stats.Cut.Add(1)
 		ex.dropConn(false)
-		uc.state = ucClosed
+		uc.Drop()
 		ex.finishTruncated("the client fell behind while the response could not leave the loop")
 		return gnet.Close
 	}
@@ -126,7 +126,7 @@ func (ex *exchange) heldDeadline() {
 // connection's OnTraffic runs again for the bytes it kept.
 func (ex *exchange) checkHeld() {
 	uc := ex.uc
-	if uc == nil || uc.c == nil {
+	if uc == nil || uc.Gnet() == nil {
 		ex.held = false
 		return
 	}
@@ -142,7 +142,7 @@ func (ex *exchange) checkHeld() {
 	} else {
 		ex.requestDeadline()
 	}
-	_ = uc.c.Wake(nil)
+	_ = uc.Gnet().Wake(nil)
 }
 
 // relayHeld runs when the upstream connection of a holding exchange

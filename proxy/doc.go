@@ -15,14 +15,16 @@
 // response to the client's sink as it arrives and reports completion
 // through Client.ProxyFinish.
 //
-// Upstream connections belong to the loop of the client that first needed
-// them, for their whole life: they are dialed with a timeout in a goroutine
-// and enrolled into that loop (gnet.EventLoop.Enroll) with an
-// *UpstreamConn as their gnet context, so the server's event handler tells
-// them from client connections with one type switch and passes their
-// events to UpstreamConn's OnOpen, OnTraffic and OnClose. A Loop holds one
-// loop's pools and exchanges; nothing in it is shared between loops.
-// Upstream health is the only state the loops share, kept in atomics.
+// Upstream connections are the upstream core's (package upstream): they
+// belong to the loop of the client that first needed them, for their whole
+// life, kept in that loop's pool of the upstream's address (shared with
+// every route naming it), dialed with a timeout in a goroutine and
+// enrolled into the loop with an *upstream.Conn as their gnet context. The
+// exchange is the connection's upstream.User while it uses it, and its
+// upstream.Waiter while it waits for one under max_conns. A Loop holds one
+// loop's exchanges and the core's state of the loop; nothing in it is
+// shared between loops. Upstream health and the address's bound over all
+// loops are the only state the loops share, kept in atomics.
 //
 // # Forwarding (RFC 9110 section 7.6, RFC 9112)
 //

@@ -12,6 +12,7 @@ import (
 
 	"gale/codec"
 	"gale/handlers"
+	"gale/upstream"
 )
 
 // MaxPendingInput bounds the bytes a client may send beyond what an
@@ -66,8 +67,8 @@ type exchange struct {
 	sink handlers.ResponseSink // where the response goes (the client's engine frames it)
 	set  ClientSettings
 	up   *Upstream
-	pool *pool
-	uc   *UpstreamConn
+	pool *upstream.Pool
+	uc   *upstream.Conn
 
 	state  uint8
 	busy   bool
@@ -217,7 +218,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 	}
 	ex.use(up)
 	if !fresh {
-		if uc := ex.pool.take(); uc != nil {
+		if uc := ex.pool.Take(); uc != nil {
 			if ex.sendPooled(uc, false) {
 				return true
 			}
@@ -229,7 +230,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 			ex.use(up)
 		}
 	}
-	if ex.pool.full() {
+	if ex.pool.Full() {
 		ex.queue(now)
 		return true
 	}
@@ -241,7 +242,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 // and with pump the body that is already there. It reports false when uc
 // was stale (the upstream closed it while it sat in the pool): uc is
 // dropped, and the caller decides whether to try again.
-func (ex *exchange) sendPooled(uc *UpstreamConn, pump bool) bool {
+func (ex *exchange) sendPooled(uc *upstream.Conn, pump bool) bool {
 	ex.lp.Stats.Reused.Add(1)
 	ex.attach(uc)
 	was := ex.busy
@@ -260,13 +261,13 @@ func (ex *exchange) sendPooled(uc *UpstreamConn, pump bool) bool {
 
 // use makes up the exchange's upstream for the next attempt.
 func (ex *exchange) use(up *Upstream) {
-	if ex.pool != nil && ex.pool.up != up {
+	if ex.pool != nil && ex.up != up {
 		ex.release()
 	}
 	ex.up = up
 	if ex.pool == nil {
 		ex.pool = ex.lp.pool(up)
-		ex.pool.active++
+		ex.pool.Active++
 		ex.lp.Stats.Load.Add(1)
 	}
 	if up.idx < 64 {
@@ -277,34 +278,34 @@ func (ex *exchange) use(up *Upstream) {
 }
 
 // attach makes uc the exchange's connection.
-func (ex *exchange) attach(uc *UpstreamConn) {
+func (ex *exchange) attach(uc *upstream.Conn) {
 	ex.uc = uc
-	uc.ex = ex
+	uc.Attach(ex)
 	ex.gotBytes = false
-	ex.lastReused = uc.reused
+	ex.lastReused = uc.Reused()
 }
-
-// dialFDs is what a new upstream connection acquires from the descriptor
-// budget: its own descriptor, and the duplicate gnet's Enroll makes
-// before it closes the dialed one (netDial gives that back).
-const dialFDs = 2
 
 // dialNew starts a new connection to the current upstream. When the
 // descriptor budget is spent it dials nothing and sets fault to 503 (the
-// request reached no upstream; RFC 9110 section 15.6.4).
+// request reached no upstream; RFC 9110 section 15.6.4); when another
+// loop took the address's last place (max_conns) first, the exchange
+// waits for one.
 func (ex *exchange) dialNew(now int64) {
-	if !ex.h.budget.Acquire(dialFDs) {
+	uc, err := ex.pool.Dial(ex, &ex.lp.Stats.Counters)
+	switch err {
+	case upstream.ErrFull:
+		ex.queue(now)
+		return
+	case upstream.ErrBudget:
 		ex.fault, ex.why = 503, errBudget.Error()
 		ex.refused()
 		return
 	}
-	p := ex.pool
-	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing}
-	p.conns++
+	if !uc.Dialing() {
+		return // opened at once (a dial of tests'): Connected ran
+	}
 	ex.attach(uc)
 	ex.deadline, ex.dkind = now+ex.h.connectTimeout, dlConnect
-	ex.lp.Stats.Dials.Add(1)
-	ex.lp.dial(uc)
 }
 
 // dropConn detaches the exchange from its connection, closing the
@@ -317,11 +318,9 @@ func (ex *exchange) dropConn(closeIt bool) {
 		return
 	}
 	ex.uc = nil
-	if uc.ex == ex {
-		uc.ex = nil
-	}
-	if closeIt && uc.state != ucDialing {
-		uc.close()
+	uc.Detach(ex)
+	if closeIt && !uc.Dialing() {
+		uc.Close()
 	}
 }
 
@@ -339,13 +338,16 @@ func (ex *exchange) send() bool {
 	}
 	b = append(b, ex.head[ex.lineEnd:]...)
 	ex.lp.buf = b
-	_, err := uc.c.Write(b)
+	_, err := uc.Gnet().Write(b)
 	ex.requestDeadline()
 	return err == nil
 }
 
-// connected runs from OnOpen when the exchange's connection is up.
-func (ex *exchange) connected() {
+// Connected implements upstream.User: the exchange's connection is up.
+func (ex *exchange) Connected(uc *upstream.Conn) {
+	if ex.uc == nil {
+		ex.attach(uc)
+	}
 	ex.now = nanotime()
 	ex.busy = true
 	if ex.send() && !ex.reqDone {
@@ -367,7 +369,7 @@ func (ex *exchange) pumpBody() {
 	moved := false
 	var err error
 	for !ex.reqDone {
-		if ex.bodyCount == nil && ex.uc.c.OutboundBuffered() >= maxUpstreamBacklog {
+		if ex.bodyCount == nil && ex.uc.Gnet().OutboundBuffered() >= maxUpstreamBacklog {
 			break // the upstream reads slowly: the client's windows wait (backpressure.go)
 		}
 		p, done, berr := ex.body.Next()
@@ -386,11 +388,11 @@ func (ex *exchange) pumpBody() {
 		if chunked {
 			out = appendChunk(out, p, done)
 			if len(out) >= reframeBytes || done {
-				_, err = ex.uc.c.Write(out)
+				_, err = ex.uc.Gnet().Write(out)
 				out = out[:0]
 			}
 		} else if len(p) > 0 {
-			_, err = ex.uc.c.Write(p)
+			_, err = ex.uc.Gnet().Write(p)
 		}
 		if err != nil {
 			break // the connection closed inside Write
@@ -405,7 +407,7 @@ func (ex *exchange) pumpBody() {
 		}
 	}
 	if err == nil && len(out) > 0 {
-		_, err = ex.uc.c.Write(out)
+		_, err = ex.uc.Gnet().Write(out)
 	}
 	if chunked {
 		ex.lp.buf = out[:0]
@@ -475,7 +477,7 @@ func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 			ex.now = nanotime()
 			ex.checkHeld()
 		}
-		if !ex.reqDone && ex.uc != nil && ex.uc.state == ucBusy && ex.rstate != rsTunnel {
+		if !ex.reqDone && ex.uc != nil && ex.uc.Busy() && ex.rstate != rsTunnel {
 			ex.now = nanotime()
 			ex.busy = true
 			ex.pumpBody()
@@ -527,10 +529,11 @@ func (ex *exchange) abort() {
 // way an exchange ends gives the share back.
 func (ex *exchange) release() {
 	if ex.queued {
-		ex.pool.unqueue(ex)
+		ex.queued = false
+		ex.pool.Unwait(ex)
 	}
 	if ex.pool != nil {
-		ex.pool.active--
+		ex.pool.Active--
 		ex.pool = nil
 		ex.lp.Stats.Load.Add(-1)
 	}
@@ -558,15 +561,13 @@ func (ex *exchange) settle() bool {
 	return false
 }
 
-// upstreamClosed runs from the connection's OnClose (which already
-// detached it) while the exchange used it.
-func (ex *exchange) upstreamClosed(uc *UpstreamConn, err error) {
-	if ex.held && !ex.busy && ex.uc == uc && ex.relayHeld() {
+// Lost implements upstream.User: the connection closed (OnClose, which
+// already detached it) while the exchange used it.
+func (ex *exchange) Lost(err error) {
+	if ex.held && !ex.busy && ex.uc != nil && ex.relayHeld() {
 		return
 	}
-	if ex.uc == uc {
-		ex.uc = nil
-	}
+	ex.uc = nil
 	if ex.busy {
 		ex.ucLost, ex.ucErr = true, err
 		return
@@ -616,11 +617,14 @@ func (ex *exchange) lost(err error) {
 	ex.finishError(502, "upstream closed before responding: "+err.Error())
 }
 
-// dialFailed runs on the loop when connecting failed: another upstream is
-// tried when retries are left (the request reached none).
-func (ex *exchange) dialFailed(err error) {
+// DialFailed implements upstream.User: connecting failed. It counts
+// against the upstream's health, and another upstream is tried when
+// retries are left (the request reached none).
+func (ex *exchange) DialFailed(err error) {
 	ex.uc = nil
 	ex.now = nanotime()
+	ex.up.failed(ex.now, "connect: "+err.Error())
+	ex.fail(dialFailKind(err))
 	status := 502
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -662,7 +666,7 @@ func (ex *exchange) check(now int64) {
 		}
 		return
 	case exTunnelWait:
-		if ex.cl.ProxyOutboundBuffered() == 0 && (ex.uc == nil || ex.uc.c.OutboundBuffered() == 0) {
+		if ex.cl.ProxyOutboundBuffered() == 0 && (ex.uc == nil || ex.uc.Gnet().OutboundBuffered() == 0) {
 			ex.startTunnel(false)
 		}
 		return
@@ -709,24 +713,30 @@ func (ex *exchange) check(now int64) {
 	case dlQueue:
 		// Every connection the route allows stayed busy: not the
 		// upstream's fault either.
-		ex.pool.unqueue(ex)
+		ex.queued = false
+		ex.pool.Unwait(ex)
 		ex.finishError(504, "no upstream connection free within the connect timeout (max_conns)")
 	}
 }
 
-// upstreamData runs from the connection's OnTraffic: response bytes.
+// Traffic implements upstream.User: response bytes.
+func (ex *exchange) Traffic() gnet.Action { return ex.upstreamData() }
+
+// upstreamData runs from the connection's OnTraffic (and its OnClose for
+// what a holding exchange kept): response bytes.
 func (ex *exchange) upstreamData() gnet.Action {
 	uc := ex.uc
+	gc := uc.Gnet()
 	if ex.state == exTunnelWait {
-		if uc.c.InboundBuffered() > MaxPendingInput {
+		if gc.InboundBuffered() > MaxPendingInput {
 			ex.dropConn(false)
-			uc.state = ucClosed
+			uc.Drop()
 			ex.finishTruncated("tunnel: too much data before the tunnel started")
 			return gnet.Close
 		}
 		return gnet.None // kept for the tunnel
 	}
-	buf, _ := uc.c.Peek(-1)
+	buf, _ := gc.Peek(-1)
 	if len(buf) == 0 {
 		return gnet.None
 	}
@@ -788,18 +798,18 @@ loop:
 		ex.sink.Flush()
 	}
 	leftover := off < len(buf) && ex.rstate == rsDone
-	_, _ = uc.c.Discard(off) // after a 101, the tunnel's first bytes stay buffered
+	_, _ = gc.Discard(off) // after a 101, the tunnel's first bytes stay buffered
 	ex.busy = false
 
 	switch {
 	case ex.clGone:
 		ex.dropConn(false)
-		uc.state = ucClosed
+		uc.Drop()
 		ex.abort()
 		return gnet.Close
 	case bad != "":
 		ex.dropConn(false)
-		uc.state = ucClosed
+		uc.Drop()
 		ex.up.failed(ex.now, "bad response: "+bad)
 		ex.fail(FailBadResponse)
 		if ex.started {
@@ -811,7 +821,7 @@ loop:
 	case ex.fault != 0:
 		ex.fault = 0
 		ex.dropConn(false)
-		uc.state = ucClosed
+		uc.Drop()
 		ex.finishTruncated(ex.why)
 		return gnet.Close
 	case ex.rstate == rsDone:
@@ -819,7 +829,7 @@ loop:
 	case ex.rstate == rsTunnel:
 		ex.state = exTunnelWait
 		ex.deadline = 0
-		if ex.cl.ProxyOutboundBuffered() == 0 && uc.c.OutboundBuffered() == 0 {
+		if ex.cl.ProxyOutboundBuffered() == 0 && gc.OutboundBuffered() == 0 {
 			return ex.startTunnel(true)
 		}
 		return gnet.None
@@ -878,17 +888,13 @@ func (ex *exchange) relayBody(buf []byte, off int) int {
 func (ex *exchange) complete(leftover bool) gnet.Action {
 	uc := ex.uc
 	act := gnet.None
-	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose && uc.state == ucBusy
+	keep := ex.resp.KeepAlive && ex.reqDone && !leftover && ex.kind != codec.BodyUntilClose && uc.Busy()
 	ex.dropConn(false)
-	p := uc.pool
-	if !keep || !p.put(uc, ex.now) {
-		uc.state = ucClosed
+	if !keep || !uc.Release(ex.now) {
+		uc.Drop()
 		act = gnet.Close
 	}
 	ex.finish()
-	if act == gnet.None {
-		p.serveWaiting() // the connection just put back
-	}
 	return act
 }
 

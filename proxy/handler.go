@@ -14,6 +14,7 @@ import (
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
+	"gale/upstream"
 )
 
 // ErrNotProxy is returned by New for a route without proxy settings.
@@ -115,8 +116,8 @@ type Handler struct {
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
 	retries int
-	perLoop int  // connections to each upstream per loop at once (max_conns shared by the loops); 0 = no limit
-	h2c     bool // the upstreams speak HTTP/2 over cleartext (h2c.go)
+	limits  upstream.Limits // of the pools of its upstreams' addresses
+	h2c     bool            // the upstreams speak HTTP/2 over cleartext (h2c.go)
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -171,8 +172,13 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		rr:             make([]rrSlot, loops),
 		budget:         opts.Budget,
 	}
-	if pc.MaxConns > 0 {
-		h.perLoop = max(pc.MaxConns/loops, 1)
+	h.limits = upstream.Limits{
+		MaxIdle:        pc.MaxIdlePerUpstream,
+		MaxTotal:       pc.MaxConns,
+		IdleTimeout:    pc.Timeouts.Idle,
+		ConnectTimeout: pc.Timeouts.Connect,
+		Budget:         opts.Budget,
+		Retired:        &h.closed,
 	}
 	h.h2c = pc.Protocol == "h2c"
 	switch {
@@ -197,7 +203,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 			address: u.Address,
 			raw:     u.Raw,
 			host:    []byte(u.Host),
-			pools:   make([]*pool, loops),
+			pools:   make([]atomic.Pointer[upstream.Pool], loops),
 			stats:   make([]UpstreamStats, loops+1),
 		})
 		if h.h2c {
@@ -289,7 +295,7 @@ func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstre
 				continue
 			}
 			u := h.ups[i]
-			if c := lp.pool(u).active; best == nil || c < bestN {
+			if c := lp.pool(u).Active; best == nil || c < bestN {
 				best, bestN = u, c
 			}
 		}
@@ -302,7 +308,7 @@ func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstre
 		}
 		b := nthBit(avail&^(1<<a), int(lp.rand()%uint64(cnt-1)))
 		ua, ub := h.ups[a], h.ups[b]
-		if lp.pool(ub).active < lp.pool(ua).active {
+		if lp.pool(ub).Active < lp.pool(ua).Active {
 			return ub
 		}
 		return ua

@@ -96,9 +96,9 @@ func (p *pacer) abort() {
 func (ex *exchange) startPaced() gnet.Action {
 	uc := ex.uc
 	b := ex.h.budget
-	rest, _ := uc.c.Peek(-1) // framing bytes relayBody left for more input
+	rest, _ := uc.Gnet().Peek(-1) // framing bytes relayBody left for more input
 	var up net.Conn
-	fd, err := uc.c.Dup()
+	fd, err := uc.Gnet().Dup()
 	if err == nil {
 		up, err = fdConn(fd)
 	}
@@ -123,7 +123,7 @@ func (ex *exchange) startPaced() gnet.Action {
 	ex.state = exPaced
 	ex.deadline, ex.dkind = 0, dlNone
 	ex.dropConn(false)
-	uc.state = ucClosed
+	uc.Drop()
 	ex.lp.Stats.Paced.Add(1)
 	go p.run()
 	return gnet.Close

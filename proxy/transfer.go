@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"gale/codec"
 	"gale/fds"
+	"gale/upstream"
 )
 
 // This file moves bytes off the loop. gnet reads every readable socket
@@ -115,7 +115,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	if err == nil {
 		cl = track(b, cl)
 		var fd int
-		if fd, err = uc.c.Dup(); err == nil {
+		if fd, err = uc.Gnet().Dup(); err == nil {
 			up, err = fdConn(fd)
 		}
 		if err != nil {
@@ -146,7 +146,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	ex.state = exHandoffWait
 	ex.deadline, ex.dkind = 0, dlNone
 	ex.dropConn(false)
-	uc.state = ucClosed
+	uc.Drop()
 	ex.lp.Stats.Handoffs.Add(1)
 	return gnet.Close
 }
@@ -200,39 +200,11 @@ func (ex *exchange) handoffDone() {
 }
 
 // reenroll gives a connection whose response ended cleanly off the loop
-// back to gnet and to the pool (through OnOpen, like a new connection).
-// nc's descriptor is counted in the budget and becomes the connection's;
-// Enroll's duplicate needs one more until gnet closed nc, and without it
-// the connection is closed instead.
+// back to gnet and to its pool (through OnOpen, like a new connection).
+// nc's descriptor is counted in the budget and becomes the connection's.
 func (ex *exchange) reenroll(nc net.Conn) {
-	b := ex.h.budget
-	if !b.Acquire(1) {
-		_ = nc.Close()
-		b.Release(1)
-		return
-	}
-	p := ex.pool
-	uc := &UpstreamConn{lp: ex.lp, pool: p, state: ucDialing, reused: true}
-	p.conns++
-	ch, err := ex.lp.el.Enroll(gnet.NewContext(context.Background(), uc), nc)
-	if err != nil {
-		_ = nc.Close()
-		p.conns--
-		b.Release(2)
-		return
-	}
 	ex.lp.Stats.Reenrolls.Add(1)
-	el := ex.lp.el
-	go func() {
-		res, ok := <-ch
-		b.Release(1) // Enroll has closed nc
-		if ok && res.Err != nil {
-			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-				uc.DialFailed(res.Err)
-				return nil
-			}))
-		}
-	}()
+	ex.pool.Adopt(nc, &ex.lp.Stats.Counters, ex.h.budget)
 }
 
 var errShortBody = errors.New("proxy: upstream body ended early")
@@ -393,10 +365,10 @@ func (x *transfer) deadlines() {
 func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	uc := ex.uc
 	x := &transfer{tunnel: true, write: ex.set.WriteTimeout, read: time.Duration(ex.h.idleTimeout)}
-	if b, _ := uc.c.Peek(-1); len(b) > 0 {
+	if b, _ := uc.Gnet().Peek(-1); len(b) > 0 {
 		x.upPrefix = append([]byte(nil), b...)
 	}
-	_, _ = uc.c.Discard(-1)
+	_, _ = uc.Gnet().Discard(-1)
 	if b := ex.cl.ProxyInbound(); len(b) > 0 {
 		x.clPrefix = append([]byte(nil), b...)
 	}
@@ -407,12 +379,12 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 		err = x.dupBoth(b, uc, ex.cl)
 	}
 	ex.dropConn(false)
-	uc.state = ucClosed
+	uc.Drop()
 	act := gnet.Close
 	if !inside {
 		act = gnet.None
-		if uc.c != nil && ex.lp.el != nil {
-			_ = ex.lp.el.Close(uc.c)
+		if gc := uc.Gnet(); gc != nil && ex.lp.el != nil {
+			_ = ex.lp.el.Close(gc)
 		}
 	}
 	if err != nil {
@@ -436,8 +408,8 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 // dupBoth makes the tunnel's duplicates of both sockets, each counted as
 // one of the two descriptors the caller acquired from b. On failure it
 // closes what it made and gives back the rest.
-func (x *transfer) dupBoth(b *fds.Budget, uc *UpstreamConn, cl Client) error {
-	upFd, err := uc.c.Dup()
+func (x *transfer) dupBoth(b *fds.Budget, uc *upstream.Conn, cl Client) error {
+	upFd, err := uc.Gnet().Dup()
 	var up net.Conn
 	if err == nil {
 		up, err = fdConn(upFd)

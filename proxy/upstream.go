@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"gale/config"
+	"gale/upstream"
 )
 
 // noCopy makes go vet's copylocks check flag copies of the types that
@@ -39,9 +40,9 @@ type Upstream struct {
 	raw     string // as configured, for logs
 	host    []byte // Host field value when preserve_host is off
 
-	pools []*pool          // per loop, indexed by Loop.idx; slot i touched only by loop i
-	stats []UpstreamStats  // per loop, then one overflow slot (upstream_stats.go)
-	h2t   *http2.Transport // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
+	pools []atomic.Pointer[upstream.Pool] // the pool of the address on each loop (Loop.idx); slot i written only by loop i
+	stats []UpstreamStats                 // per loop, then one overflow slot (upstream_stats.go)
+	h2t   *http2.Transport                // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
 
 	// Passive health: failures of real requests within a window take the
 	// upstream out until downUntil.

@@ -32,7 +32,6 @@ type UpstreamStats struct {
 	Attempts atomic.Uint64               // attempts sent to the upstream (or dialed for)
 	Retries  atomic.Uint64               // attempts after which another was made
 	Failures [NumFailKinds]atomic.Uint64 // failed attempts by kind
-	Idle     atomic.Int64                // idle keep-alive connections in the loop's pool
 	_        [64]byte                    // keeps the next loop's slot off these cache lines
 }
 
@@ -54,7 +53,11 @@ func (u *Upstream) Stats(d *UpstreamSnapshot) {
 		for k := range d.Failures {
 			d.Failures[k] += s.Failures[k].Load()
 		}
-		d.Idle += s.Idle.Load()
+	}
+	for i := range u.pools {
+		if p := u.pools[i].Load(); p != nil {
+			d.Idle += int64(p.IdleCount())
+		}
 	}
 }
 
@@ -91,9 +94,6 @@ func (ex *exchange) retrying() {
 		ex.up.statsFor(ex.lp).Retries.Add(1)
 	}
 }
-
-// idleChanged publishes the pool's idle count.
-func (p *pool) idleChanged() { p.st.Idle.Store(int64(len(p.idle))) }
 
 // dialFailKind classifies a failed dial: a timeout, or a refusal or other
 // error.

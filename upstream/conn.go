@@ -11,8 +11,9 @@ import (
 // User is what an exchange implements to use a Conn: the connection's
 // events while it is attached. Every method runs on the connection's loop.
 type User interface {
-	// Connected runs when the connection dialed for the user is open.
-	Connected()
+	// Connected runs when the connection dialed for the user is open
+	// (c: a dial made for tests may open before Dial returned it).
+	Connected(c *Conn)
 	// Traffic runs when the upstream sent bytes.
 	Traffic() gnet.Action
 	// Lost runs when the connection closed while attached (err is gnet's
@@ -132,7 +133,7 @@ func (c *Conn) OnOpen(gc gnet.Conn) {
 	if u := c.user; u != nil {
 		c.unheard = true
 		c.pool.unheard++
-		u.Connected()
+		u.Connected(c)
 		return
 	}
 	if !c.pool.put(c, nanotime()) {
@@ -145,16 +146,15 @@ func (c *Conn) dialFailed(err error) {
 	p := c.pool
 	c.count.DialFails.Add(1)
 	c.release(1) // the connection's descriptor, acquired with the dial
-	if c.state == stateClosed {
-		p.ended()
-		return
+	p.dropped()
+	if c.state != stateClosed {
+		c.state = stateClosed
+		if u := c.user; u != nil {
+			c.user = nil
+			u.DialFailed(err)
+		}
 	}
-	c.state = stateClosed
-	if u := c.user; u != nil {
-		c.user = nil
-		u.DialFailed(err)
-	}
-	p.ended()
+	p.serveWaiting()
 }
 
 // OnTraffic runs on the loop when the upstream sent bytes.
@@ -187,11 +187,12 @@ func (c *Conn) OnClose(_ gnet.Conn, err error) {
 	if prev == stateIdle {
 		p.remove(c)
 	}
+	p.dropped()
 	if u := c.user; u != nil {
 		c.user = nil
 		u.Lost(err)
 	}
-	p.ended()
+	p.serveWaiting()
 }
 
 // release gives n descriptors back to the budget the dial took them from.

@@ -5,6 +5,8 @@ import (
 	"net"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"gale/fds"
 )
 
 // dialFDs is what a new connection takes from the descriptor budget: its
@@ -12,9 +14,11 @@ import (
 // one (given back once Enroll is done).
 const dialFDs = 2
 
-// Key names a pool of a loop: what it dials.
+// Key names a pool of a loop: what it dials, and the protocol its
+// connections speak ("http/1.1", "fastcgi"), which connections of one
+// pool all share.
 type Key struct {
-	Network, Address string
+	Proto, Network, Address string
 }
 
 // Loop is the core's state on one event loop: its pools by address. It
@@ -120,3 +124,52 @@ func (lp *Loop) dial(c *Conn) {
 // DialFailed reports on the loop that connecting c failed, for dial
 // functions set with SetDial.
 func (c *Conn) DialFailed(err error) { c.dialFailed(err) }
+
+// Adopt enrolls nc, a connection of the pool's address that served an
+// exchange off the loop and ended cleanly, back into the loop and the
+// pool (through OnOpen, as a new connection that was reused). nc's own
+// descriptor is already counted in budget; Enroll's duplicate takes one
+// more until gnet closed nc. Without a place or a descriptor nc is
+// closed (and its descriptor given back). It runs on the loop.
+func (p *Pool) Adopt(nc net.Conn, count *Counters, budget *fds.Budget) {
+	fail := func() {
+		_ = nc.Close()
+		if budget != nil {
+			budget.Release(1)
+		}
+	}
+	if p.lp.el == nil || p.lim.retired() {
+		fail()
+		return
+	}
+	if p.slots != nil && !p.slots.acquire() {
+		fail()
+		return
+	}
+	if budget != nil && !budget.Acquire(1) {
+		p.releaseSlot()
+		fail()
+		return
+	}
+	c := &Conn{pool: p, count: count, budget: budget, state: stateDialing, reused: true}
+	p.conns++
+	el := p.lp.el
+	ch, err := el.Enroll(gnet.NewContext(context.Background(), c), nc)
+	if err != nil {
+		_ = nc.Close()
+		p.conns--
+		p.releaseSlot()
+		c.release(2)
+		return
+	}
+	go func() {
+		res, ok := <-ch
+		c.release(1) // Enroll has closed nc
+		if ok && res.Err != nil {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				c.dialFailed(res.Err)
+				return nil
+			}))
+		}
+	}()
+}

@@ -31,6 +31,12 @@ type Limits struct {
 	// server's one budget); nil counts nothing.
 	Budget *fds.Budget
 
+	// WorkerPerConn says the application gives each open connection a
+	// worker of its own until it closes (PHP-FPM): while a new connection
+	// waits for its first answer, freed ones close instead of idling
+	// (put).
+	WorkerPerConn bool
+
 	// Retired is set once the configuring user (a route) is retired by a
 	// reload or a stop: unless a later user configured the pool again,
 	// it keeps no connection idle. nil: never.
@@ -80,6 +86,9 @@ func (p *Pool) Conns() int { return p.conns }
 
 // Idle returns how many connections are idle.
 func (p *Pool) Idle() int { return len(p.idle) }
+
+// IdleCount is Idle for any goroutine (the metrics).
+func (p *Pool) IdleCount() int { return int(p.idleN.Load()) }
 
 // Configure sets the pool's limits (see Limits).
 func (p *Pool) Configure(l Limits) {
@@ -164,12 +173,12 @@ func (p *Pool) Dial(u User, count *Counters) (*Conn, error) {
 	return c, nil
 }
 
-// ended counts a connection's end (closed, or its dial failed), and
-// hands its place to whoever waits.
-func (p *Pool) ended() {
+// dropped counts a connection's end (closed, or its dial failed) before
+// its user hears of it, so that a retry finds its place free; the place
+// goes to a waiter (serveWaiting) after.
+func (p *Pool) dropped() {
 	p.conns--
 	p.releaseSlot()
-	p.serveWaiting()
 }
 
 func (p *Pool) releaseSlot() {
@@ -182,8 +191,8 @@ func (p *Pool) releaseSlot() {
 // the idle stack does while it has room. It reports false when c must
 // close.
 //
-// While a new connection of the pool waits for its first answer, a freed
-// one is closed rather than kept: an application that gives each
+// With WorkerPerConn, while a new connection of the pool waits for its
+// first answer, a freed one is closed rather than kept: an application that gives each
 // connection a worker until it closes (PHP-FPM) may have more connections
 // than workers (max_conns set above pm.max_children), and the new one
 // then waits in its backlog for the worker the kept one would hold. The
@@ -197,7 +206,7 @@ func (p *Pool) put(c *Conn, now int64) bool {
 		w.Dequeued(c)
 		return true
 	}
-	if len(p.idle) >= p.lim.MaxIdle || p.lim.retired() || p.unheard > 0 || p.slots != nil && p.slots.starved.Load() > 0 {
+	if len(p.idle) >= p.lim.MaxIdle || p.lim.retired() || p.lim.WorkerPerConn && p.unheard > 0 || p.slots != nil && p.slots.starved.Load() > 0 {
 		c.state = stateClosed
 		return false
 	}

@@ -30,7 +30,7 @@ type user struct {
 	room      int // Dequeued with room to dial
 }
 
-func (u *user) Connected()           { u.connected++ }
+func (u *user) Connected(*Conn)      { u.connected++ }
 func (u *user) Traffic() gnet.Action { return gnet.None }
 func (u *user) Lost(error)           { u.lost++ }
 func (u *user) DialFailed(error)     { u.failed++ }
@@ -60,11 +60,11 @@ func testLoopIn(g *Group) (*Loop, *[]*Conn) {
 // TestPoolSharedByAddress: one pool per address on a loop, whoever asks.
 func TestPoolSharedByAddress(t *testing.T) {
 	lp, _ := testLoop()
-	a := lp.Pool(Key{"unix", "/run/php.sock"})
-	if b := lp.Pool(Key{"unix", "/run/php.sock"}); b != a {
+	a := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"})
+	if b := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"}); b != a {
 		t.Fatal("two pools for one address")
 	}
-	if c := lp.Pool(Key{"tcp", "127.0.0.1:9000"}); c == a {
+	if c := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9000"}); c == a {
 		t.Fatal("one pool for two addresses")
 	}
 }
@@ -75,7 +75,7 @@ func TestPoolSharedByAddress(t *testing.T) {
 func TestPoolQueueAndReuse(t *testing.T) {
 	lp, dialed := testLoop()
 	budget := fds.New(100, 0)
-	p := lp.Pool(Key{"tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Second, Budget: budget})
 	var count Counters
 	u1, u2 := &user{}, &user{}
@@ -123,7 +123,7 @@ func TestPoolQueueAndReuse(t *testing.T) {
 // next waiter is told to dial, and the failure goes to the dialing user.
 func TestPoolDialFailedServesWaiter(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1})
 	var count Counters
 	u1, u2 := &user{}, &user{}
@@ -139,7 +139,7 @@ func TestPoolDialFailedServesWaiter(t *testing.T) {
 // retired, a released connection closes and idle ones are reaped.
 func TestPoolRetiredKeepsNothing(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
 	var retired atomic.Bool
 	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour, Retired: &retired})
 	var count Counters
@@ -166,7 +166,7 @@ func TestPoolRetiredKeepsNothing(t *testing.T) {
 // was asked: it leaves the pool and closes.
 func TestIdleTrafficCloses(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Hour})
 	var count Counters
 	c, _ := p.Dial(&user{}, &count)
@@ -186,7 +186,7 @@ func TestGroupBoundsOverLoops(t *testing.T) {
 	var g Group
 	la, _ := testLoopIn(&g)
 	lb, dialedB := testLoopIn(&g)
-	k := Key{"unix", "/run/php.sock"}
+	k := Key{"fastcgi", "unix", "/run/php.sock"}
 	lim := Limits{MaxIdle: 1, MaxTotal: 1, IdleTimeout: time.Hour}
 	pa, pb := la.Pool(k), lb.Pool(k)
 	pa.Configure(lim)
@@ -225,8 +225,8 @@ func TestGroupBoundsOverLoops(t *testing.T) {
 // going idle; once the new one is answered, freed ones are kept again.
 func TestPoolClosesWhileNewConnUnheard(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"unix", "/run/php.sock"})
-	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour})
+	p := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"})
+	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour, WorkerPerConn: true})
 	var count Counters
 	old, _ := p.Dial(&user{}, &count)
 	old.OnOpen(&fakeGnet{})

@@ -7,7 +7,7 @@ import (
 
 	"gale/app/wire"
 	"gale/config"
-	"gale/proxy"
+	"gale/upstream"
 )
 
 // proxyFixture drives a proxied exchange by hand: the client and the
@@ -17,7 +17,7 @@ type proxyFixture struct {
 	cs   *Conn
 	cl   *fakeConn // the client
 	up   *fakeConn // the upstream
-	uc   *proxy.UpstreamConn
+	uc   *upstream.Conn
 	req  []byte
 	resp []byte
 }
@@ -37,7 +37,7 @@ func newProxyFixture(tb testing.TB, routes string) *proxyFixture {
 	s.Set.Store(set)
 	f := &proxyFixture{cl: &fakeConn{}, up: &fakeConn{}}
 	f.cs = newTestConn(newTestLoop(s), f.cl)
-	f.cs.ProxyLoop().SetDial(func(uc *proxy.UpstreamConn) {
+	f.cs.ProxyLoop().SetDial(func(uc *upstream.Conn) {
 		f.uc = uc
 		uc.OnOpen(f.up) // connected at once
 	})

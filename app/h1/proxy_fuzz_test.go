@@ -10,7 +10,7 @@ import (
 	"gale/app/wire"
 	"gale/codec"
 	"gale/config"
-	"gale/proxy"
+	"gale/upstream"
 )
 
 // recConn is a fakeConn that keeps what is written to it.
@@ -77,8 +77,8 @@ func FuzzProxyRequest(f *testing.F) {
 		}
 		cl, up := &recConn{fakeConn: fakeConn{in: append([]byte(nil), data...)}}, &recConn{}
 		cs := newTestConn(newTestLoop(s), cl)
-		var uc *proxy.UpstreamConn
-		cs.ProxyLoop().SetDial(func(c *proxy.UpstreamConn) { uc = c })
+		var uc *upstream.Conn
+		cs.ProxyLoop().SetDial(func(c *upstream.Conn) { uc = c })
 		cs.serve()
 		if !cs.proxyPending() || uc == nil {
 			t.Fatalf("request not forwarded; client got %q", cl.out.String())
