@@ -326,6 +326,7 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream."),
 	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
+	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name, "websocket" or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
 )
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI

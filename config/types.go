@@ -293,6 +293,7 @@ type Proxy struct {
 	Retries            int            // default 1, 0..10: further attempts for a request that reached no upstream
 	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-* and Forwarded fields are kept; nil = none
 	PreserveHost       bool           // default false: send the upstream's host; true: send the client's Host
+	Upgrade            []string       // default [websocket]: protocols (lower case, as tokens of an Upgrade field) a client may switch to through the route; empty = none; never h2c
 }
 
 // Upstream is one entry of proxy.to.
