@@ -253,16 +253,25 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 }
 
 // appendRequestLine appends the upstream's request line: the method, the
-// normal path (its route prefix rewritten when the route says so), the
-// query as sent, and always HTTP/1.1.
+// normal path in its wire form (with the client's encoded slashes and
+// path parameters; its route prefix rewritten when the route says so),
+// the query as sent, and always HTTP/1.1.
 func (ex *exchange) appendRequestLine(b []byte, c *handlers.Ctx) []byte {
 	h, req := ex.h, c.Req
 	b = append(b, req.Method...)
 	b = append(b, ' ')
+	path := c.Path
+	if c.WirePath != nil {
+		path = c.WirePath
+	}
 	if h.rewrite != nil && len(c.Path) >= h.prefix {
-		b = appendPath(b, h.rewrite, c.Path[h.prefix:])
+		at := h.prefix
+		if c.WirePath != nil {
+			at = handlers.WireOffset(path, h.prefix)
+		}
+		b = appendPath(b, h.rewrite, path[at:])
 	} else {
-		b = append(b, c.Path...)
+		b = append(b, path...)
 	}
 	if req.Query != nil {
 		b = append(b, '?')
