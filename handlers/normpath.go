@@ -128,19 +128,25 @@ func (c *Ctx) normalizePath() bool {
 }
 
 // setWire makes the wire form w (in c.Scratch) c.WirePath and appends
-// its routing form to c.Scratch as c.Path.
+// its routing form to c.Scratch as c.Path; when the two are alike (the
+// parameters were in segments a ".." removed), c.Path is w alone.
 func (c *Ctx) setWire(w []byte, flags uint8) {
 	at := len(c.Scratch)
 	c.Scratch = appendRouting(c.Scratch, w)
-	c.Path = c.scratchSince(at)
-	c.WirePath = w
-	c.slashes = flags&segSlash != 0
+	if r := c.scratchSince(at); string(r) != string(w) {
+		c.Path, c.WirePath = r, w
+		c.slashes = flags&segSlash != 0
+		return
+	}
+	c.Scratch = c.Scratch[:at]
+	c.Path = w
 }
 
 // isNormalPath reports whether p is in normal form without needing to be
 // rewritten: it starts with "/", holds only raw pchar bytes and slashes
-// (no escapes) but ";", no empty segment but a final one, and no "." or
-// ".." segment. It is the fast path of
+// (no escapes) but ";" (a path parameter makes a routing form apart), no
+// empty segment but a final one, and no "." or ".." segment. It is the
+// fast path of
 // normalizePath; a normal path with escapes ("/a%20b") takes the slow
 // path and comes out unchanged.
 func isNormalPath(p []byte) bool {
