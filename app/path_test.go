@@ -76,12 +76,14 @@ func TestPathSpellingsKeepTheirRoute(t *testing.T) {
 		{"/../private/secret.txt", 400},
 		{"/x/../../private/secret.txt", 400},
 		// An encoded slash or a path parameter: servers behind gale read
-		// "/private/secret.txt" in them, so they are refused.
-		{"/private%2Fsecret.txt", 400},
-		{"/private%2fsecret.txt", 400},
-		{"/private;x/secret.txt", 400},
-		{"/private%3Bx/secret.txt", 400},
-		{"/private%3bx/secret.txt", 400},
+		// "/private/secret.txt" in them, and so does routing (issue 29).
+		{"/private%2Fsecret.txt", 403},
+		{"/private%2fsecret.txt", 403},
+		{"/private;x/secret.txt", 403},
+		{"/private%3Bx/secret.txt", 403},
+		{"/private%3bx/secret.txt", 403},
+		{"/;x/private/secret.txt", 403},
+		{"/x/..%2F/private/secret.txt", 400},
 	}
 	for _, tt := range tests {
 		status, _, body := ts.rawGet(t, tt.target)

@@ -59,7 +59,7 @@ func TestTLSProxy(t *testing.T) {
 server: {max_buffered_output: 64KiB}
 routes:
   - path: /
-    proxy: {to: ["` + ln.Addr().String() + `"]}
+    proxy: {to: ["` + ln.Addr().String() + `"], upgrade: [echo]}
 `
 	ts := startTLSServer(t, yaml, nil, nil)
 	c := ts.dialTLS(ts.clientConfig("localhost"))

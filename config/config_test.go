@@ -313,7 +313,7 @@ func TestErrorListSortedAndUnwrapped(t *testing.T) {
 	}
 	want := strings.Join([]string{
 		`c.yaml:1:17: routes[0].path: expected a path starting with "/", got "x"`,
-		`c.yaml:2:10: server.idle: unknown key "idle" (expected one of: event_loops, reuse_port, load_balancing, lock_os_thread, edge_triggered, read_buffer, write_buffer, max_buffered_output, socket_recv_buffer, socket_send_buffer, tcp_no_delay, server_header, trusted_proxies, limits, timeouts, http2, http3)`,
+		`c.yaml:2:10: server.idle: unknown key "idle" (expected one of: event_loops, reuse_port, load_balancing, lock_os_thread, edge_triggered, read_buffer, write_buffer, max_buffered_output, socket_recv_buffer, socket_send_buffer, tcp_no_delay, server_header, trusted_proxies, limits, timeouts, http2, http3, encoded_slashes)`,
 		`c.yaml:3:9: listen: expected a string, got an integer (80); quote it to make it a string: "80"`,
 	}, "\n")
 	if err.Error() != want {

@@ -130,12 +130,16 @@ func oneOrList(name string, item *keySpec, doc string) *keySpec {
 	return anyOf(name, doc, item, listKey("", item, "").atLeast(1))
 }
 
+// encodedSlashesDoc describes encoded_slashes, a server and a route key.
+const encodedSlashesDoc = `What a route does with an encoded slash ("%2F") in a request path, which routing and access rules always read as "/": "keep" forwards it as sent; "reject" answers 400; "decode" forwards "/".`
+
 // Enumerations the decoder checks.
 var (
 	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
 	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
 	proxyProtocolOptions  = []string{"http1", "h2c"}
 	encodingOptions       = []string{"zstd", "br", "gzip"}
+	encodedSlashOptions   = []string{"keep", "reject", "decode"}
 	redirectStatuses      = []string{"301", "302", "303", "307", "308"}
 )
 
@@ -211,6 +215,7 @@ var serverKeys = sectionKey("server", "Reactor and protocol settings.",
 	timeoutsKeys,
 	http2Keys,
 	http3Keys,
+	enumKey("encoded_slashes", encodedSlashOptions, "keep", encodedSlashesDoc),
 )
 
 var cacheKeys = sectionKey("cache", "The static file cache, one per server, shared by every static route.",
@@ -326,6 +331,7 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream."),
 	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
+	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name, "websocket" or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
 )
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI
@@ -422,6 +428,7 @@ var routeKeys = func() *keySpec {
 		phpKeys,
 		respondKeys,
 		redirectKeys,
+		enumKey("encoded_slashes", encodedSlashOptions, "", encodedSlashesDoc+" Absent = server.encoded_slashes."),
 		enumKey("health", healthKinds, "", `A health endpoint for probes: "live" answers 200 while the process runs; "ready" answers 200, and 503 from the moment a graceful stop begins.`),
 	)
 	r.oneOf = handlerKinds

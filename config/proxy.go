@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ func defaultProxy() *Proxy {
 	return &Proxy{
 		LoadBalancing:      "round-robin",
 		Protocol:           "http1",
+		Upgrade:            []string{"websocket"},
 		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
 		Retries:            defaultProxyRetries,
 		Timeouts: ProxyTimeouts{
@@ -112,10 +114,47 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
 	}
 	d.setBool(s, "preserve_host", &p.PreserveHost)
+	if v := s.get("upgrade"); v != nil {
+		p.Upgrade = d.upgradeTokens(v, join(path, "upgrade"))
+	}
 	if p.Protocol == "h2c" && p.MaxConns > 0 {
 		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; h2c upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1")
 	}
 	return p
+}
+
+// upgradeTokenPattern is the grammar of a protocol in an Upgrade field
+// (RFC 9110 section 7.8): a token, optionally "/" and a version token.
+const upgradeTokenPattern = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+(/[!#$%&'*+.^_`|~0-9A-Za-z-]+)?$"
+
+var upgradeTokenRE = regexp.MustCompile(upgradeTokenPattern)
+
+// upgradeTokens decodes proxy.upgrade: a list of distinct protocol names,
+// kept in lower case (Upgrade tokens compare case-insensitively). h2c is
+// refused: gale never serves HTTP/2 upgrades itself, and a tunnel to an
+// upstream's HTTP/2 would carry requests that gale's routes never see.
+func (d *decoder) upgradeTokens(n *yaml.Node, path string) []string {
+	items, _ := d.list(n, path, "protocol names")
+	out := []string{}
+	for i, item := range items {
+		ip := index(path, i)
+		raw, ok := d.str(item, ip)
+		if !ok {
+			continue
+		}
+		tok := strings.ToLower(raw)
+		switch {
+		case !upgradeTokenRE.MatchString(raw):
+			d.errorf(item, ip, `expected a protocol name such as "websocket" or "name/version", got %s`, quote(raw))
+		case tok == "h2c" || strings.HasPrefix(tok, "h2c/"):
+			d.errorf(item, ip, "h2c cannot be forwarded: a client would speak HTTP/2 to the upstream past every route and access rule of gale; use protocol: h2c to reach an HTTP/2 upstream")
+		case slices.Contains(out, tok):
+			d.errorf(item, ip, "protocol %s is listed twice", quote(raw))
+		default:
+			out = append(out, tok)
+		}
+	}
+	return out
 }
 
 // upstreams decodes one upstream or a list of them.

@@ -76,6 +76,7 @@ func defaults() *Config {
 			EventLoops:        runtime.NumCPU(),
 			ReusePort:         true,
 			LoadBalancing:     "round-robin",
+			EncodedSlashes:    "keep",
 			ReadBuffer:        defaultReadBuffer,
 			WriteBuffer:       defaultWriteBuffer,
 			MaxBufferedOutput: defaultMaxBufferedOutput,
@@ -258,6 +259,7 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 			}
 		}
 	}
+	d.setEnum(s, "encoded_slashes", &sv.EncodedSlashes, encodedSlashOptions...)
 	if v := s.get("trusted_proxies"); v != nil {
 		sv.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
 	}
@@ -617,6 +619,7 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	if v := s.get("headers"); v != nil {
 		r.Headers = d.headers(v, join(path, "headers"))
 	}
+	d.setEnum(s, "encoded_slashes", &r.EncodedSlashes, encodedSlashOptions...)
 	d.routeHandler(s, path, &r)
 	return r, pathNode, len(d.errs) == before
 }

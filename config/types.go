@@ -141,6 +141,7 @@ type Server struct {
 	TCPNoDelay        bool           // default true
 	ServerHeader      string         // default "gale"; "" sends none
 	TrustedProxies    []netip.Prefix // peers whose X-Forwarded-For names the client (real_ip); nil = none
+	EncodedSlashes    string         // "keep" (default) | "reject" | "decode": what routes do with an encoded slash ("%2F") in a request path; a route may say otherwise
 	Limits            Limits         // size limits
 	Timeouts          Timeouts       // time limits
 	HTTP2             HTTP2          // HTTP/2 settings; a reload applies them to connections accepted afterwards
@@ -205,22 +206,23 @@ type AccessLog struct {
 // Proxy, FastCGI is non-nil, or Health is set; the php preset sets both
 // FastCGI (with PHP) and Static.
 type Route struct {
-	Name      string       // the route's label in metrics; "" = its index in the file
-	Host      string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
-	Path      string       // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
-	Match     Match        // further matchers (methods, exact path, path_regex, headers, query, remote); the zero Match matches every request
-	Rewrite   *Rewrite     // internal rewrite of path and query before the handler; nil = none
-	Access    []AccessRule // client address rules, first match wins, no match denies; nil = every client
-	RateLimit *RateLimit   // nil = none
-	BasicAuth *BasicAuth   // nil = none
-	Headers   HeaderRules  // applied on every route kind
-	Static    *Static
-	Respond   *Respond
-	Redirect  *Redirect
-	Proxy     *Proxy
-	FastCGI   *FastCGI // with Static set too: the php preset (FastCGI.PHP), whose other files Static serves
-	Health    string   // "live" or "ready": a health endpoint; "" = not one
-	Pos       Pos      // where the route starts
+	Name           string       // the route's label in metrics; "" = its index in the file
+	Host           string       // lower case, port and trailing dot removed; "" = any host; "*.example.com" = wildcard; IPv6 in brackets ("[::1]")
+	Path           string       // starts with "/"; clean (no "//", "." or ".." segments); "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab"
+	Match          Match        // further matchers (methods, exact path, path_regex, headers, query, remote); the zero Match matches every request
+	Rewrite        *Rewrite     // internal rewrite of path and query before the handler; nil = none
+	Access         []AccessRule // client address rules, first match wins, no match denies; nil = every client
+	RateLimit      *RateLimit   // nil = none
+	BasicAuth      *BasicAuth   // nil = none
+	Headers        HeaderRules  // applied on every route kind
+	Static         *Static
+	Respond        *Respond
+	Redirect       *Redirect
+	Proxy          *Proxy
+	FastCGI        *FastCGI // with Static set too: the php preset (FastCGI.PHP), whose other files Static serves
+	Health         string   // "live" or "ready": a health endpoint; "" = not one
+	EncodedSlashes string   // "keep" | "reject" | "decode"; "" = the server's (Server.EncodedSlashes)
+	Pos            Pos      // where the route starts
 }
 
 // HeaderRules hold request and response header edits.
@@ -293,6 +295,7 @@ type Proxy struct {
 	Retries            int            // default 1, 0..10: further attempts for a request that reached no upstream
 	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-* and Forwarded fields are kept; nil = none
 	PreserveHost       bool           // default false: send the upstream's host; true: send the client's Host
+	Upgrade            []string       // default [websocket]: protocols (lower case, as tokens of an Upgrade field) a client may switch to through the route; empty = none; never h2c
 }
 
 // Upstream is one entry of proxy.to.

@@ -60,11 +60,33 @@ func TestFPMPathInfo(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("/ENV.PHP/x: %d", resp.StatusCode)
 	}
-	// ".phpx" is not the extension: no split; and an encoded slash never
-	// joins segments of a script's path.
-	for _, p := range []string{"/env.phpx/a", "/env%2Ephp%2Fx"} {
-		if resp, _ := get(t, c, s.gale.url(p)); resp.StatusCode != 404 && resp.StatusCode != 400 {
-			t.Errorf("%s: %d", p, resp.StatusCode)
+	// ".phpx" is not the extension: no split.
+	if resp, _ := get(t, c, s.gale.url("/env.phpx/a")); resp.StatusCode != 404 {
+		t.Errorf("/env.phpx/a: %d", resp.StatusCode)
+	}
+	// An encoded slash is a separator, as routing reads it, and a path
+	// parameter is no part of a script's name; REQUEST_URI is the target
+	// as sent (issue 29).
+	for _, cs := range []struct{ path, script, info string }{
+		{"/env%2Ephp%2Fx", "/env.php", "/x"},
+		{"/env.php;jsessionid=1/x", "/env.php", "/x"},
+		{"/env.php/a%2fb;c", "/env.php", "/a/b"},
+		{"/env.php/a%2fb/c;d", "/env.php", "/a/b/c"},
+	} {
+		resp, body := get(t, c, s.gale.url(cs.path))
+		if cs.info == "/a/b" {
+			if resp.StatusCode != 400 { // an encoded slash and a parameter in one segment
+				t.Errorf("%s: %d", cs.path, resp.StatusCode)
+			}
+			continue
+		}
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d %q", cs.path, resp.StatusCode, body)
+			continue
+		}
+		env := decodeEnv(t, body)
+		if env.Server["SCRIPT_NAME"] != cs.script || env.Server["PATH_INFO"] != cs.info || env.Server["REQUEST_URI"] != cs.path {
+			t.Errorf("%s: SCRIPT_NAME %q PATH_INFO %q REQUEST_URI %q", cs.path, env.Server["SCRIPT_NAME"], env.Server["PATH_INFO"], env.Server["REQUEST_URI"])
 		}
 	}
 }

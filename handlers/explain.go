@@ -32,6 +32,9 @@ func (rt *Router) Explain(c *Ctx) []string {
 		return tr.lines
 	}
 	tr.addf("normal path: %s", c.Path)
+	if c.WirePath != nil {
+		tr.addf("path as forwarded: %s", c.WirePath)
+	}
 	r, rest := rt.lookup(c.Req.Host, c.Path, c, tr)
 	if r == nil {
 		tr.addf("no route matches: 404")
@@ -39,6 +42,10 @@ func (rt *Router) Explain(c *Ctx) []string {
 	}
 	c.Route, c.Rest = r, rest
 	tr.addf("route: %s", routeName(r))
+	if c.slashes && !r.encodedSlashes(c) {
+		tr.addf("encoded slash refused (encoded_slashes: reject): 400")
+		return tr.lines
+	}
 	tr.addf("rest after the prefix: %s", rest)
 	if caps := c.caps; caps != nil {
 		for g := 0; 2*g < len(caps); g++ {

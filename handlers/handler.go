@@ -42,6 +42,14 @@ type Ctx struct {
 	// before the handler ran.
 	Path []byte
 
+	// WirePath is the path as the upstream of a proxy route gets it, when
+	// that differs from Path: the normal form with the client's encoded
+	// slashes (as the route's encoded_slashes says) and path parameters
+	// kept (see normpath.go); nil when it is Path. It lives in Scratch
+	// (set by the router; a rewrite sets it again).
+	WirePath []byte
+	slashes  bool // WirePath holds an encoded slash
+
 	// Rest is Path after the route's prefix, always starting with "/"
 	// (set by the router). For a prefix without a trailing slash that
 	// matched the whole path ("/a" for "/a") it is "/". It aliases Path

@@ -56,6 +56,7 @@ type Route struct {
 	limit    *limiter    // nil = no rate limit
 	auth     *basicAuth  // nil = no basic_auth
 	order    int         // index in the file, the last tie-break of the precedence
+	slashes  uint8       // what the route does with an encoded slash (slashKeep, slashReject, slashDecode)
 }
 
 // ApplyRequestHeaders applies the route's request header rules (remove,
@@ -89,12 +90,12 @@ func (rt *Route) ApplyResponseHeaders(resp *Response) {
 // body byte arrived, to decide whether to keep the body for the handler
 // or to answer once the body ended.
 func (rt *Router) ReadsBody(c *Ctx) bool {
-	mark, path := len(c.Scratch), c.Path
+	mark, path, wire, slashes := len(c.Scratch), c.Path, c.WirePath, c.slashes
 	var r *Route
 	if c.normalizePath() {
 		r, _ = rt.lookup(c.Req.Host, c.Path, c, nil)
 	}
-	c.Scratch, c.Path = c.Scratch[:mark], path
+	c.Scratch, c.Path, c.WirePath, c.slashes = c.Scratch[:mark], path, wire, slashes
 	c.capPath, c.caps = nil, nil
 	return r != nil && r.ReadsBody()
 }
@@ -328,6 +329,7 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 		match:   compileMatcher(&rc.Match, usesCaptures(rc)),
 		rewrite: rc.Rewrite,
 		access:  accessRules(rc.Access),
+		slashes: slashMode(rc.EncodedSlashes, rt.cfg.Server.EncodedSlashes),
 	}
 	if rc.RateLimit != nil {
 		if rc.RateLimit.Interval <= 0 {
@@ -401,9 +403,13 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 }
 
 // checkNormalPrefix refuses a route path that no normalised request path
-// could start with, naming its normal form when it has one.
+// could start with, naming its normal form when it has one: a routing
+// form, without path parameters or encoded slashes.
 func checkNormalPrefix(p string) error {
-	n, ok := AppendNormalPath(nil, []byte(p))
+	n, flags, ok := appendNormal(nil, []byte(p))
+	if ok && flags != 0 {
+		n = appendRouting(nil, n)
+	}
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %q", ErrPathNotNormal, p)
@@ -411,6 +417,56 @@ func checkNormalPrefix(p string) error {
 		return fmt.Errorf("%w: %q, write %q", ErrPathNotNormal, p, n)
 	}
 	return nil
+}
+
+// What a route does with a request path holding an encoded slash, which
+// it was routed by as a "/" (config: encoded_slashes).
+const (
+	slashKeep   uint8 = iota // forward it as sent (Ctx.WirePath)
+	slashReject              // answer 400
+	slashDecode              // forward a "/"
+)
+
+// slashMode compiles an encoded_slashes setting: the route's, else the
+// server's; keep when neither says.
+func slashMode(route, server string) uint8 {
+	if route == "" {
+		route = server
+	}
+	switch route {
+	case "reject":
+		return slashReject
+	case "decode":
+		return slashDecode
+	}
+	return slashKeep
+}
+
+// encodedSlashes applies the route's encoded_slashes to an exchange whose
+// path holds an encoded slash: it reports false when the route refuses
+// it, and for decode turns each encoded slash of c.WirePath into "/" in
+// place.
+func (r *Route) encodedSlashes(c *Ctx) bool {
+	switch r.slashes {
+	case slashReject:
+		return false
+	case slashDecode:
+		w := c.WirePath[:0]
+		for i := 0; i < len(c.WirePath); {
+			n, kind := wireUnit(c.WirePath, i)
+			if kind == unitSep {
+				w = append(w, '/')
+			} else {
+				w = append(w, c.WirePath[i:i+n]...)
+			}
+			i += n
+		}
+		c.WirePath, c.slashes = w, false
+		if string(w) == string(c.Path) {
+			c.WirePath = nil
+		}
+	}
+	return true
 }
 
 // staticEnv returns what the next static route is built with, making the
@@ -575,6 +631,11 @@ func (rt *Router) Serve(c *Ctx) {
 		c.Error(404)
 		return
 	}
+	if c.slashes && !r.encodedSlashes(c) {
+		c.Error(400)
+		r.ApplyResponseHeaders(&c.Resp)
+		return
+	}
 	if !r.admit(c) {
 		if c.Resp.Pending == nil { // a verification answers later (basicauth.go)
 			r.ApplyResponseHeaders(&c.Resp)
@@ -650,13 +711,21 @@ func (r *Route) applyRewrite(c *Ctx) bool {
 	c.Scratch = appendTemplate(c.Scratch, &rw.Path, c, false)
 	raw := c.scratchSince(mark)
 	at := len(c.Scratch)
-	var ok bool
-	if c.Scratch, ok = AppendNormalPath(c.Scratch, raw); !ok {
+	var (
+		ok    bool
+		flags uint8
+	)
+	if c.Scratch, flags, ok = appendNormal(c.Scratch, raw); !ok {
 		c.Scratch = c.Scratch[:mark]
 		c.Error(400)
 		return false
 	}
 	path := c.scratchSince(at)
+	c.WirePath, c.slashes = nil, false
+	if flags != 0 {
+		c.setWire(path, flags)
+		path = c.Path
+	}
 	if rw.Query != nil {
 		q := len(c.Scratch)
 		c.Scratch = appendTemplate(c.Scratch, rw.Query, c, false)

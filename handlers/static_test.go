@@ -157,11 +157,14 @@ func TestStaticTraversal(t *testing.T) {
 		{"/static/.%2e/outside/secret.txt", 404, ""},
 		{"/static/%2e%2e/%2e%2e/outside/secret.txt", 400, ""},
 		// Dot segments between encoded slashes and backslashes are
-		// refused by the normalisation; an encoded slash elsewhere cannot
-		// name a file.
+		// refused by the normalisation; an encoded slash elsewhere is a
+		// separator to the static handler, as to the router (issue 29),
+		// and a path parameter is no part of a file name.
 		{"/static/%2e%2e%2foutside%2fsecret.txt", 400, ""},
 		{"/static/..%2f..%2foutside/secret.txt", 400, ""},
-		{"/static/dir%2findex.html", 400, ""},
+		{"/static/dir%2findex.html", 200, "dir index"},
+		{"/static/a.txt;v=1", 200, "alpha"},
+		{"/static/..;/outside/secret.txt", 400, ""},
 		{"/static/..%5c..%5coutside%5csecret.txt", 400, ""},
 		{"/static/..\\outside\\secret.txt", 400, ""},
 		{"/static/a.txt%00.html", 400, ""},

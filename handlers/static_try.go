@@ -70,9 +70,17 @@ func (h *staticHandler) tryPath(c *Ctx, i int) ([]byte, bool) {
 	c.Scratch = appendTemplate(c.Scratch, &h.try[i], c, false)
 	raw := c.scratchSince(mark)
 	at := len(c.Scratch)
-	var ok bool
-	if c.Scratch, ok = AppendNormalPath(c.Scratch, raw); !ok {
+	var (
+		ok    bool
+		flags uint8
+	)
+	if c.Scratch, flags, ok = appendNormal(c.Scratch, raw); !ok {
 		return nil, false
+	}
+	if flags != 0 { // a file is named by the routing form
+		w := c.scratchSince(at)
+		at = len(c.Scratch)
+		c.Scratch = appendRouting(c.Scratch, w)
 	}
 	return c.scratchSince(at), true
 }

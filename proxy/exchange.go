@@ -90,7 +90,9 @@ type exchange struct {
 	clientV     codec.Version
 	clientKeep  bool
 	isHead      bool
-	upgrade     bool
+	upgrade     bool // the request offers a protocol the route allows (upgrade.go)
+	upFrom      int  // where the offered protocols are in head
+	upTo        int
 	safe        bool                // idempotent and without a body: may be sent twice
 	json        bool                // error bodies in JSON
 	body        handlers.BodySource // the request body, de-framed by the client's engine
@@ -157,7 +159,7 @@ func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
 	ex.clientV = req.Version
 	ex.clientKeep = req.KeepAlive
 	ex.isHead = string(req.Method) == "HEAD"
-	ex.upgrade = req.Upgrade
+	ex.upgrade = req.Upgrade && h.offersUpgrade(req.Headers)
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
@@ -765,6 +767,10 @@ loop:
 			case st == 101:
 				if !ex.upgrade || !ex.resp.ConnUpgrade {
 					bad = "101 without an upgrade"
+					break loop
+				}
+				if !upgradeGranted(ex.head[ex.upFrom:ex.upTo], ex.resp.Header("upgrade")) {
+					bad = "101 to a protocol not offered"
 					break loop
 				}
 				ex.relayHead()

@@ -84,9 +84,15 @@ func TestProxyForwardsNormalPath(t *testing.T) {
     proxy: {to: [%q], strip_prefix: true}
   - path: /v1
     proxy: {to: [%q], rewrite: /v2}
+  - path: /dec/
+    encoded_slashes: decode
+    proxy: {to: [%q]}
+  - path: /rej/
+    encoded_slashes: reject
+    proxy: {to: [%q]}
   - path: /
     respond: {status: 200, body: "root"}
-`, up.hostport(), up.hostport(), up.hostport()))
+`, up.hostport(), up.hostport(), up.hostport(), up.hostport(), up.hostport()))
 	const root, refused = "ROOT", "400"
 	tests := []struct {
 		target string
@@ -98,15 +104,22 @@ func TestProxyForwardsNormalPath(t *testing.T) {
 		{"/app/./x", "/app/x"},
 		{"/app/a/../x", "/app/x"},
 		{"/app/a/%2e%2e/x", "/app/x"},
-		{"/app/%61%2fb", refused},
-		{"/app/a%2fb", refused},
-		{"/admin%2Fsecret", refused},
-		{"/app%2Fx", refused},
+		{"/app/%61%2fb", "/app/a%2fb"},
+		{"/app/a%2fb", "/app/a%2fb"},
+		{"/admin%2Fsecret", root},
+		{"/app%2Fx", "/app%2Fx"},
+		{"/app/group%2Fsub%2Fproject/x", "/app/group%2Fsub%2Fproject/x"},
+		{"/app/a%2F%2Fb", refused},
+		{"/app/%2Fb", refused},
+		{"/app/a%2Fb/../x", refused},
+		{"/app/%252F", "/app/%252F"},
 		{"/app/caf\xc3\xa9", "/app/caf%C3%A9"},
 		{"/app/./x?a=../b", "/app/x?a=../b"},
-		{"/app/x;jsessionid=1", refused},
-		{"/app;x/secret", refused},
-		{"/app%3Bx/secret", refused},
+		{"/app/x;jsessionid=1", "/app/x;jsessionid=1"},
+		{"/app;x/secret", "/app;x/secret"},
+		{"/app%3Bx/secret", "/app%3Bx/secret"},
+		{"/app/;jsessionid=1", "/app/;jsessionid=1"},
+		{"/;x/app/y", "/;x/app/y"},
 		{"/app/../admin", root},
 		{"/app/%2e%2e/admin", root},
 		{"/app/.%2E/admin", root},
@@ -133,8 +146,21 @@ func TestProxyForwardsNormalPath(t *testing.T) {
 		{"/strip/.;/admin", refused},
 		{"/strip/..%2F/admin", refused},
 		{"/strip/..\\admin", refused},
+		{"/strip%2Fx", "/x"},
+		{"/strip/a%2Fb;c", refused},
+		{"/strip/a%2fb/c;d", "/a%2fb/c;d"},
+		{"/strip;v=1/x", "/x"},
+		{"/strip/;j=1", "/;j=1"},
+		{"/dec/a%2Fb/c;d=e", "/dec/a/b/c;d=e"},
+		{"/dec/a%2Fb;c=d/e", refused},
+		{"/dec%2fa%2Fb", "/dec/a/b"},
+		{"/rej/a%2Fb", refused},
+		{"/rej/a;b", "/rej/a;b"},
 		{"/v1/x/%2e%2e/y", "/v2/y"},
 		{"/v1/./y", "/v2/y"},
+		{"/v1;x/y", "/v2/y"},
+		{"/v1%2Fy", "/v2/y"},
+		{"/v1;x", "/v2"},
 		{"/v1/../admin", root},
 		{"/v1/..;/admin", refused},
 		{"http://example.com//app/./x", "/app/x"},

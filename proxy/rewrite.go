@@ -50,7 +50,8 @@ func framingField(name []byte) bool {
 // hopByHop reports whether a field is hop-by-hop: the fields of RFC 9110
 // section 7.6.1 and those net/http/httputil removes for the same reason
 // (Proxy-Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade,
-// Proxy-Authenticate, Proxy-Authorization).
+// Proxy-Authenticate, Proxy-Authorization), and HTTP2-Settings, which
+// RFC 9113 section 3.2.1 makes connection-specific.
 func hopByHop(name []byte) bool {
 	switch len(name) {
 	case 2:
@@ -59,6 +60,8 @@ func hopByHop(name []byte) bool {
 		return codec.EqualFold(name, "upgrade") || codec.EqualFold(name, "trailer")
 	case 10:
 		return codec.EqualFold(name, "connection") || codec.EqualFold(name, "keep-alive")
+	case 14:
+		return codec.EqualFold(name, "http2-settings") // only an h2c upgrade uses it (upgrade.go)
 	case 16:
 		return codec.EqualFold(name, "proxy-connection")
 	case 17:
@@ -215,7 +218,7 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 
 	// The forwarding fields the connection's peer sent are kept when it
 	// is a trusted proxy, the route's or the server's.
-	hs, upgrade, seen := ex.endToEndFields(lp.hdrs[:0], req, h.isTrusted(ex.peer) || ex.peerTrusted)
+	hs, seen := ex.endToEndFields(lp.hdrs[:0], req, h.isTrusted(ex.peer) || ex.peerTrusted)
 	hs = ex.appendForwarding(hs, c, seen)
 
 	// The route's request rules, last.
@@ -236,7 +239,9 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 	b = appendRequestFraming(b, req)
 	if ex.upgrade {
 		b = append(b, valUpLine...)
-		b = append(b, upgrade...)
+		ex.upFrom = len(b)
+		b = h.appendUpgrades(b, req.Headers)
+		ex.upTo = len(b)
 		b = append(b, crlf...)
 	}
 	b = append(b, crlf...)
@@ -248,16 +253,25 @@ func (ex *exchange) renderRequest(c *handlers.Ctx) {
 }
 
 // appendRequestLine appends the upstream's request line: the method, the
-// normal path (its route prefix rewritten when the route says so), the
-// query as sent, and always HTTP/1.1.
+// normal path in its wire form (with the client's encoded slashes and
+// path parameters; its route prefix rewritten when the route says so),
+// the query as sent, and always HTTP/1.1.
 func (ex *exchange) appendRequestLine(b []byte, c *handlers.Ctx) []byte {
 	h, req := ex.h, c.Req
 	b = append(b, req.Method...)
 	b = append(b, ' ')
+	path := c.Path
+	if c.WirePath != nil {
+		path = c.WirePath
+	}
 	if h.rewrite != nil && len(c.Path) >= h.prefix {
-		b = appendPath(b, h.rewrite, c.Path[h.prefix:])
+		at := h.prefix
+		if c.WirePath != nil {
+			at = handlers.WireOffset(path, h.prefix)
+		}
+		b = appendPath(b, h.rewrite, path[at:])
 	} else {
-		b = append(b, c.Path...)
+		b = append(b, path...)
 	}
 	if req.Query != nil {
 		b = append(b, '?')
@@ -274,25 +288,20 @@ type fwdSeen struct {
 }
 
 // endToEndFields appends to hs the client's fields that go upstream as
-// they are, and returns the client's Upgrade value (for a tunnel) and
-// what it saw of the forwarding fields. Dropped: hop-by-hop fields and
+// they are, and returns what it saw of the forwarding fields. Dropped: hop-by-hop fields and
 // those Connection names, the framing fields and Host (gale renders
 // them), names with an underscore, and forwarding fields from a client
 // that is not a trusted proxy. X-Forwarded-For is left to
 // appendForwarding, which combines it. It also notes whether the client
 // asks for JSON only (for gale's own error bodies).
-func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, trusted bool) ([]codec.Header, []byte, fwdSeen) {
+func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, trusted bool) ([]codec.Header, fwdSeen) {
 	lp := ex.lp
 	lp.conns = connectionValues(lp.conns[:0], req.Headers)
-	var upgrade []byte
 	var seen fwdSeen
 	for _, f := range req.Headers {
 		name := f.Name
 		if hopByHop(name) {
-			if ex.upgrade && codec.EqualFold(name, "upgrade") {
-				upgrade = f.Value
-			}
-			continue
+			continue // Upgrade: renderRequest forwards what the route allows of it (upgrade.go)
 		}
 		if framingField(name) {
 			continue // rendered by appendRequestFraming from the parsed head
@@ -341,7 +350,7 @@ func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, truste
 		}
 		hs = append(hs, f)
 	}
-	return hs, upgrade, seen
+	return hs, seen
 }
 
 // appendForwarding appends the fields gale adds as a gateway:

@@ -52,6 +52,7 @@ routes:
 		"redirect":  "GET /old/page?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
 		"normalise": "GET //old/./x/../p%61ge%2f?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
 		"refused":   "GET /old/..;/page HTTP/1.1\r\nHost: a\r\n\r\n",
+		"escapes":   "GET /old;jsessionid=1/a%2Fb/p%61ge?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
 		"not found": "GET /missing HTTP/1.1\r\nHost: API.example.com:8080\r\nAccept: application/json\r\n\r\n",
 		"with body": "POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
 	}

@@ -53,6 +53,26 @@ func TestProxyNormalisingAllocs(t *testing.T) {
 	}
 }
 
+// TestProxyEncodedSlashAllocs is TestProxyAllocs for a path with encoded
+// slashes and a path parameter, forwarded as sent (keep) and decoded.
+func TestProxyEncodedSlashAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, mode := range []string{"keep", "decode"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newProxyFixture(t, `  - path: /api/
+    encoded_slashes: `+mode+`
+    proxy: {to: ["127.0.0.1:9"], strip_prefix: true}
+`)
+			f.req = []byte("GET /api%2Fv4/projects/group%2Fproject/x;jsessionid=1?id=7 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+			f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+			f.exchange(t) // dials, grows the buffers
+			if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {
+				t.Fatalf("%v allocations per proxied request, want 0", n)
+			}
+		})
+	}
+}
+
 // BenchmarkProxyExchange is the loop's whole cost of one proxied request
 // with a small response, excluding the syscalls (fake connections).
 func BenchmarkProxyExchange(b *testing.B) {
