@@ -44,10 +44,11 @@ type Conn struct {
 	core     h2.Conn
 	cfg      h2.Config
 
-	ex     []*exchange // by h2.Stream.Slot; made once per slot, reused
-	nwait  int         // exchanges waiting for the file cache
-	active []*exchange // exchanges with body bytes left to send, in round-robin order
-	turn   int         // where the next production round starts in active
+	ex         []*exchange // by h2.Stream.Slot; made once per slot, reused
+	nwait      int         // exchanges waiting for the file cache
+	active     []*exchange // exchanges with body bytes left to send, in round-robin order
+	toDispatch []*exchange // streams of forwarding routes held until the read batch ended (dispatch.go)
+	turn       int         // where the next production round starts in active
 
 	hdr      []byte // HPACK block being built
 	lower    []byte // a field name being lower-cased
@@ -160,6 +161,7 @@ func (h *Conn) traffic() gnet.Action {
 	buf := cs.Inbound()
 	if len(buf) > 0 {
 		n, err := h.feed(buf)
+		h.dispatchDeferred()
 		if n > 0 {
 			cs.Consume(n)
 			cs.Loop.Stats.BytesIn.Add(uint64(n))

@@ -67,6 +67,7 @@ type exchange struct {
 	keepBody   bool // DATA is kept in body for the handler, not discarded
 	forwarded  bool // the handler reported the end (ProxyFinish): the exchange ends once sink drained
 	heldAnswer bool // answered at once but deferred: the answer goes out when the body ended
+	dispatch   bool // held for dispatch at the end of the read batch (dispatch.go)
 }
 
 // loadWait receives the result of the loads an exchange waits for. An
@@ -116,13 +117,13 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	ex.start(s)
 	ex.ctx.Req = req
 	ex.meter.Begin(req.Method, h.now)
+	if h.deferForward(ex) {
+		return // dispatched at the end of the read batch (dispatch.go)
+	}
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
 		ex.bodySince = h.wc.LastActive
-		if set := h.wc.Loop.Shared.Set.Load(); set.Forwards && set.Router.ReadsBody(&ex.ctx) {
-			ex.serveWithBody()
-		}
 		return
 	}
 	ex.run()
@@ -183,7 +184,7 @@ func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 	if end {
 		ex.reqDone = true
 	}
-	if !ex.deferred {
+	if ex.heldData(end) || !ex.deferred {
 		return
 	}
 	if ex.bodyBytes > h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
@@ -250,7 +251,7 @@ func (ex *exchange) start(s *h2.Stream) {
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
 	ex.answered, ex.headOnly, ex.deferred = false, false, false
-	ex.keepBody, ex.forwarded, ex.heldAnswer = false, false, false
+	ex.keepBody, ex.forwarded, ex.heldAnswer, ex.dispatch = false, false, false, false
 	ex.body.reset()
 	ex.sink.reset()
 	ex.setPending(nil)
@@ -551,7 +552,7 @@ func (ex *exchange) release() {
 		ex.h.core.Consumed(nil, n) // the connection's credit for body bytes no one will read
 	}
 	ex.body.reset()
-	ex.keepBody = false
+	ex.keepBody, ex.dispatch = false, false
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil
