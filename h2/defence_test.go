@@ -86,7 +86,7 @@ func TestRapidReset(t *testing.T) {
 }
 
 // TestRapidResetRefilled: streams that complete normally refill the
-// budget, so a client that cancels now and then is never cut off.
+// budget, so a client that cancels one stream in five is never cut off.
 func TestRapidResetRefilled(t *testing.T) {
 	cl := newClient(t, nil)
 	cl.h.onRequest = func(s *Stream, req *codec.Request) {
@@ -96,7 +96,7 @@ func TestRapidResetRefilled(t *testing.T) {
 	}
 	for i := 0; i < 5000; i++ {
 		id := uint32(2*i + 1)
-		if i%2 == 0 {
+		if i%(resetCost+1) != 0 {
 			cl.get(id, "/keep")
 		} else {
 			cl.get(id, "/cancel")
@@ -106,6 +106,40 @@ func TestRapidResetRefilled(t *testing.T) {
 	cl.flush()
 	if cl.err != nil || cl.h.count("request") != 5000 {
 		t.Fatalf("err %v, %d requests", cl.err, cl.h.count("request"))
+	}
+	if n := cl.c.Resets(); n != 5000/(resetCost+1) {
+		t.Errorf("Resets %d, want %d", n, 5000/(resetCost+1))
+	}
+}
+
+// TestRapidResetCheapRefill: a client that finishes one cheap stream for
+// every stream it resets does not refill the budget as fast as it drains
+// it: it is cut off after a bounded number of resets.
+func TestRapidResetCheapRefill(t *testing.T) {
+	cl := newClient(t, nil)
+	cl.h.onRequest = func(s *Stream, req *codec.Request) {
+		if req.Path[1] == 'k' {
+			respond(cl.c, s, 200, "")
+		}
+	}
+	cl.flush()
+	cl.frames()
+	for i := 0; i < 10000; i++ {
+		id := uint32(2*i + 1)
+		if i%2 == 0 {
+			cl.get(id, "/keep")
+		} else {
+			cl.get(id, "/cancel")
+			cl.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}
+	}
+	fs := attack(t, cl)
+	if g := goAway(t, fs); g.code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v", g.code)
+	}
+	// resetCost*budget quarters, drained by 3 for each pair.
+	if n, most := cl.c.Resets(), uint64(resetCost*resetBudget/(resetCost-1)+1); n > most {
+		t.Errorf("%d resets before the connection was cut off; want at most %d", n, most)
 	}
 }
 
