@@ -47,36 +47,50 @@ func resetFlood(t *testing.T, path string, pairs int) []byte {
 	return out.Bytes()
 }
 
-// floodOnce sends flood on a new connection to addr in one write and
-// waits for the PING ACK (or the connection's end: gale may refuse the
-// connection as a flood). It reports whether the ACK came.
-func floodOnce(addr string, flood []byte) bool {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+// floodFrom is the address the flood comes from: another loopback
+// address than the normal client's, since budgets are per address.
+var floodFrom = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+
+// floodOnce sends flood on a new connection from floodFrom to addr in
+// one write and waits for the PING ACK, or the connection's end (gale
+// closes a flood's connection). It reports the ACK, or the code of the
+// GOAWAY that came instead (-1 for none).
+func floodOnce(addr string, flood []byte) (acked bool, goAway http2.ErrCode) {
+	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: floodFrom}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
-		return false
+		return false, ^http2.ErrCode(0)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	goAway = ^http2.ErrCode(0)
 	if _, err := c.Write(flood); err != nil {
-		return false
+		return false, goAway
 	}
 	fr := http2.NewFramer(io.Discard, c)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
-			return false
+			return false, goAway
 		}
-		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
-			return true
+		switch f := f.(type) {
+		case *http2.PingFrame:
+			if f.IsAck() {
+				return true, goAway
+			}
+		case *http2.GoAwayFrame:
+			goAway = f.ErrCode
 		}
 	}
 }
 
 // TestH2RapidResetAcrossConnections spreads Rapid Reset over many h2c
-// connections, each well under the per-connection reset budget, against a
-// proxy route: a stream reset in the read that brought its request is
-// never forwarded (no upstream request, no dial), and a normal client
-// interleaved with the flood gets every answer.
+// connections from one address, each well under the per-connection reset
+// budget, against a proxy route: a stream reset in the read that brought
+// its request is never forwarded (no upstream request, no dial); the
+// resets are charged to the address, which gets no HTTP/2 connection once
+// its budget is spent; and a normal client from another address,
+// interleaved with the flood, gets every answer.
 func TestH2RapidResetAcrossConnections(t *testing.T) {
 	var upstreamReqs atomic.Int64
 	up := netUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +113,7 @@ func TestH2RapidResetAcrossConnections(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if floodOnce(ts.addr, flood) {
+				if ok, _ := floodOnce(ts.addr, flood); ok {
 					acked.Add(1)
 				}
 			}()
@@ -142,6 +156,12 @@ func TestH2RapidResetAcrossConnections(t *testing.T) {
 	if extra := int64(st.Requests) - int64(normal); extra > 0 {
 		t.Errorf("%d reset streams were forwarded (%d dials; upstream saw %d requests for %d normal ones); want none",
 			extra, st.Dials, upstreamReqs.Load(), normal)
+	}
+	if n := ts.srv.Stats().ResetFloods; n == 0 {
+		t.Errorf("%d resets from one address spent no budget", conns*pairs)
+	}
+	if _, code := floodOnce(ts.addr, flood); code != http2.ErrCodeEnhanceYourCalm {
+		t.Errorf("a new connection from the flooding address: GOAWAY %v, want ENHANCE_YOUR_CALM", code)
 	}
 	t.Logf("%d flood connections (%d acked) x %d resets; normal client %d requests; proxy requests %d, dials %d",
 		conns, acked.Load(), pairs, normal, st.Requests, st.Dials)
