@@ -12,15 +12,23 @@ import (
 // connections, each under its own budget, spends the address's. A batch
 // that finds either budget spent closes the connection with GOAWAY
 // ENHANCE_YOUR_CALM before the streams it brought are dispatched, and an
-// address whose budget is spent gets no HTTP/2 connection until it
-// refilled. One lock is taken per read batch that reset streams, none
+// address whose budget cannot hold one connection's streams gets no HTTP/2
+// connection until it refilled that far. One lock is taken per read batch that reset streams, none
 // for a batch that did not.
 
-// refuseSpent closes a new connection whose client address spent its
-// reset budget: it reports whether it did.
+// refuseSpent closes a new connection whose client address's reset
+// budget cannot hold the resets of all the streams the connection may
+// open at once: it reports whether it did.
 func (h *Conn) refuseSpent() bool {
 	rr := h.wc.Loop.Shared.Resets
-	if rr == nil || !rr.Spent(wire.AddrKey(h.wc.Remote.Addr()), h.now) {
+	if rr == nil {
+		return false
+	}
+	streams := int64(h.cfg.MaxConcurrentStreams)
+	if streams == 0 {
+		streams = h2.DefaultMaxConcurrentStreams
+	}
+	if rr.Room(wire.AddrKey(h.wc.Remote.Addr()), h.now) >= streams {
 		return false
 	}
 	h.calm()

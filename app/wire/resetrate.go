@@ -13,8 +13,11 @@ import (
 // outlive the connections and refill with time only, never with completed
 // streams: a burst, then a sustained rate (GCRA, one theoretical arrival
 // time per key). A connection whose reset finds either budget spent is
-// closed (GOAWAY ENHANCE_YOUR_CALM), and an address whose budget is spent
-// gets no new HTTP/2 connection until it has refilled.
+// closed (GOAWAY ENHANCE_YOUR_CALM), and an address whose budget cannot
+// hold the resets of one connection's streams gets no new HTTP/2
+// connection until it has refilled that far: otherwise each new
+// connection would have its streams dispatched (an upstream request each)
+// before its resets are charged, at the rate the budget refills one reset.
 
 // The budgets. A browser resets streams when a page is left or an image
 // scrolls out of view: tens a minute, far under the address's rate.
@@ -53,8 +56,8 @@ func (r *Rate) take(o rateOf, n, now int64) bool {
 	return false
 }
 
-// spent reports whether the budget cannot hold one unit at now.
-func (r *Rate) spent(o rateOf, now int64) bool { return r.tat-now > o.burst-o.per }
+// room is how many units the budget can hold at now.
+func (r *Rate) room(o rateOf, now int64) int64 { return (o.burst - max(r.tat-now, 0)) / o.per }
 
 // full reports whether the budget refilled whole by now (a key in that
 // state needs no memory).
@@ -114,13 +117,13 @@ func (r *ResetRates) Take(key netip.Addr, n, now int64) bool {
 	return held
 }
 
-// Spent reports whether key's budget cannot hold one more reset at now.
-func (r *ResetRates) Spent(key netip.Addr, now int64) bool {
+// Room is how many resets key's budget can hold at now.
+func (r *ResetRates) Room(key netip.Addr, now int64) int64 {
 	s := r.shard(key)
 	s.mu.Lock()
-	rt, ok := s.tat[key]
+	rt := s.tat[key]
 	s.mu.Unlock()
-	return ok && rt.spent(r.o, now)
+	return rt.room(r.o, now)
 }
 
 // forget drops the addresses whose budget is full again, and reports
