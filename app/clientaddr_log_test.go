@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // awaitLogLines waits (at most 10 s) until the access log at path holds
@@ -83,5 +87,51 @@ routes:
 			}
 		}
 		ts.stop()
+	}
+}
+
+// TestH2RefusedRequestsLogged: HTTP/2 requests the protocol core refuses
+// as malformed (reset with PROTOCOL_ERROR, never served) leave an access
+// log line each, as HTTP/1.1's unparsable requests do ("-" 400), and
+// count as parse errors.
+func TestH2RefusedRequestsLogged(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	ts := startServer(t, fmt.Sprintf(`access_log: {path: %q}
+routes:
+  - path: /
+    respond: {status: 200, body: "hi\n"}
+`, logPath), nil)
+	before := ts.srv.Stats().ParseErrors
+	hc := dialH2C(t, ts.addr, 65535, 0)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	malformed := [][][2]string{
+		{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/"}, {"Upper", "1"}},          // uppercase name
+		{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/"}, {"connection", "close"}}, // connection-specific
+		{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}},                                          // no :path
+	}
+	for i, fields := range malformed {
+		hb.Reset()
+		for _, f := range fields {
+			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := hc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc.id = uint32(2*len(malformed) + 1)
+	hc.get("/ok")
+	lines := awaitLogLines(t, logPath, len(malformed)+1)
+	refused := 0
+	for _, line := range lines {
+		if strings.Contains(line, `"-" 400 `) {
+			refused++
+		}
+	}
+	if refused != len(malformed) {
+		t.Errorf("%d lines of refused requests, want %d:\n%s", refused, len(malformed), strings.Join(lines, "\n"))
+	}
+	if n := ts.srv.Stats().ParseErrors - before; n != uint64(len(malformed)) {
+		t.Errorf("%d parse errors counted, want %d", n, len(malformed))
 	}
 }
