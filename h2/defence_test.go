@@ -3,6 +3,7 @@ package h2
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -440,5 +441,28 @@ func TestWindowUpdatesAckingSmallFrames(t *testing.T) {
 	cl.flush()
 	if !errors.Is(cl.err, errIdleFlood) {
 		t.Fatalf("a WINDOW_UPDATE flood after the download: %v", cl.err)
+	}
+}
+
+// TestRejectedReported: requests the Conn refuses itself, which never
+// reach Request, are reported to a RejectHandler with the status they
+// stand for: malformed 400, past the concurrent streams 503.
+func TestRejectedReported(t *testing.T) {
+	cl := newClient(t, &Config{MaxConcurrentStreams: 1})
+	cl.flush()
+	cl.frames()
+	cl.headers(1, true, with("Upper", "x")...)      // malformed
+	cl.headers(3, true, with("connection", "x")...) // connection-specific
+	cl.headers(5, false, get...)                    // open, holds the only slot
+	cl.headers(7, true, get...)                     // refused
+	cl.flush()
+	var got []int64
+	for _, e := range cl.h.events {
+		if e.kind == "rejected" {
+			got = append(got, e.length)
+		}
+	}
+	if fmt.Sprint(got) != "[400 400 503]" || cl.h.count("request") != 1 {
+		t.Fatalf("rejected %v, %d requests; want [400 400 503] and 1", got, cl.h.count("request"))
 	}
 }
