@@ -55,6 +55,11 @@ func (ex *exchange) dispatchNow() {
 		ex.answerNow(413)
 		return
 	}
+	if !ex.h.takeShare(ex) {
+		ex.keepBody = false
+		ex.answerNow(503) // share.go
+		return
+	}
 	if ex.deferred {
 		ex.serveWithBody()
 		return

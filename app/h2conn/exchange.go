@@ -64,10 +64,12 @@ type exchange struct {
 	body       requestBody
 	sink       streamSink
 	pc         proxyClient
-	keepBody   bool // DATA is kept in body for the handler, not discarded
-	forwarded  bool // the handler reported the end (ProxyFinish): the exchange ends once sink drained
-	heldAnswer bool // answered at once but deferred: the answer goes out when the body ended
-	dispatch   bool // held for dispatch at the end of the read batch (dispatch.go)
+	keepBody   bool       // DATA is kept in body for the handler, not discarded
+	forwarded  bool       // the handler reported the end (ProxyFinish): the exchange ends once sink drained
+	heldAnswer bool       // answered at once but deferred: the answer goes out when the body ended
+	dispatch   bool       // held for dispatch at the end of the read batch (dispatch.go)
+	shareHeld  bool       // the stream counts in its address's upstream share (share.go)
+	shareKey   netip.Addr // the address it counts under
 }
 
 // loadWait receives the result of the loads an exchange waits for. An
@@ -553,6 +555,7 @@ func (ex *exchange) release() {
 	}
 	ex.body.reset()
 	ex.keepBody, ex.dispatch = false, false
+	ex.dropShare()
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil
