@@ -24,15 +24,23 @@ func (h *Conn) refuseSpent() bool {
 	if rr == nil {
 		return false
 	}
-	streams := int64(h.cfg.MaxConcurrentStreams)
-	if streams == 0 {
-		streams = h2.DefaultMaxConcurrentStreams
-	}
-	if rr.Room(wire.AddrKey(h.wc.Remote.Addr()), h.now) >= streams {
+	if rr.Room(wire.AddrKey(h.wc.Remote.Addr()), h.now) >= h.streamsToRefill() {
 		return false
 	}
 	h.calm()
 	return true
+}
+
+// streamsToRefill is how many resets an address's budget must hold for
+// it to get a new HTTP/2 connection: the streams the connection may open
+// at once, but at most a quarter of the burst (max_concurrent_streams may
+// be larger than the budget).
+func (h *Conn) streamsToRefill() int64 {
+	streams := int64(h.cfg.MaxConcurrentStreams)
+	if streams == 0 {
+		streams = h2.DefaultMaxConcurrentStreams
+	}
+	return min(streams, wire.AddrResetBurst/4)
 }
 
 // chargeResets charges the resets of the batch just fed, and closes the
