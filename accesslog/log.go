@@ -262,6 +262,7 @@ func (a *Log) timestamp(now int64) string {
 // dst. It is safe from any goroutine, and allocates nothing but, once a
 // second, the combined format's timestamp text.
 func (a *Log) AppendLine(dst []byte, remote netip.Addr, rec *Record, status int, bodyBytes int64, now int64) []byte {
+	remote = remote.Unmap() // the form access rules judge: an IPv4 client is named as IPv4
 	if a.json {
 		return appendJSON(dst, remote, rec, status, bodyBytes, now)
 	}

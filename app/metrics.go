@@ -165,6 +165,8 @@ var loopCounters = []loopCounter{
 	{"gale_http2_connections_total", "Connections that chose HTTP/2 (ALPN h2 or the h2c preface).", metrics.Counter, func(s *Stats) int64 { return int64(s.H2Conns.Load()) }},
 	{"gale_http2_no_preface_total", "Connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface.", metrics.Counter, func(s *Stats) int64 { return int64(s.NoPreface.Load()) }},
 	{"gale_connections_screened_total", "Connections closed unanswered at accept by a listener's deny list or its max_conns_per_address.", metrics.Counter, func(s *Stats) int64 { return int64(s.Screened.Load()) }},
+	{"gale_http2_reset_floods_total", "HTTP/2 connections closed or refused because their client address or event loop spent its budget of reset streams.", metrics.Counter, func(s *Stats) int64 { return int64(s.ResetFloods.Load()) }},
+	{"gale_http2_over_share_total", "HTTP/2 streams of proxy and FastCGI routes answered 503 because their client address held its share of a descriptor budget more than half spent.", metrics.Counter, func(s *Stats) int64 { return int64(s.OverShare.Load()) }},
 	{"gale_proxy_protocol_rejected_total", "Connections closed unanswered on a proxy_protocol listener because they did not open with a valid PROXY protocol header.", metrics.Counter, func(s *Stats) int64 { return int64(s.BadProxyHdr.Load()) }},
 	{"gale_requests_total", "Requests answered (errors included), every protocol, by event loop.", metrics.Counter, func(s *Stats) int64 { return int64(s.Requests.Load()) }},
 	{"gale_http2_requests_total", "HTTP/2 streams answered (included in gale_requests_total).", metrics.Counter, func(s *Stats) int64 { return int64(s.H2Requests.Load()) }},

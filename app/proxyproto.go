@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/panjf2000/gnet/v2"
 
+	"gale/app/wire"
 	"gale/codec"
 )
 
@@ -30,6 +31,7 @@ func (cs *conn) proxyHeader() (a gnet.Action, stop bool) {
 	_, _ = cs.C.Discard(n)
 	cs.proxyWait = false
 	if ok {
+		src = wire.Unmapped(src)
 		cs.Remote = src
 		cs.h1.ClientIs(src)
 		if cs.tls != nil {

@@ -109,6 +109,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
 	s.sh.Budget, s.sh.Log = budget, log
+	s.sh.Resets = wire.NewResetRates()
 	s.sh.Set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {

@@ -12,7 +12,8 @@ type Stats = wire.Stats
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
 	Accepted, Requests, BytesIn, BytesOut, TimedOut, Rejected, ParseErrors uint64
-	H2Conns, H2Requests, NoPreface, BadProxyHdr, Screened                  uint64
+	H2Conns, H2Requests, NoPreface, BadProxyHdr, Screened, ResetFloods     uint64
+	OverShare                                                              uint64
 	H3Conns, H3Requests                                                    uint64
 	Open                                                                   int64
 	ByClass                                                                [6]uint64
@@ -37,6 +38,8 @@ func addStats(d *StatsSnapshot, s *Stats) {
 	d.NoPreface += s.NoPreface.Load()
 	d.BadProxyHdr += s.BadProxyHdr.Load()
 	d.Screened += s.Screened.Load()
+	d.ResetFloods += s.ResetFloods.Load()
+	d.OverShare += s.OverShare.Load()
 	d.H3Conns += s.H3Conns.Load()
 	d.H3Requests += s.H3Requests.Load()
 }

@@ -110,7 +110,7 @@ type TLS struct {
 	Certificates            []Certificate // chosen by SNI among their leaves' DNS names (exact before wildcard), before automatic ones; the first one when none matches; at least one unless Automatic is set
 	Automatic               *Automatic    // nil = no certificates from an ACME CA
 	MinVersion              string        // "1.2" (default) | "1.3"
-	HandshakeTimeout        time.Duration // default 10s: from accept to the end of the handshake, waiting for a free slot included
+	HandshakeTimeout        time.Duration // default 10s: from accept until a slot is granted, and from the grant to the end of the handshake
 	ClientHelloTimeout      time.Duration // default 5s (at most HandshakeTimeout): from accept until the whole ClientHello has arrived
 	MaxHandshakes           int           // default 4096: handshakes in progress at once on this listener, 1..1048576; more wait for a slot
 	MaxHandshakesPerAddress int           // default MaxHandshakes/16, at least 1: slots one client address (an IPv6 /64) may hold or wait for; beyond it a handshake is refused

@@ -54,6 +54,17 @@ type TrailersHandler interface {
 	Trailers(s *Stream, fields []codec.Header)
 }
 
+// RejectHandler is implemented by a Handler that wants to know of the
+// requests the Conn refused itself, which never reach Request: a header
+// block that is no valid request (RFC 9113 section 8.1.1: RST_STREAM
+// PROTOCOL_ERROR), as 400 in the sense of the access log; one whose field
+// list lost its pseudo-header fields to MaxHeaderListSize, answered 431;
+// and one past MaxConcurrentStreams (RST_STREAM REFUSED_STREAM), as 503. The engine logs and counts them as an HTTP/1.1 engine
+// does the requests it cannot parse.
+type RejectHandler interface {
+	Rejected(status int)
+}
+
 // headerDecoder is what the Conn needs of an HPACK decoder: hpack.Decoder.
 type headerDecoder interface {
 	Init(maxTable uint32)
@@ -68,6 +79,7 @@ type Conn struct {
 	cfg Config
 	h   Handler
 	th  TrailersHandler
+	rh  RejectHandler
 	dec headerDecoder
 	hd  hpack.Decoder
 
@@ -170,6 +182,7 @@ func (c *Conn) Init(cfg *Config, h Handler) {
 	c.cfg = cfg.withDefaults()
 	c.h = h
 	c.th, _ = h.(TrailersHandler)
+	c.rh, _ = h.(RejectHandler)
 	if c.dec == nil {
 		c.dec = &c.hd
 	}
@@ -360,6 +373,13 @@ func (c *Conn) onRSTStream(fh FrameHeader, p []byte) *Error {
 	}
 	c.closeStream(s, false)
 	return c.budget.peerReset()
+}
+
+// rejected tells the engine of a request the Conn refused (RejectHandler).
+func (c *Conn) rejected(status int) {
+	if c.rh != nil {
+		c.rh.Rejected(status)
+	}
 }
 
 // onGoAway records that the peer is going away (RFC 9113 section 6.8): no

@@ -258,7 +258,9 @@ func TestByteAtATime(t *testing.T) {
 	if err1 == nil || len(ev1) < 5 {
 		t.Fatalf("session: %v %v", ev1, err1)
 	}
-	want := "request 1 /one|request 3 /two|data 3 hello |data 3 world|trailers 3|data 3 "
+	// Stream 5's list is over MaxHeaderListSize with its :path lost:
+	// answered 431 by the Conn, and reported as rejected.
+	want := "request 1 /one|request 3 /two|data 3 hello |data 3 world|trailers 3|data 3 |rejected 0"
 	var got []string
 	for _, e := range ev1 {
 		s := e.kind + " " + fmt.Sprint(e.id)

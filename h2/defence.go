@@ -8,9 +8,14 @@ package h2
 //     stream the peer resets, and every RST_STREAM the peer makes us send
 //     (malformed requests, refused streams, frames on closed streams, bad
 //     window updates, bodies over the limit), takes one from a reset budget
-//     of max(2*MaxConcurrentStreams, 100), refilled by one for each stream
-//     that completes normally. Empty, the connection fails with
-//     ENHANCE_YOUR_CALM.
+//     of max(2*MaxConcurrentStreams, 100), refilled by a quarter for each
+//     stream that completes normally: completed streams cannot refill it
+//     as fast as resets drain it unless they outnumber the resets four to
+//     one, so a client that finishes one cheap stream per reset is cut
+//     off all the same. Empty, the connection fails with
+//     ENHANCE_YOUR_CALM. Conn.Resets counts them all, so that the engine
+//     can charge them to the client's address and the event loop as well
+//     (a budget per connection alone is escaped by reconnecting).
 //   - Frames without progress (SETTINGS, PING, WINDOW_UPDATE and PRIORITY
 //     floods, empty DATA and CONTINUATION frames, frames of unknown type
 //     or on closed streams, and every CONTINUATION frame): each takes one from a budget of 1000,
@@ -42,6 +47,7 @@ const (
 	idleRefillBytes   = 4096     // payload bytes per frame of refill
 	idleRefillStream  = 8        // frames of refill per completed stream
 	minResetBudget    = 100      // resets, at the least
+	resetCost         = 4        // what a reset takes from the reset budget; a completed stream gives back 1
 	maxControlBacklog = 64 << 10 // queued output over which control frames count
 	maxControlOver    = 100      // control frames queued over it
 )
@@ -54,15 +60,16 @@ var (
 
 // defenceBudget holds the budgets above.
 type defenceBudget struct {
-	resets, maxResets int // reset budget
-	idleN             int // frames without progress still allowed
-	bytes             int // payload bytes towards the next refill
-	ctlOver           int // control frames queued over the backlog bound
+	resets, maxResets int    // reset budget, in quarters of a reset (resetCost)
+	nresets           uint64 // resets counted, ever (Conn.Resets)
+	idleN             int    // frames without progress still allowed
+	bytes             int    // payload bytes towards the next refill
+	ctlOver           int    // control frames queued over the backlog bound
 }
 
 func (b *defenceBudget) init(cfg *Config) {
-	b.maxResets = max(2*int(cfg.MaxConcurrentStreams), minResetBudget)
-	*b = defenceBudget{resets: b.maxResets, maxResets: b.maxResets, idleN: idleBudget}
+	n := resetCost * max(2*int(cfg.MaxConcurrentStreams), minResetBudget)
+	*b = defenceBudget{resets: n, maxResets: n, idleN: idleBudget}
 }
 
 // idle counts a frame that carries no progress.
@@ -93,7 +100,8 @@ func (b *defenceBudget) progress(n int) {
 	}
 }
 
-// completed refills both budgets for a stream that completed normally.
+// completed refills both budgets for a stream that completed normally:
+// the reset budget by a quarter of a reset.
 func (b *defenceBudget) completed() {
 	b.resets = min(b.resets+1, b.maxResets)
 	b.idleN = min(b.idleN+idleRefillStream, idleBudget)
@@ -101,7 +109,8 @@ func (b *defenceBudget) completed() {
 
 // peerReset counts a stream the peer reset (Rapid Reset).
 func (b *defenceBudget) peerReset() *Error {
-	if b.resets--; b.resets < 0 {
+	b.nresets++
+	if b.resets -= resetCost; b.resets < 0 {
 		return errResetFlood
 	}
 	return nil
@@ -117,6 +126,12 @@ func (b *defenceBudget) drained(waiting int) {
 		b.ctlOver = 0
 	}
 }
+
+// Resets is how many streams the connection reset so far, by the peer
+// (RST_STREAM) or because the peer made us (RFC 9113 section 10.5;
+// CVE-2023-44487, CVE-2025-8671). The engine charges them to budgets
+// that outlive the connection.
+func (c *Conn) Resets() uint64 { return c.budget.nresets }
 
 // queuedControl counts a control frame the peer made us queue while the
 // output waiting downstream is over its bound.

@@ -3,6 +3,7 @@ package h2
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestRapidReset(t *testing.T) {
 }
 
 // TestRapidResetRefilled: streams that complete normally refill the
-// budget, so a client that cancels now and then is never cut off.
+// budget, so a client that cancels one stream in five is never cut off.
 func TestRapidResetRefilled(t *testing.T) {
 	cl := newClient(t, nil)
 	cl.h.onRequest = func(s *Stream, req *codec.Request) {
@@ -96,7 +97,7 @@ func TestRapidResetRefilled(t *testing.T) {
 	}
 	for i := 0; i < 5000; i++ {
 		id := uint32(2*i + 1)
-		if i%2 == 0 {
+		if i%(resetCost+1) != 0 {
 			cl.get(id, "/keep")
 		} else {
 			cl.get(id, "/cancel")
@@ -106,6 +107,40 @@ func TestRapidResetRefilled(t *testing.T) {
 	cl.flush()
 	if cl.err != nil || cl.h.count("request") != 5000 {
 		t.Fatalf("err %v, %d requests", cl.err, cl.h.count("request"))
+	}
+	if n := cl.c.Resets(); n != 5000/(resetCost+1) {
+		t.Errorf("Resets %d, want %d", n, 5000/(resetCost+1))
+	}
+}
+
+// TestRapidResetCheapRefill: a client that finishes one cheap stream for
+// every stream it resets does not refill the budget as fast as it drains
+// it: it is cut off after a bounded number of resets.
+func TestRapidResetCheapRefill(t *testing.T) {
+	cl := newClient(t, nil)
+	cl.h.onRequest = func(s *Stream, req *codec.Request) {
+		if req.Path[1] == 'k' {
+			respond(cl.c, s, 200, "")
+		}
+	}
+	cl.flush()
+	cl.frames()
+	for i := 0; i < 10000; i++ {
+		id := uint32(2*i + 1)
+		if i%2 == 0 {
+			cl.get(id, "/keep")
+		} else {
+			cl.get(id, "/cancel")
+			cl.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}
+	}
+	fs := attack(t, cl)
+	if g := goAway(t, fs); g.code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v", g.code)
+	}
+	// resetCost*budget quarters, drained by 3 for each pair.
+	if n, most := cl.c.Resets(), uint64(resetCost*resetBudget/(resetCost-1)+1); n > most {
+		t.Errorf("%d resets before the connection was cut off; want at most %d", n, most)
 	}
 }
 
@@ -406,5 +441,28 @@ func TestWindowUpdatesAckingSmallFrames(t *testing.T) {
 	cl.flush()
 	if !errors.Is(cl.err, errIdleFlood) {
 		t.Fatalf("a WINDOW_UPDATE flood after the download: %v", cl.err)
+	}
+}
+
+// TestRejectedReported: requests the Conn refuses itself, which never
+// reach Request, are reported to a RejectHandler with the status they
+// stand for: malformed 400, past the concurrent streams 503.
+func TestRejectedReported(t *testing.T) {
+	cl := newClient(t, &Config{MaxConcurrentStreams: 1})
+	cl.flush()
+	cl.frames()
+	cl.headers(1, true, with("Upper", "x")...)      // malformed
+	cl.headers(3, true, with("connection", "x")...) // connection-specific
+	cl.headers(5, false, get...)                    // open, holds the only slot
+	cl.headers(7, true, get...)                     // refused
+	cl.flush()
+	var got []int64
+	for _, e := range cl.h.events {
+		if e.kind == "rejected" {
+			got = append(got, e.length)
+		}
+	}
+	if fmt.Sprint(got) != "[400 400 503]" || cl.h.count("request") != 1 {
+		t.Fatalf("rejected %v, %d requests; want [400 400 503] and 1", got, cl.h.count("request"))
 	}
 }

@@ -131,6 +131,7 @@ func (c *Conn) headerBlock(id uint32, end, bad bool, block []byte) *Error {
 	}
 	c.lastID = id
 	if bad {
+		c.rejected(400)
 		return errSelfDependency
 	}
 	if c.state&(flagGoingAway|flagPeerGoAway) != 0 {
@@ -138,12 +139,15 @@ func (c *Conn) headerBlock(id uint32, end, bad bool, block []byte) *Error {
 		return c.budget.idle()
 	}
 	if len(c.free) == 0 {
+		c.rejected(503)
 		return errRefused // section 5.1.2
 	}
 	if e := c.buildRequest(end, tooLarge); e != nil {
 		if tooLarge {
+			c.rejected(431)
 			return c.answer431(id, end)
 		}
+		c.rejected(400)
 		return e
 	}
 	return c.openStream(id, end, tooLarge)

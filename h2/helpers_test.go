@@ -93,6 +93,12 @@ func (r *recorder) Trailers(s *Stream, fields []codec.Header) {
 	r.events = append(r.events, e)
 }
 
+// Rejected records a request the Conn refused itself (RejectHandler),
+// its status in length.
+func (r *recorder) Rejected(status int) {
+	r.events = append(r.events, event{kind: "rejected", length: int64(status)})
+}
+
 func (r *recorder) count(kind string) int {
 	n := 0
 	for _, e := range r.events {

@@ -44,10 +44,12 @@ type Conn struct {
 	core     h2.Conn
 	cfg      h2.Config
 
-	ex     []*exchange // by h2.Stream.Slot; made once per slot, reused
-	nwait  int         // exchanges waiting for the file cache
-	active []*exchange // exchanges with body bytes left to send, in round-robin order
-	turn   int         // where the next production round starts in active
+	ex            []*exchange // by h2.Stream.Slot; made once per slot, reused
+	nwait         int         // exchanges waiting for the file cache
+	active        []*exchange // exchanges with body bytes left to send, in round-robin order
+	toDispatch    []*exchange // streams of forwarding routes held until the read batch ended (dispatch.go)
+	resetsCharged uint64      // the core's resets already charged to the address and the loop (resets.go)
+	turn          int         // where the next production round starts in active
 
 	hdr      []byte // HPACK block being built
 	lower    []byte // a field name being lower-cased
@@ -82,6 +84,10 @@ func New(wc *wire.Conn, set *wire.Settings, redirect handlers.Handler, st *tls.C
 	h := &Conn{wc: wc, redirect: redirect, cfg: set.HTTP2}
 	h.core.Init(&h.cfg, h)
 	wc.Loop.Stats.H2Conns.Add(1)
+	h.now = time.Now().UnixNano()
+	if h.refuseSpent() {
+		return h
+	}
 	if st != nil && !cipherAllowed(st.Version, st.CipherSuite) {
 		h.core.GoAway(h2.InadequateSecurity)
 		h.goingAway = true
@@ -160,6 +166,11 @@ func (h *Conn) traffic() gnet.Action {
 	buf := cs.Inbound()
 	if len(buf) > 0 {
 		n, err := h.feed(buf)
+		h.chargeResets()
+		if err == nil {
+			err = h.core.Err()
+		}
+		h.dispatchDeferred()
 		if n > 0 {
 			cs.Consume(n)
 			cs.Loop.Stats.BytesIn.Add(uint64(n))

@@ -64,9 +64,12 @@ type exchange struct {
 	body       requestBody
 	sink       streamSink
 	pc         proxyClient
-	keepBody   bool // DATA is kept in body for the handler, not discarded
-	forwarded  bool // the handler reported the end (ProxyFinish): the exchange ends once sink drained
-	heldAnswer bool // answered at once but deferred: the answer goes out when the body ended
+	keepBody   bool       // DATA is kept in body for the handler, not discarded
+	forwarded  bool       // the handler reported the end (ProxyFinish): the exchange ends once sink drained
+	heldAnswer bool       // answered at once but deferred: the answer goes out when the body ended
+	dispatch   bool       // held for dispatch at the end of the read batch (dispatch.go)
+	shareHeld  bool       // the stream counts in its address's upstream share (share.go)
+	shareKey   netip.Addr // the address it counts under
 }
 
 // loadWait receives the result of the loads an exchange waits for. An
@@ -116,13 +119,13 @@ func (h *Conn) Request(s *h2.Stream, req *codec.Request) {
 	ex.start(s)
 	ex.ctx.Req = req
 	ex.meter.Begin(req.Method, h.now)
+	if h.deferForward(ex) {
+		return // dispatched at the end of the read batch (dispatch.go)
+	}
 	if s.BodyFollows && !s.TooLarge {
 		ex.keepRequest()
 		ex.deferred = true
 		ex.bodySince = h.wc.LastActive
-		if set := h.wc.Loop.Shared.Set.Load(); set.Forwards && set.Router.ReadsBody(&ex.ctx) {
-			ex.serveWithBody()
-		}
 		return
 	}
 	ex.run()
@@ -183,7 +186,7 @@ func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 	if end {
 		ex.reqDone = true
 	}
-	if !ex.deferred {
+	if ex.heldData(end) || !ex.deferred {
 		return
 	}
 	if ex.bodyBytes > h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
@@ -250,7 +253,7 @@ func (ex *exchange) start(s *h2.Stream) {
 	ex.s = s
 	ex.reqDone = !s.BodyFollows
 	ex.answered, ex.headOnly, ex.deferred = false, false, false
-	ex.keepBody, ex.forwarded, ex.heldAnswer = false, false, false
+	ex.keepBody, ex.forwarded, ex.heldAnswer, ex.dispatch = false, false, false, false
 	ex.body.reset()
 	ex.sink.reset()
 	ex.setPending(nil)
@@ -551,7 +554,8 @@ func (ex *exchange) release() {
 		ex.h.core.Consumed(nil, n) // the connection's credit for body bytes no one will read
 	}
 	ex.body.reset()
-	ex.keepBody = false
+	ex.keepBody, ex.dispatch = false, false
+	ex.dropShare()
 	ex.s = nil
 	ex.file = nil
 	ex.parts = nil

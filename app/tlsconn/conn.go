@@ -100,7 +100,8 @@ type Conn struct {
 	phase   uint8
 	eof     bool     // no more application data will come: close_notify, or a fatal record error
 	fatal   bool     // the TLS session failed (an alert was sent)
-	start   int64    // when the connection opened, for the ClientHello and handshake timeouts
+	start   int64    // when the connection opened, for the ClientHello timeout and the wait for a slot
+	hsStart int64    // when the handshake got its slot and started, for the handshake timeout
 	plain   []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
 	lent    bool     // plain aliases the loop's in buffer (see Inbound)
 	dupc    *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
@@ -397,6 +398,7 @@ func (t *Conn) debug(msg string) {
 // startHandshake starts the handshake goroutine, with a slot granted.
 func (t *Conn) startHandshake() {
 	t.phase = tlsHandshaking
+	t.hsStart = time.Now().UnixNano()
 	t.claimed = false // the goroutine gives the slot and the claim back
 	t.sh.rmode, t.sh.wmode = shimHandshake, shimHandshake
 	c := t.wc.C
@@ -422,7 +424,7 @@ func (t *Conn) handshake() error {
 	if t.ln.site == nil {
 		return t.tc.Handshake()
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, t.start+t.ln.cur.Load().timeout))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, t.hsStart+t.ln.cur.Load().timeout))
 	defer cancel()
 	return t.tc.HandshakeContext(ctx)
 }
@@ -486,7 +488,7 @@ func (t *Conn) CheckHandshake(now int64) bool {
 		return t.wc.OutboundBuffered() == 0
 	}
 	set := t.ln.cur.Load()
-	if now-t.start > set.timeout || (!t.helloDone && now-t.start > set.hello) {
+	if now-t.timeoutFrom() > set.timeout || (!t.helloDone && now-t.start > set.hello) {
 		t.wc.Loop.Stats.TimedOut.Add(1)
 		t.fail(ReasonTimeout)
 		return true
@@ -504,6 +506,19 @@ func (t *Conn) CheckHandshake(now int64) bool {
 		t.flushHandshake()
 	}
 	return false
+}
+
+// timeoutFrom is when handshake_timeout counts from: the accept while
+// the connection waits for its ClientHello or a slot, and the grant of
+// the slot once the handshake runs. A connection that waited for its slot
+// behind stalling handshakes then has the whole timeout for its own,
+// rather than what its wait left of it, which would depend on when it
+// arrived.
+func (t *Conn) timeoutFrom() int64 {
+	if t.phase == tlsHandshaking {
+		return t.hsStart
+	}
+	return t.start
 }
 
 // Release runs when the connection closed: a handshake in progress ends,

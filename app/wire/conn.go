@@ -91,10 +91,21 @@ type Layer interface {
 func (c *Conn) Init(l *Loop, gc gnet.Conn, now int64) {
 	c.Loop, c.C = l, gc
 	if ta, ok := gc.RemoteAddr().(*net.TCPAddr); ok {
-		c.Remote = ta.AddrPort()
+		c.Remote = Unmapped(ta.AddrPort())
 	}
 	c.LastActive = now
 	c.leftSeen = -1
+}
+
+// Unmapped is ap with an IPv4-mapped IPv6 address (what a dual-stack
+// listener reports for an IPv4 client) as the IPv4 address: the one form
+// of a client address that access rules, the access log, the forwarded
+// fields and FastCGI's REMOTE_ADDR all see.
+func Unmapped(ap netip.AddrPort) netip.AddrPort {
+	if a := ap.Addr(); a.Is4In6() {
+		return netip.AddrPortFrom(a.Unmap(), ap.Port())
+	}
+	return ap
 }
 
 // SetLayer puts ly between the engines and gnet, for the rest of the

@@ -20,6 +20,8 @@ type Loop struct {
 	Stats   Stats
 	Meters  Meters      // per-route counters; written by the loop only, like Stats
 	Conns   ConnGauges  // connections by protocol and state; likewise
+	Resets  Rate        // HTTP/2 streams reset by the loop's clients (resetrate.go)
+	Forward AddrLoad    // HTTP/2 streams forwarded upstream and not ended, per client address (addrload.go)
 	view    *cache.View // this loop's view of the file cache; nil until a static request
 }
 

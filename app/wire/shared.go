@@ -17,6 +17,7 @@ type Shared struct {
 	Budget   *fds.Budget              // every descriptor held, and client connections
 	Access   *accesslog.Log           // nil when the access log is off
 	Log      *slog.Logger
-	Proxies  ProxyLoops // the proxy state of each loop
-	Metered  bool       // a metrics listener is open: exchanges are counted per route (set before the engine starts)
+	Proxies  ProxyLoops  // the proxy state of each loop
+	Metered  bool        // a metrics listener is open: exchanges are counted per route (set before the engine starts)
+	Resets   *ResetRates // HTTP/2 streams reset, per client address (resetrate.go); nil: not counted
 }

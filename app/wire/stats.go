@@ -25,4 +25,6 @@ type Stats struct {
 	NoPreface   atomic.Uint64    // connections closed unanswered on a listener without h1 because they did not open with the HTTP/2 preface
 	BadProxyHdr atomic.Uint64    // connections closed unanswered on a proxy_protocol listener: no valid PROXY header
 	Screened    atomic.Uint64    // connections closed at accept by a listener's deny list or per-address limit
+	ResetFloods atomic.Uint64    // HTTP/2 connections closed (or refused) because their address or loop spent its reset budget
+	OverShare   atomic.Uint64    // HTTP/2 streams of forwarding routes answered 503: their address held its share of a pressed descriptor budget
 }
