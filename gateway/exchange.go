@@ -46,10 +46,10 @@ type exchange struct {
 	lp   *loop
 	idx  int
 	h    *Handler
-	cl   proxy.Client
+	cl   handlers.Exchange
 	sink handlers.ResponseSink
 	body handlers.BodySource
-	set  proxy.ClientSettings
+	set  handlers.ExchangeSettings
 
 	srv      int // the server of the current attempt; -1 none
 	tried    uint64
@@ -127,10 +127,10 @@ func (ex *exchange) reset() {
 func nanotime() int64 { return time.Now().UnixNano() }
 
 // setup renders the request: FCGI_BEGIN_REQUEST and the environment.
-func (ex *exchange) setup(h *Handler, cl proxy.Client, c *handlers.Ctx, script, info []byte, decoded bool) int {
+func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx, script, info []byte, decoded bool) int {
 	ex.h, ex.cl, ex.sink, ex.body = h, cl, c.Sink, c.Body
 	ex.now = nanotime()
-	ex.set = cl.ProxySettings()
+	ex.set = cl.Settings()
 	req := c.Req
 	ex.isHead = string(req.Method) == "HEAD"
 	ex.json = codec.AcceptsJSONOnly(req.Header("Accept"))
@@ -415,7 +415,7 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 		ex.offResume()
 		return handlers.Waiting
 	}
-	if ex.reqDone && ex.cl.ProxyInboundBuffered() > proxy.MaxPendingInput {
+	if ex.reqDone && handlers.InboundBuffered(ex.cl) > proxy.MaxPendingInput {
 		ex.abort()
 		return handlers.CloseNow
 	}
@@ -773,7 +773,7 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 // finish ends the response in the sink and reports it to the client.
 // Nothing may touch ex afterwards.
 func (ex *exchange) finish(cut bool) {
-	res := proxy.Result{Status: ex.status, BodyBytes: ex.bodyOut, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
+	res := handlers.Result{Status: ex.status, BodyBytes: ex.bodyOut, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
 	}
@@ -790,7 +790,7 @@ func (ex *exchange) finish(cut bool) {
 	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
-	cl.ProxyFinish(res)
+	cl.End(res)
 }
 
 // finishTruncated ends a response that cannot be completed: the client

@@ -57,8 +57,6 @@ type Conn struct {
 	endClose bool // the pending exchange ended during Resume and asked to close
 	endParse bool // the pending exchange ended during Resume: parse what follows
 
-	px *proxyConn // proxy state (proxy.go); nil until the first proxied request
-
 	st staticConn // static routes: the file cache's completion of a load (static.go)
 
 	redirect handlers.Handler // answers every request on redirect_to_https listeners; nil elsewhere
@@ -78,7 +76,7 @@ func (cs *Conn) Open(wc *wire.Conn, l *Loop) {
 	cs.Conn, cs.loop = wc, l
 	cs.ctx.Req = &cs.req
 	cs.ctx.Remote = cs.Remote
-	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
+	cs.ctx.Exchange = cs // for handlers that answer later (exchange.go)
 	cs.sink.cs = cs
 	cs.ctx.Sink = &cs.sink // handlers.ResponseSink, likewise
 	cs.src.cs = cs

@@ -60,12 +60,12 @@ type exchange struct {
 
 	// A handler that forwards the request (the proxy, FastCGI) reads its
 	// body from body, writes its response to sink and reports its end
-	// through pc (proxy.Client).
+	// through x (forwarded.go).
 	body       requestBody
 	sink       streamSink
-	pc         proxyClient
+	x          streamExchange
 	keepBody   bool // DATA is kept in body for the handler, not discarded
-	forwarded  bool // the handler reported the end (ProxyFinish): the exchange ends once sink drained
+	forwarded  bool // the handler reported the end (End): the exchange ends once sink drained
 	heldAnswer bool // answered at once but deferred: the answer goes out when the body ended
 }
 
@@ -97,8 +97,8 @@ func (h *Conn) exchange(slot int) *exchange {
 		ex = &exchange{h: h}
 		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
-		ex.body.ex, ex.sink.ex, ex.pc.ex = ex, ex, ex
-		ex.ctx.Body, ex.ctx.Sink, ex.ctx.Conn = &ex.body, &ex.sink, &ex.pc
+		ex.body.ex, ex.sink.ex, ex.x.ex = ex, ex, ex
+		ex.ctx.Body, ex.ctx.Sink, ex.ctx.Exchange = &ex.body, &ex.sink, &ex.x
 		h.ex[slot] = ex
 	}
 	return ex

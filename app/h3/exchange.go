@@ -241,7 +241,7 @@ func (ex *exchange) release() {
 	resp.Reset()
 	c := &ex.ctx
 	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
-	c.Sink, c.Body, c.Conn = nil, nil, nil
+	c.Sink, c.Body, c.Exchange = nil, nil, nil
 	ex.fw = forward{}
 	c.Scratch = c.Scratch[:0]
 	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0
