@@ -7,6 +7,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
@@ -374,20 +375,7 @@ func (cs *Conn) answer(set *wire.Settings, now int64) {
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.
 	ctx.Remote, ctx.Peer = cs.Remote, netip.AddrPort{} // Serve finds the request's client anew (server.trusted_proxies)
-	switch {
-	case req.Form == codec.AsteriskForm:
-		// "OPTIONS *" asks about the server as a whole: nothing to say
-		// beyond a success (net/http answers the same).
-		ctx.Resp.Status = 200
-	case req.Form == codec.AuthorityForm:
-		// CONNECT: gale is not a forward proxy.
-		ctx.Error(405)
-		ctx.Resp.Close = true
-	case cs.redirect != nil:
-		cs.redirect.Serve(ctx)
-	default:
-		set.Router.Serve(ctx)
-	}
+	serve.Dispatch(ctx, cs.redirect, set.Router)
 	cs.meter.Route = ctx.Route
 	if ctx.Resp.Pending != nil {
 		cs.pend(ctx.Resp.Pending)

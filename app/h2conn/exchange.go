@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/cache"
 	"gale/codec"
@@ -266,25 +267,13 @@ func (ex *exchange) start(s *h2.Stream) {
 	c.TLS = cs.Layered()
 }
 
-// serve routes the request and runs its handler, as h1.Conn.answer does for
-// HTTP/1.1. A handler that answers later leaves ex.pending set.
+// serve routes the request and runs its handler (serve.Dispatch, as on
+// every protocol). A handler that answers later leaves ex.pending set.
 func (ex *exchange) serve() {
 	cs := ex.h.wc
 	set := cs.Loop.Shared.Set.Load()
 	c := &ex.ctx
-	req := c.Req
-	switch {
-	case req.Form == codec.AsteriskForm:
-		c.Resp.Reset()
-		c.Resp.Status = 200
-	case req.Form == codec.AuthorityForm:
-		c.Resp.Reset()
-		c.Error(405) // CONNECT: gale is not a forward proxy
-	case ex.h.redirect != nil:
-		ex.h.redirect.Serve(c)
-	default:
-		set.Router.Serve(c)
-	}
+	serve.Dispatch(c, ex.h.redirect, set.Router)
 	ex.meter.Route = c.Route
 	if p := c.Resp.Pending; p != nil {
 		ex.pend(p)

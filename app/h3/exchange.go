@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/cache"
 	"gale/codec"
@@ -100,15 +101,7 @@ func (ex *exchange) Run(context.Context) error {
 // serve routes the request and runs its handler, as the other engines
 // do. A handler that answers later leaves Resp.Pending set.
 func (ex *exchange) serve(set *wire.Settings) {
-	c := &ex.ctx
-	switch c.Req.Form {
-	case codec.AsteriskForm:
-		c.Resp.Status = 200
-	case codec.AuthorityForm:
-		c.Error(405) // CONNECT: gale is not a forward proxy
-	default:
-		set.Router.Serve(c)
-	}
+	serve.Dispatch(&ex.ctx, nil, set.Router) // HTTP/3 listeners redirect nothing
 }
 
 // resumeRun resumes an exchange's continuation on its loop.
