@@ -132,7 +132,7 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx, scr
 	ex.now = nanotime()
 	ex.set = cl.Settings()
 	req := c.Req
-	ex.isHead = string(req.Method) == "HEAD"
+	ex.isHead = req.IsHead()
 	ex.json = codec.AcceptsJSONOnly(req.Header("Accept"))
 	ex.reqDone = false
 	ex.safe = !req.HasBody()

@@ -155,7 +155,7 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	req := c.Req
 	ex.clientV = req.Version
 	ex.clientKeep = req.KeepAlive
-	ex.isHead = string(req.Method) == "HEAD"
+	ex.isHead = req.IsHead()
 	ex.upgrade = req.Upgrade && canTunnel(cl)
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()

@@ -402,8 +402,8 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
 		Server:        set.ServerHeader,
 	}
-	isHead := string(req.Method) == "HEAD"
-	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	isHead := req.IsHead()
+	bodyless := codec.NoBody(false, resp.Status)
 	body := resp.Body
 	size := resp.BodySize()
 	if !bodyless {

@@ -393,8 +393,8 @@ func (ex *exchange) answer() {
 	if ex.loaded() != nil {
 		ex.wait.result.Store(nil) // a load result belongs to this request only
 	}
-	isHead := string(c.Req.Method) == "HEAD"
-	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	isHead := c.Req.IsHead()
+	bodyless := codec.NoBody(false, resp.Status)
 	size := resp.BodySize()
 	end := isHead || bodyless || size == 0
 	mem := int64(0)

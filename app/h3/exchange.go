@@ -150,7 +150,7 @@ func (ex *exchange) answer() {
 	c := &ex.ctx
 	resp := &c.Resp
 	ex.result.Store(nil) // a load result belongs to this request only
-	ex.noBody = string(c.Req.Method) == "HEAD" || resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	ex.noBody = codec.NoBody(c.Req.IsHead(), resp.Status)
 	ex.size = resp.BodySize()
 	if !ex.noBody && ex.size > 0 && resp.File != nil {
 		if ex.heldFile = ex.loop.Shared.Budget.Acquire(1); !ex.heldFile {

@@ -309,7 +309,7 @@ func (s *forwardSink) WriteHead(hd handlers.Head) {
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil
 	}
-	bodyless := hd.Status < 200 || hd.Status == 204 || hd.Status == 304
+	bodyless := codec.NoBody(false, hd.Status)
 	if hd.Length >= 0 && !bodyless {
 		h["Content-Length"] = []string{strconv.FormatInt(hd.Length, 10)}
 	}
