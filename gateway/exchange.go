@@ -79,7 +79,6 @@ type exchange struct {
 	piecesLen  int64
 	started    bool
 	status     int
-	bodyOut    int64
 	ended      bool // FCGI_END_REQUEST arrived
 	gotBytes   bool
 	lastReused bool
@@ -701,7 +700,6 @@ func (ex *exchange) bodyPiece(p []byte) {
 		ex.flushPieces()
 	}
 	ex.sink.WriteBody(p)
-	ex.bodyOut += int64(len(p))
 }
 
 // flushPieces writes a waiting head (with the body's length when the
@@ -719,7 +717,6 @@ func (ex *exchange) flushPieces() {
 	ex.started = true
 	for i := 0; i < ex.npieces; i++ {
 		ex.sink.WriteBody(ex.pieces[i])
-		ex.bodyOut += int64(len(ex.pieces[i]))
 		ex.pieces[i] = nil
 	}
 	ex.npieces, ex.piecesLen = 0, 0
@@ -773,7 +770,7 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 // finish ends the response in the sink and reports it to the client.
 // Nothing may touch ex afterwards.
 func (ex *exchange) finish(cut bool) {
-	res := handlers.Result{Status: ex.status, BodyBytes: ex.bodyOut, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
+	res := handlers.Result{Status: ex.status, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
 	}

@@ -72,8 +72,8 @@ type ExchangeSettings struct {
 // Result is how a pending response ended, for Exchange.End.
 type Result struct {
 	Status    int   // the final status sent to the client (0: none was)
-	BodyBytes int64 // response body bytes sent, for the access log
-	BytesOut  int64 // every byte the handler wrote to the client past the sink (an off-loop copy), for the counters
+	BodyBytes int64 // response body bytes the handler sent past the sink (an off-loop copy), for the access log; the engine counts what went through the sink itself
+	BytesOut  int64 // every byte the handler wrote to the client past the sink, for the counters
 	Close     bool  // close the connection once its output drained
 	Unread    bool  // request bytes may be left unread (Close is set): linger while closing, so they do not turn the close into a reset
 	Detach    bool  // HTTP/1.1 after Upgrader.SwitchProtocols: the socket now belongs to a tunnel; close the gnet connection at once, without shutdown or lingering; the tunnel takes over the client's place in the budget (fds.Budget.Join) and leaves it when it ends

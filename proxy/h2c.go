@@ -380,9 +380,7 @@ func (ex *exchange) h2cBody() {
 	hx := ex.hx
 	ex.busy = true
 	if hx.n > 0 {
-		ex.sink.WriteBody(hx.buf[:hx.n])
-		ex.bodyOut += int64(hx.n)
-		ex.out += int64(hx.n)
+		ex.sink.WriteBody(hx.buf[:hx.n]) // the client's engine counts it
 		ex.sink.Flush()
 	}
 	ex.busy = false

@@ -61,6 +61,8 @@ type forward struct {
 	quit       chan struct{}
 	readerDone chan struct{} // closed when readBody returned
 
+	sent int64 // body bytes the sink took (the loop's)
+
 	sink   forwardSink
 	source forwardBody
 	x      forwardExchange
@@ -339,6 +341,7 @@ func (s *forwardSink) WriteBody(p []byte) {
 		return
 	}
 	f := s.f
+	f.sent += int64(len(p))
 	c := append([]byte(nil), p...)
 	f.mu.Lock()
 	f.chunks = append(f.chunks, c)
@@ -454,7 +457,7 @@ func (x *forwardExchange) End(r handlers.Result) {
 	if ex.status == 0 {
 		ex.status = r.Status
 	}
-	ex.recordSent(r.BodyBytes)
+	ex.recordSent(r.BodyBytes + f.sent)
 	f.mu.Lock()
 	f.ended = true
 	if ex.status == 0 || !f.headSet {
@@ -478,6 +481,6 @@ func (f *forward) answer(c *handlers.Ctx) {
 	f.sink.WriteHead(handlers.Head{Status: resp.Status, Fields: fields, Length: int64(len(resp.Body))})
 	f.sink.WriteBody(resp.Body)
 	f.sink.Finish(nil)
-	ex.recordSent(int64(len(resp.Body)))
+	ex.recordSent(f.sent)
 	f.finishedNow()
 }
