@@ -14,9 +14,11 @@ import (
 
 // TestForwardedBodyBytesLogged: a forwarded response's body bytes are
 // counted once in the access log, whichever protocol the client speaks
-// (HTTP/1.1, h2 over TLS, h2c, HTTP/3) and whichever the upstream
-// (HTTP/1.1, h2c): each engine counts what went through its sink, and the
-// handler reports only what it sent past it.
+// (HTTP/1.1 plain and over TLS, h2 over TLS, h2c, HTTP/3) and whichever
+// the upstream (HTTP/1.1, h2c): each engine counts what went through its
+// sink, and the handler reports only what it sent past it. Forwarded
+// responses of the TLS listener advertise HTTP/3 (Alt-Svc) as its local
+// ones do, on HTTP/1.1 and HTTP/2.
 func TestForwardedBodyBytesLogged(t *testing.T) {
 	t.Parallel()
 	const size = 1000
@@ -40,7 +42,13 @@ routes:
 	secure := "https://" + ts.tlsAddr
 	h1 := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableCompression: true,
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}}
+	h1tls := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableCompression: true,
+		TLSClientConfig: ts.clientConfig("localhost"), TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}}
+	t.Cleanup(h1tls.CloseIdleConnections)
+	t.Cleanup(h1.CloseIdleConnections)
 	h2 := h2Clients(t, ts)
+	_, port, _ := strings.Cut(ts.tlsAddr, ":")
+	altSvc := `h3=":` + port + `"; ma=86400`
 	h3 := h3Client(t, ts)
 	clients := []struct {
 		name  string
@@ -49,6 +57,7 @@ routes:
 		proto string
 	}{
 		{"h1", h1, plain, "HTTP/1.1"},
+		{"h1tls", h1tls, secure, "HTTP/1.1"},
 		{"h2", h2["tls"].c, secure, "HTTP/2.0"},
 		{"h2c", h2["h2c"].c, plain, "HTTP/2.0"},
 		{"h3", h3, secure, "HTTP/3.0"},
@@ -65,6 +74,9 @@ routes:
 			resp.Body.Close()
 			if err != nil || len(b) != size || resp.Proto != cl.proto {
 				t.Fatalf("%s %s: %s, %d bytes, %v", cl.name, target, resp.Proto, len(b), err)
+			}
+			if adv := cl.base == secure && cl.proto != "HTTP/3.0"; (resp.Header.Get("Alt-Svc") == altSvc) != adv {
+				t.Errorf("%s %s: Alt-Svc %q, advertised: %v", cl.name, target, resp.Header.Get("Alt-Svc"), adv)
 			}
 			want = append(want, fmt.Sprintf(`"GET %s %s" 200 %d `, target, cl.proto, size))
 		}

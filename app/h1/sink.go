@@ -133,6 +133,7 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	b = codec.AppendConnection(b, closeConn, s.version == codec.HTTP10)
+	b = append(b, cs.altSvc...) // as on every response of the listener (altsvc.go)
 	cs.loop.sinkBuf = append(b, crlf...)
 	if closeConn {
 		cs.closeAfter = true
