@@ -14,10 +14,10 @@ import (
 
 // This file connects the proxy to the server: it starts and stops the
 // proxy routes' health checks, sums their counters, and dispatches the
-// gnet events of upstream connections (their context is a
-// *proxy.UpstreamConn, set before OnOpen; accepted clients arrive without
+// gnet events of upstream connections (their context is an
+// *upstream.Conn, set before OnOpen; accepted clients arrive without
 // one). The routes are built by wire.CompileBudget, and the HTTP/1.1 engine
-// implements proxy.Client (package h1).
+// implements handlers.Exchange for the proxy (package h1).
 
 // startProxies starts the health checks of the proxy routes of set, and
 // gives the FastCGI routes (a php route's scripts among them) the log.

@@ -73,7 +73,7 @@ const (
 // connection closes.
 func (r *Response) Framing(head bool) BodyKind {
 	switch {
-	case head || r.Status < 200 || r.Status == 204 || r.Status == 304:
+	case NoBody(head, r.Status):
 		return BodyNone
 	case r.Chunked:
 		return BodyChunked

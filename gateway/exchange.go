@@ -47,10 +47,10 @@ type exchange struct {
 	lp   *loop
 	idx  int
 	h    *Handler
-	cl   proxy.Client
+	cl   handlers.Exchange
 	sink handlers.ResponseSink
 	body handlers.BodySource
-	set  proxy.ClientSettings
+	set  handlers.ExchangeSettings
 
 	srv      int // the server of the current attempt; -1 none
 	tried    uint64
@@ -80,7 +80,6 @@ type exchange struct {
 	piecesLen  int64
 	started    bool
 	status     int
-	bodyOut    int64
 	ended      bool // FCGI_END_REQUEST arrived
 	gotBytes   bool
 	lastReused bool
@@ -128,12 +127,12 @@ func (ex *exchange) reset() {
 func nanotime() int64 { return time.Now().UnixNano() }
 
 // setup renders the request: FCGI_BEGIN_REQUEST and the environment.
-func (ex *exchange) setup(h *Handler, cl proxy.Client, c *handlers.Ctx, script, info []byte, decoded bool) int {
+func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx, script, info []byte, decoded bool) int {
 	ex.h, ex.cl, ex.sink, ex.body = h, cl, c.Sink, c.Body
 	ex.now = nanotime()
-	ex.set = cl.ProxySettings()
+	ex.set = cl.Settings()
 	req := c.Req
-	ex.isHead = string(req.Method) == "HEAD"
+	ex.isHead = req.IsHead()
 	ex.json = codec.AcceptsJSONOnly(req.Header("Accept"))
 	ex.reqDone = false
 	ex.safe = !req.HasBody()
@@ -441,7 +440,7 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 		ex.offResume()
 		return handlers.Waiting
 	}
-	if ex.reqDone && ex.cl.ProxyInboundBuffered() > proxy.MaxPendingInput {
+	if ex.reqDone && handlers.InboundBuffered(ex.cl) > proxy.MaxPendingInput {
 		ex.abort()
 		return handlers.CloseNow
 	}
@@ -728,7 +727,6 @@ func (ex *exchange) bodyPiece(p []byte) {
 		ex.flushPieces()
 	}
 	ex.sink.WriteBody(p)
-	ex.bodyOut += int64(len(p))
 }
 
 // flushPieces writes a waiting head (with the body's length when the
@@ -746,7 +744,6 @@ func (ex *exchange) flushPieces() {
 	ex.started = true
 	for i := 0; i < ex.npieces; i++ {
 		ex.sink.WriteBody(ex.pieces[i])
-		ex.bodyOut += int64(len(ex.pieces[i]))
 		ex.pieces[i] = nil
 	}
 	ex.npieces, ex.piecesLen = 0, 0
@@ -799,7 +796,7 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 // finish ends the response in the sink and reports it to the client.
 // Nothing may touch ex afterwards.
 func (ex *exchange) finish(cut bool) {
-	res := proxy.Result{Status: ex.status, BodyBytes: ex.bodyOut, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
+	res := handlers.Result{Status: ex.status, Close: cut || !ex.reqDone, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
 	}
@@ -816,7 +813,7 @@ func (ex *exchange) finish(cut bool) {
 	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
-	cl.ProxyFinish(res)
+	cl.End(res)
 }
 
 // finishTruncated ends a response that cannot be completed: the client

@@ -276,9 +276,9 @@ func (h *Handler) ServeScript(c *handlers.Ctx, script, info []byte) {
 
 // serve starts the exchange, or answers an error at once.
 func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
-	cl, ok := c.Conn.(proxy.Client)
+	pl := proxy.LoopOf(c.Exchange)
 	switch {
-	case !ok || c.Sink == nil || c.Body == nil:
+	case pl == nil || c.Sink == nil || c.Body == nil:
 		h.errorNow(c, 500)
 		return
 	case c.Req.Chunked:
@@ -286,9 +286,9 @@ func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
 		h.errorNow(c, 411)
 		return
 	}
-	lp := h.loopFor(cl.ProxyLoop().Upstreams())
+	lp := h.loopFor(pl.Upstreams())
 	ex := lp.getExchange()
-	if status := ex.setup(h, cl, c, script, info, decoded); status != 0 {
+	if status := ex.setup(h, c.Exchange, c, script, info, decoded); status != 0 {
 		lp.putExchange(ex)
 		h.errorNow(c, status)
 		return

@@ -84,13 +84,12 @@ type Ctx struct {
 	Sink ResponseSink
 	Body BodySource
 
-	// Conn is the HTTP/1.1 connection, for what exists only on HTTP/1.1
-	// (the proxy's off-loop copies over a duplicated socket, Upgrade
-	// tunnels, and the continuation that resumes parsing); nil on other
-	// protocols. It is opaque to this package: the server sets it for
-	// the connection's life, and a handler asserts it to the interface
-	// it needs. Like the Ctx, it belongs to the connection's loop.
-	Conn any
+	// Exchange is what the engine offers a handler that answers later
+	// besides Sink and Body: the end of the exchange, a wake, the
+	// settings, the loop's state for upstreams, and by type assertion
+	// what only some protocols have (see exchange.go). The engine sets
+	// it for the exchange; nil outside the server.
+	Exchange Exchange
 }
 
 // Pending is the one way a handler answers after Serve returned: the

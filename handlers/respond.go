@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -25,7 +26,7 @@ func newRespond(rc *config.Respond) (*respondHandler, error) {
 		return nil, fmt.Errorf("%w: status %d (want 200..599)", ErrBadRespond, status)
 	}
 	h := &respondHandler{status: status}
-	if bodyForbidden(status) {
+	if codec.NoBody(false, status) {
 		if rc.Body != "" {
 			return nil, fmt.Errorf("%w: status %d has no body", ErrBadRespond, status)
 		}
@@ -42,12 +43,6 @@ func newRespond(rc *config.Respond) (*respondHandler, error) {
 		h.contentType = []byte(rc.ContentType)
 	}
 	return h, nil
-}
-
-// bodyForbidden reports whether a response with status carries no content
-// (RFC 9110 6.4.1).
-func bodyForbidden(status int) bool {
-	return status < 200 || status == 204 || status == 304
 }
 
 func (h *respondHandler) Serve(c *Ctx) {

@@ -4,6 +4,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/codec"
+	"gale/handlers"
 )
 
 // This file bounds what an exchange keeps in memory in either direction.
@@ -217,7 +218,7 @@ func (ex *exchange) overBodyBound() bool {
 // client connection must be cut off at once; a chunked body over its
 // bound is answered 413 instead (through settle), and it reports false.
 func (ex *exchange) inputOverflow() bool {
-	n := int64(ex.cl.ProxyInboundBuffered())
+	n := int64(handlers.InboundBuffered(ex.cl))
 	if n <= MaxPendingInput {
 		return false
 	}

@@ -13,7 +13,9 @@
 // is. From then on the client connection parses nothing further and
 // resumes the exchange on its events (Pending.Resume), which writes the
 // response to the client's sink as it arrives and reports completion
-// through Client.ProxyFinish.
+// through the exchange's handlers.Exchange (Ctx.Exchange: End). The
+// engine's Exchange also leads to the proxy's state of the loop
+// (LoopOf, through Exchange.Local), so no engine names this package.
 //
 // Upstream connections are the upstream core's (package upstream): they
 // belong to the loop of the client that first needed them, for their whole
@@ -52,7 +54,10 @@
 // connection close after it. Responses to HEAD and 204/304 responses have
 // no body. A 101 answer to an Upgrade request turns both connections into
 // a tunnel, served off the loop until either side closes; tunnels and
-// the off-loop copies below exist on HTTP/1.1 only (Client).
+// the off-loop copies below exist on HTTP/1.1 only: the proxy asks the
+// exchange for handlers.Upgrader and handlers.Duplicator, which only the
+// HTTP/1.1 engine implements. Without them an Upgrade is not forwarded,
+// and a body that outruns the client is paced through the sink.
 //
 // # Back-pressure
 //

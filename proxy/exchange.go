@@ -63,9 +63,9 @@ type exchange struct {
 	lp   *Loop
 	idx  int // position in lp.active; -1 when not active
 	h    *Handler
-	cl   Client
+	cl   handlers.Exchange
 	sink handlers.ResponseSink // where the response goes (the client's engine frames it)
-	set  ClientSettings
+	set  handlers.ExchangeSettings
 	up   *Upstream
 	pool *upstream.Pool
 	uc   *upstream.Conn
@@ -151,15 +151,15 @@ func (ex *exchange) reset() {
 
 // setup copies what the exchange keeps of the request in c and renders
 // the upstream request head.
-func (ex *exchange) setup(h *Handler, cl Client, c *handlers.Ctx) {
+func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.h, ex.cl, ex.sink = h, cl, c.Sink
 	ex.now = nanotime()
-	ex.set = cl.ProxySettings()
+	ex.set = cl.Settings()
 	req := c.Req
 	ex.clientV = req.Version
 	ex.clientKeep = req.KeepAlive
-	ex.isHead = string(req.Method) == "HEAD"
-	ex.upgrade = req.Upgrade && h.offersUpgrade(req.Headers)
+	ex.isHead = req.IsHead()
+	ex.upgrade = req.Upgrade && canTunnel(cl) && h.offersUpgrade(req.Headers)
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
@@ -458,7 +458,7 @@ func (ex *exchange) requestDeadline() {
 
 // Resume implements handlers.Pending: the client sent more bytes, or an
 // off-loop copy woke the connection. The exchange ends through the
-// client's ProxyFinish, never by answering here.
+// client's Exchange.End, never by answering here.
 func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 	switch ex.state {
 	case exHandoff:
@@ -663,12 +663,12 @@ func (ex *exchange) retryOrFail(status int, why string) {
 func (ex *exchange) check(now int64) {
 	switch ex.state {
 	case exHandoffWait:
-		if ex.cl.ProxyOutboundBuffered() == 0 {
+		if ex.outboundBuffered() == 0 {
 			ex.startHandoff()
 		}
 		return
 	case exTunnelWait:
-		if ex.cl.ProxyOutboundBuffered() == 0 && (ex.uc == nil || ex.uc.Gnet().OutboundBuffered() == 0) {
+		if ex.outboundBuffered() == 0 && (ex.uc == nil || ex.uc.Gnet().OutboundBuffered() == 0) {
 			ex.startTunnel(false)
 		}
 		return
@@ -835,7 +835,7 @@ loop:
 	case ex.rstate == rsTunnel:
 		ex.state = exTunnelWait
 		ex.deadline = 0
-		if ex.cl.ProxyOutboundBuffered() == 0 && gc.OutboundBuffered() == 0 {
+		if ex.outboundBuffered() == 0 && gc.OutboundBuffered() == 0 {
 			return ex.startTunnel(true)
 		}
 		return gnet.None
@@ -907,7 +907,7 @@ func (ex *exchange) complete(leftover bool) gnet.Action {
 // finish reports the completed response to the client and recycles the
 // exchange. Nothing may touch ex afterwards.
 func (ex *exchange) finish() {
-	res := Result{
+	res := handlers.Result{
 		Status:    ex.status,
 		BodyBytes: ex.bodyOut,
 		BytesOut:  ex.out,
@@ -920,7 +920,7 @@ func (ex *exchange) finish() {
 	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
-	cl.ProxyFinish(res)
+	cl.End(res)
 }
 
 // endSink ends the response in the sink (Abort when cut, else Finish)
@@ -951,7 +951,7 @@ func (ex *exchange) endSink(cut bool) bool {
 func (ex *exchange) finishTruncated(why string) {
 	ex.lp.Stats.Truncated.Add(1)
 	ex.debug("response truncated", why)
-	res := Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone, At: ex.now}
+	res := handlers.Result{Status: ex.status, BodyBytes: ex.bodyOut, BytesOut: ex.out, Close: true, Unread: !ex.reqDone, At: ex.now}
 	if !ex.started {
 		res.Status = 502
 	}
@@ -960,7 +960,7 @@ func (ex *exchange) finishTruncated(why string) {
 	}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
-	cl.ProxyFinish(res)
+	cl.End(res)
 }
 
 // finishError answers status (502, 504, or a request body error) with a
@@ -979,7 +979,7 @@ func (ex *exchange) finishError(status int, why string) {
 	if ex.reqDone && status >= 500 {
 		// The request was read in full: the connection may serve
 		// another one.
-		ex.closeClient = !ex.clientKeep || ex.cl.ProxyClosing()
+		ex.closeClient = !ex.clientKeep || ex.cl.Closing()
 	}
 	lp := ex.lp
 	r := &lp.resp
@@ -1027,4 +1027,13 @@ func (ex *exchange) debug(msg, why string) {
 		up = ex.up.raw
 	}
 	l.Debug("proxy: "+msg, "route", ex.h.route.Conf.Path, "upstream", up, "reason", why)
+}
+
+// canTunnel reports whether the client's connection can become a tunnel
+// after a 101: it switches protocols and hands over its socket (HTTP/1.1).
+// A request from any other is forwarded without its Upgrade.
+func canTunnel(x handlers.Exchange) bool {
+	_, up := x.(handlers.Upgrader)
+	_, dup := x.(handlers.Duplicator)
+	return up && dup
 }

@@ -84,7 +84,7 @@ func (ex *exchange) beginH2C(c *handlers.Ctx) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	hx := &h2cStream{cancel: cancel, more: make(chan struct{}, 1), quit: make(chan struct{})}
 	if !ex.reqDone {
-		hx.pipe = newBodyPipe(ex.cl.ProxyWake)
+		hx.pipe = newBodyPipe(ex.cl.Wake)
 		req.Body = hx.pipe
 		if _, ok := ex.body.(handlers.TrailerSource); ok {
 			req.Trailer = declaredTrailers(c.Req) // values filled as the body ends (bodyPipe)
@@ -156,7 +156,7 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 
 // run sends req on tr and hands the loop the head, then each body buffer
 // when it asks. It runs on its own goroutine.
-func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration, wake Client) {
+func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration, wake handlers.Exchange) {
 	timer := time.AfterFunc(timeout, func() {
 		hx.timedOut.Store(true)
 		hx.cancel()
@@ -165,7 +165,7 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 	timer.Stop()
 	hx.resp, hx.err = resp, err
 	hx.ready.Store(true)
-	wake.ProxyWake()
+	wake.Wake()
 	if err != nil {
 		return
 	}
@@ -181,7 +181,7 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 		timer.Stop()
 		hx.n, hx.err = n, err
 		hx.ready.Store(true)
-		wake.ProxyWake()
+		wake.Wake()
 		if err != nil {
 			return
 		}
@@ -380,9 +380,7 @@ func (ex *exchange) h2cBody() {
 	hx := ex.hx
 	ex.busy = true
 	if hx.n > 0 {
-		ex.sink.WriteBody(hx.buf[:hx.n])
-		ex.bodyOut += int64(hx.n)
-		ex.out += int64(hx.n)
+		ex.sink.WriteBody(hx.buf[:hx.n]) // the client's engine counts it
 		ex.sink.Flush()
 	}
 	ex.busy = false

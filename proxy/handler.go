@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync/atomic"
-	"time"
 
 	"gale/codec"
 	"gale/config"
@@ -19,84 +17,6 @@ import (
 
 // ErrNotProxy is returned by New for a route without proxy settings.
 var ErrNotProxy = errors.New("proxy: route has no proxy settings")
-
-// Client is what the proxy needs of the HTTP/1.1 client connection a
-// request arrived on, besides the exchange's response sink
-// (handlers.Ctx.Sink), through which every response head and body byte
-// goes: the server's connection implements it and hands it over as
-// handlers.Ctx.Conn. It carries what exists on HTTP/1.1 only: the request
-// body's bytes as they arrived, the off-loop copies over a duplicated
-// socket, the 101 that starts a tunnel, and the continuation that resumes
-// parsing. The I/O methods go through the connection's transport (plain
-// TCP or TLS), so the proxy never touches the socket behind it. Every
-// method runs on the connection's event loop, except ProxyWake.
-type Client interface {
-	// ProxyInbound returns the bytes received from the client and not
-	// consumed yet (the rest of the request body, tunnelled bytes,
-	// pipelined requests). The slice is valid until ProxyConsume or the
-	// end of the current event.
-	ProxyInbound() []byte
-	// ProxyConsume drops the first n bytes of ProxyInbound (n < 0: all).
-	ProxyConsume(n int)
-	// ProxyInboundBuffered is how many received bytes wait.
-	ProxyInboundBuffered() int
-	// ProxySwitch writes the 101 (Switching Protocols) response whose
-	// fields are fields, with the Connection and Upgrade fields a tunnel
-	// needs (upgrade is the upstream's Upgrade value). A failing write
-	// closes the connection inside the call (the pending response's
-	// Closed runs before ProxySwitch returns).
-	ProxySwitch(fields []codec.Header, upgrade []byte)
-	// ProxyChunked reports whether the response sink frames the body of
-	// the response under way in chunks (else it is sent as it is: by
-	// length, or delimited by the close), for an off-loop copy that
-	// writes the rest of the body to the duplicated socket itself.
-	ProxyChunked() bool
-	// ProxyOutboundBuffered is how many bytes wait to leave for the
-	// client.
-	ProxyOutboundBuffered() int
-	// ProxyDup returns a connection to the same client usable from
-	// another goroutine (for plain TCP, over a duplicate of the socket),
-	// for copies off the loop. The proxy writes nothing through the
-	// connection itself while it uses the duplicate. A transport that
-	// cannot give one returns an error; the proxy then stays on the loop.
-	ProxyDup() (net.Conn, error)
-	// ProxyWake makes the connection's loop run Input again soon. Safe
-	// for concurrent use (the off-loop copies call it when done).
-	ProxyWake()
-	// ProxyLoop returns the proxy state of the connection's event loop.
-	ProxyLoop() *Loop
-	// ProxySettings returns the server settings that apply to the
-	// request (read once, when the request is served).
-	ProxySettings() ClientSettings
-	// ProxyClosing reports whether the connection closes after the
-	// current response whatever it is (the server is stopping).
-	ProxyClosing() bool
-	// ProxyFinish ends the pending response: the connection counts and
-	// logs it, then closes or resumes parsing. It must be the last thing
-	// the proxy does with the connection for this request; it may serve
-	// the next pipelined request (and start another exchange) before it
-	// returns.
-	ProxyFinish(r Result)
-}
-
-// ClientSettings are the server-wide settings a proxied request follows.
-type ClientSettings struct {
-	Server          []byte        // Server field of responses the proxy renders itself (502, 504); nil = none; static memory
-	BodyBytes       int64         // largest request body (limits.body_bytes)
-	WriteTimeout    time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
-	ReadBodyTimeout time.Duration // timeouts.read_body: no progress reading a request body for this long answers 408
-}
-
-// Result is how a pending response ended, for ProxyFinish.
-type Result struct {
-	Status    int   // the final status sent to the client (0: none was)
-	BodyBytes int64 // response body bytes sent, for the access log
-	BytesOut  int64 // every byte written to the client for this request
-	Close     bool  // close the connection once its output drained
-	Unread    bool  // request bytes may be left unread (Close is set): linger while closing, so they do not turn the close into a reset
-	Detach    bool  // the socket now belongs to a tunnel: close the gnet connection at once, without shutdown or lingering; the tunnel takes over the client's place in the budget (fds.Budget.Join) and leaves it when it ends
-	At        int64 // when the response ended (unix ns), read by the proxy already
-}
 
 // Options are what a Handler needs besides its route.
 type Options struct {
@@ -397,19 +317,18 @@ func (h *Handler) isTrusted(a netip.Addr) bool {
 
 // Serve implements handlers.Handler: it starts forwarding c.Req and
 // answers with a pending response, or answers an error at once when the
-// request cannot be forwarded (no Client behind c.Conn, or no sink or
-// body source: 500; no upstream left, or a dead connection and no retry:
-// 502). It runs on the client's event loop and does not allocate once the
+// request cannot be forwarded (no Exchange that leads to the loop's
+// proxy state, or no sink or body source: 500; no upstream left, or a
+// dead connection and no retry: 502). It runs on the client's event loop and does not allocate once the
 // loop's buffers and pools have grown.
 func (h *Handler) Serve(c *handlers.Ctx) {
-	cl, ok := c.Conn.(Client)
-	if !ok || c.Sink == nil || c.Body == nil {
+	lp := LoopOf(c.Exchange)
+	if lp == nil || c.Sink == nil || c.Body == nil {
 		h.errorNow(c, 500)
 		return
 	}
-	lp := cl.ProxyLoop()
 	ex := lp.getExchange()
-	ex.setup(h, cl, c)
+	ex.setup(h, c.Exchange, c)
 	begin := ex.begin
 	if h.h2c {
 		begin = func() int { return ex.beginH2C(c) }
@@ -420,6 +339,16 @@ func (h *Handler) Serve(c *handlers.Ctx) {
 		return
 	}
 	c.Resp.Pending = ex
+}
+
+// LoopOf returns the proxy state of the loop exchange x runs on, or nil
+// when x is nil or its server keeps none. It neither locks nor allocates.
+func LoopOf(x handlers.Exchange) *Loop {
+	if x == nil {
+		return nil
+	}
+	lp, _ := x.Local(handlers.LocalUpstreams).(*Loop)
+	return lp
 }
 
 // errorNow answers an error that the server renders like any response,

@@ -10,6 +10,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/codec"
+	"gale/handlers"
 )
 
 // This file paces a response body for a client whose connection carries
@@ -24,11 +25,6 @@ import (
 // TCP flow control slows the upstream down to the client's pace, and an
 // exchange holds one buffer whatever the body's size.
 
-// ErrShared is what a Client's ProxyDup returns when its connection
-// carries other exchanges and so cannot be handed to a goroutine: the
-// rest of a response that outruns the client is paced instead.
-var ErrShared = errors.New("proxy: the client's connection carries other exchanges")
-
 // pacedBuf is how much the pacer reads at a time: the most a paced
 // exchange holds beyond what its client's sink queued.
 const pacedBuf = 32 << 10
@@ -38,8 +34,8 @@ const pacedBuf = 32 << 10
 // (more), buf, start, end and err are the loop's; otherwise the
 // goroutine's.
 type pacer struct {
-	up      net.Conn // the upstream connection's duplicate, counted in the budget
-	wake    Client   // woken (ProxyWake) when a read completed
+	up      net.Conn          // the upstream connection's duplicate, counted in the budget
+	wake    handlers.Exchange // woken (Wake) when a read completed
 	timeout time.Duration
 
 	buf        [pacedBuf]byte
@@ -61,7 +57,7 @@ func (p *pacer) run() {
 		p.end += n
 		p.err = err
 		p.ready.Store(true)
-		p.wake.ProxyWake()
+		p.wake.Wake()
 		if err != nil {
 			return
 		}

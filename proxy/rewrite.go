@@ -500,7 +500,7 @@ func (ex *exchange) relayHead() {
 	if r.Status == 101 {
 		ex.kind = codec.BodyNone
 		hs := ex.filterResponse(true)
-		ex.cl.ProxySwitch(hs, r.Header("upgrade"))
+		ex.cl.(handlers.Upgrader).SwitchProtocols(hs, r.Header("upgrade")) // ex.upgrade: the client can tunnel (setup)
 		clear(hs)
 		lp.hdrs = hs[:0]
 		return
@@ -513,7 +513,7 @@ func (ex *exchange) relayHead() {
 		ex.rbody.Keep = &ex.trailerRaw
 	}
 	ex.remaining = r.ContentLength
-	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.ProxyClosing()
+	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.Closing()
 	length := r.ContentLength
 	if ex.kind == codec.BodyChunked || ex.kind == codec.BodyUntilClose {
 		length = -1

@@ -13,6 +13,7 @@ import (
 
 	"gale/codec"
 	"gale/fds"
+	"gale/handlers"
 	"gale/upstream"
 )
 
@@ -49,8 +50,8 @@ var copyBufPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 // writes before it sets done, and the loop reads after it saw done.
 type transfer struct {
 	tunnel bool
-	up, cl net.Conn // duplicates of the two sockets
-	wake   Client   // woken (ProxyWake) when a body copy ends
+	up, cl net.Conn          // duplicates of the two sockets
+	wake   handlers.Exchange // woken (Wake) when a body copy ends
 
 	kind      codec.BodyKind
 	body      codec.BodyReader // chunked framing state
@@ -106,11 +107,12 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		return gnet.None
 	}
 	ex.noFds = false
-	cl, err := ex.cl.ProxyDup()
-	if errors.Is(err, ErrShared) {
+	d, ok := ex.cl.(handlers.Duplicator)
+	if !ok {
 		b.Release(1) // the pacer needs one duplicate only
 		return ex.startPaced()
 	}
+	cl, err := d.Dup()
 	var up net.Conn
 	if err == nil {
 		cl = track(b, cl)
@@ -138,7 +140,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		kind:      ex.kind,
 		body:      ex.rbody,
 		remaining: ex.remaining,
-		chunks:    ex.cl.ProxyChunked(),
+		chunks:    d.Chunked(),
 		write:     ex.set.WriteTimeout,
 		read:      time.Duration(ex.h.headerTimeout),
 	}
@@ -214,7 +216,7 @@ var errShortBody = errors.New("proxy: upstream body ended early")
 func (x *transfer) runBody() {
 	defer func() {
 		x.done.Store(true)
-		x.wake.ProxyWake() // a no-op once the client closed
+		x.wake.Wake() // a no-op once the client closed
 	}()
 	switch {
 	case x.kind == codec.BodyLength:
@@ -369,14 +371,15 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 		x.upPrefix = append([]byte(nil), b...)
 	}
 	_, _ = uc.Gnet().Discard(-1)
-	if b := ex.cl.ProxyInbound(); len(b) > 0 {
+	up := ex.cl.(handlers.Upgrader) // ex.upgrade: the client can tunnel (setup)
+	if b := up.Inbound(); len(b) > 0 {
 		x.clPrefix = append([]byte(nil), b...)
 	}
-	ex.cl.ProxyConsume(-1)
+	up.Consume(-1)
 	b := ex.h.budget
 	err := errBudget
 	if b.Acquire(2) {
-		err = x.dupBoth(b, uc, ex.cl)
+		err = x.dupBoth(b, uc, ex.cl.(handlers.Duplicator))
 	}
 	ex.dropConn(false)
 	uc.Drop()
@@ -394,13 +397,13 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	x.budget = b
 	ex.lp.Stats.Tunnels.Add(1)
 	x.started = true
-	res := Result{Status: 101, BytesOut: ex.out, Detach: true, At: ex.now}
+	res := handlers.Result{Status: 101, BytesOut: ex.out, Detach: true, At: ex.now}
 	cl := ex.cl
 	ex.lp.putExchange(ex)
 	// The client connection hands its place in the budget to the tunnel
-	// in ProxyFinish; the tunnel gives it back when it ends, so it starts
+	// in End; the tunnel gives it back when it ends, so it starts
 	// only then.
-	cl.ProxyFinish(res)
+	cl.End(res)
 	go x.runTunnel()
 	return act
 }
@@ -408,7 +411,7 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 // dupBoth makes the tunnel's duplicates of both sockets, each counted as
 // one of the two descriptors the caller acquired from b. On failure it
 // closes what it made and gives back the rest.
-func (x *transfer) dupBoth(b *fds.Budget, uc *upstream.Conn, cl Client) error {
+func (x *transfer) dupBoth(b *fds.Budget, uc *upstream.Conn, cl handlers.Duplicator) error {
 	upFd, err := uc.Gnet().Dup()
 	var up net.Conn
 	if err == nil {
@@ -419,7 +422,7 @@ func (x *transfer) dupBoth(b *fds.Budget, uc *upstream.Conn, cl Client) error {
 		return err
 	}
 	x.up = track(b, up)
-	c, err := cl.ProxyDup()
+	c, err := cl.Dup()
 	if err != nil {
 		_ = x.up.Close()
 		b.Release(1)
@@ -475,4 +478,14 @@ func (x *transfer) runTunnel() {
 	go func() { defer wg.Done(); pipe(x.cl, x.up, x.upPrefix) }()
 	go func() { defer wg.Done(); pipe(x.up, x.cl, x.clPrefix) }()
 	wg.Wait()
+}
+
+// outboundBuffered is how many bytes wait to leave for the client through
+// its loop, before a copy over a duplicate of its socket may start; 0 for
+// a client that cannot be duplicated (no such copy waits for it).
+func (ex *exchange) outboundBuffered() int {
+	if d, ok := ex.cl.(handlers.Duplicator); ok {
+		return d.OutboundBuffered()
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
@@ -57,8 +58,6 @@ type Conn struct {
 	endClose bool // the pending exchange ended during Resume and asked to close
 	endParse bool // the pending exchange ended during Resume: parse what follows
 
-	px *proxyConn // proxy state (proxy.go); nil until the first proxied request
-
 	st staticConn // static routes: the file cache's completion of a load (static.go)
 
 	redirect handlers.Handler // answers every request on redirect_to_https listeners; nil elsewhere
@@ -78,7 +77,7 @@ func (cs *Conn) Open(wc *wire.Conn, l *Loop) {
 	cs.Conn, cs.loop = wc, l
 	cs.ctx.Req = &cs.req
 	cs.ctx.Remote = cs.Remote
-	cs.ctx.Conn = cs // proxy.Client, for handlers that answer later
+	cs.ctx.Exchange = cs // for handlers that answer later (exchange.go)
 	cs.sink.cs = cs
 	cs.ctx.Sink = &cs.sink // handlers.ResponseSink, likewise
 	cs.src.cs = cs
@@ -376,20 +375,7 @@ func (cs *Conn) answer(set *wire.Settings, now int64) {
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.
 	ctx.Remote, ctx.Peer = cs.Remote, netip.AddrPort{} // Serve finds the request's client anew (server.trusted_proxies)
-	switch {
-	case req.Form == codec.AsteriskForm:
-		// "OPTIONS *" asks about the server as a whole: nothing to say
-		// beyond a success (net/http answers the same).
-		ctx.Resp.Status = 200
-	case req.Form == codec.AuthorityForm:
-		// CONNECT: gale is not a forward proxy.
-		ctx.Error(405)
-		ctx.Resp.Close = true
-	case cs.redirect != nil:
-		cs.redirect.Serve(ctx)
-	default:
-		set.Router.Serve(ctx)
-	}
+	serve.Dispatch(ctx, cs.redirect, set.Router)
 	cs.meter.Route = ctx.Route
 	if ctx.Resp.Pending != nil {
 		cs.pend(ctx.Resp.Pending)
@@ -416,8 +402,8 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
 		Server:        set.ServerHeader,
 	}
-	isHead := string(req.Method) == "HEAD"
-	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	isHead := req.IsHead()
+	bodyless := codec.NoBody(false, resp.Status)
 	body := resp.Body
 	size := resp.BodySize()
 	if !bodyless {

@@ -5,8 +5,11 @@
 // later leaves its exchange pending until its continuation resumes on the
 // same loop (pending.go): a load of the file cache (static.go) or the
 // reverse proxy, which speaks to the client through the response sink and
-// request body (sink.go, body.go) and the proxy.Client methods
-// (proxy.go). Bodies too large for the loop's buffers leave it on a
+// request body (sink.go, body.go) and the connection's handlers.Exchange
+// (exchange.go): besides what every engine offers, the optional
+// capabilities only HTTP/1.1 has, handlers.Upgrader (the 101 and the raw
+// bytes of a tunnel) and handlers.Duplicator (the socket for off-loop
+// copies). This package does not name the proxy. Bodies too large for the loop's buffers leave it on a
 // duplicate of the socket (transfer.go, transfer_tls.go).
 //
 // The server (package app) drives an engine through wire.Engine; all of

@@ -14,7 +14,6 @@ import (
 	"gale/config"
 	"gale/fastcgi"
 	"gale/gateway"
-	"gale/upstream"
 )
 
 // fastcgiFixture drives a FastCGI exchange by hand: the client and the
@@ -24,7 +23,7 @@ type fastcgiFixture struct {
 	cs   *Conn
 	cl   *fakeConn
 	app  *fakeConn
-	conn *upstream.Conn // the connection the handler dialed
+	conn wire.Upstream // the connection the handler dialed
 	req  []byte
 	resp []byte
 }
@@ -46,11 +45,11 @@ func newFastCGIFixture(tb testing.TB, route string) *fastcgiFixture {
 	s := newShared()
 	s.Set.Store(set)
 	f := &fastcgiFixture{cl: &fakeConn{}, app: &fakeConn{}}
+	s.Proxies.Dial = func(c wire.Upstream) { f.conn = c }
 	f.cs = newTestConn(newTestLoop(s), f.cl)
 	if _, ok := set.Router.Routes()[0].Handler.(*gateway.Handler); !ok {
 		tb.Fatalf("route handler %T", set.Router.Routes()[0].Handler)
 	}
-	f.cs.ProxyLoop().Upstreams().SetDial(func(c *upstream.Conn) { f.conn = c })
 	return f
 }
 

@@ -17,7 +17,7 @@ import (
 // are consumed: the proxy reads the body that follows them), and hands
 // every event to the continuation. The exchange ends when Resume answers
 // (the response is then written as any other), or when the proxy reports
-// its end (ProxyFinish, proxy.go).
+// its end (End, exchange.go).
 
 // pend makes p the connection's pending exchange, keeping the request.
 func (cs *Conn) pend(p handlers.Pending) {

@@ -7,7 +7,6 @@ import (
 
 	"gale/app/wire"
 	"gale/config"
-	"gale/upstream"
 )
 
 // proxyFixture drives a proxied exchange by hand: the client and the
@@ -17,7 +16,7 @@ type proxyFixture struct {
 	cs   *Conn
 	cl   *fakeConn // the client
 	up   *fakeConn // the upstream
-	uc   *upstream.Conn
+	uc   wire.Upstream
 	req  []byte
 	resp []byte
 }
@@ -36,11 +35,11 @@ func newProxyFixture(tb testing.TB, routes string) *proxyFixture {
 	s := newShared()
 	s.Set.Store(set)
 	f := &proxyFixture{cl: &fakeConn{}, up: &fakeConn{}}
-	f.cs = newTestConn(newTestLoop(s), f.cl)
-	f.cs.ProxyLoop().SetDial(func(uc *upstream.Conn) {
+	s.Proxies.Dial = func(uc wire.Upstream) {
 		f.uc = uc
 		uc.OnOpen(f.up) // connected at once
-	})
+	}
+	f.cs = newTestConn(newTestLoop(s), f.cl)
 	return f
 }
 

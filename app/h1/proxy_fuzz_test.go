@@ -10,7 +10,6 @@ import (
 	"gale/app/wire"
 	"gale/codec"
 	"gale/config"
-	"gale/upstream"
 )
 
 // recConn is a fakeConn that keeps what is written to it.
@@ -76,9 +75,9 @@ func FuzzProxyRequest(f *testing.F) {
 			return
 		}
 		cl, up := &recConn{fakeConn: fakeConn{in: append([]byte(nil), data...)}}, &recConn{}
+		var uc wire.Upstream
+		s.Proxies.Dial = func(c wire.Upstream) { uc = c }
 		cs := newTestConn(newTestLoop(s), cl)
-		var uc *upstream.Conn
-		cs.ProxyLoop().SetDial(func(c *upstream.Conn) { uc = c })
 		cs.serve()
 		if !cs.proxyPending() || uc == nil {
 			t.Fatalf("request not forwarded; client got %q", cl.out.String())

@@ -67,7 +67,7 @@ var _ handlers.ResponseSink = (*responseSink)(nil)
 func (s *responseSink) start(req *codec.Request, set *wire.Settings) {
 	s.version = req.Version
 	s.keep = req.KeepAlive
-	s.isHead = string(req.Method) == "HEAD"
+	s.isHead = req.IsHead()
 	s.framing = sinkNoBody
 	s.maxOut = set.MaxOut
 	s.wrote, s.body = 0, 0
@@ -111,7 +111,7 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 	st := h.Status
 	closeConn := h.Close || !s.keep || cs.closeAfter || cs.loop.Shared.Draining.Load()
 	switch {
-	case s.isHead || st < 200 || st == 204 || st == 304:
+	case codec.NoBody(s.isHead, st):
 		s.framing = sinkNoBody
 	case h.Length >= 0:
 		s.framing = sinkLength
@@ -133,6 +133,7 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	b = codec.AppendConnection(b, closeConn, s.version == codec.HTTP10)
+	b = append(b, cs.altSvc...) // as on every response of the listener (altsvc.go)
 	cs.loop.sinkBuf = append(b, crlf...)
 	if closeConn {
 		cs.closeAfter = true

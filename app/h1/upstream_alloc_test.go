@@ -32,9 +32,9 @@ func TestProxyAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {
 		t.Fatalf("%v allocations per proxied request with metrics, want 0", n)
 	}
-	s := &f.cs.ProxyLoop().Stats
-	if s.Dials.Load() != 1 || s.Reused.Load() < 400 {
-		t.Errorf("dials %d reused %d: the pooled connection was not reused", s.Dials.Load(), s.Reused.Load())
+	s := f.cs.Loop.Shared.Proxies.Stats()
+	if s.Dials != 1 || s.Reused < 400 {
+		t.Errorf("dials %d reused %d: the pooled connection was not reused", s.Dials, s.Reused)
 	}
 }
 

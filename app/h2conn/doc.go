@@ -4,7 +4,11 @@
 // as HTTP/1.1 (exchange.go), produces response bodies under the stream
 // and connection windows (response.go), and moves large output to a
 // writer goroutine on a duplicate of the socket (writer.go), which reads
-// file regions through a buffer, checked against their version.
+// file regions through a buffer, checked against their version. A handler
+// that forwards a stream (the proxy, FastCGI) gets the stream's sink, body
+// source and handlers.Exchange (sink.go, body.go, forwarded.go), and none
+// of the optional capabilities only HTTP/1.1 has (handlers.Upgrader,
+// handlers.Duplicator): a stream shares its connection.
 //
 // The server (package app) chooses HTTP/2 for a connection (ALPN h2, or
 // the h2c preface, SniffPreface) and drives it through wire.Engine; all of

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/cache"
 	"gale/codec"
@@ -60,12 +61,12 @@ type exchange struct {
 
 	// A handler that forwards the request (the proxy, FastCGI) reads its
 	// body from body, writes its response to sink and reports its end
-	// through pc (proxy.Client).
+	// through x (forwarded.go).
 	body       requestBody
 	sink       streamSink
-	pc         proxyClient
+	x          streamExchange
 	keepBody   bool       // DATA is kept in body for the handler, not discarded
-	forwarded  bool       // the handler reported the end (ProxyFinish): the exchange ends once sink drained
+	forwarded  bool       // the handler reported the end (End): the exchange ends once sink drained
 	heldAnswer bool       // answered at once but deferred: the answer goes out when the body ended
 	dispatch   bool       // held for dispatch at the end of the read batch (dispatch.go)
 	shareHeld  bool       // the stream counts in its address's upstream share (share.go)
@@ -100,8 +101,8 @@ func (h *Conn) exchange(slot int) *exchange {
 		ex = &exchange{h: h}
 		ex.ctx.Scratch = make([]byte, 0, slotScratch)
 		ex.ctx.Cache = ex
-		ex.body.ex, ex.sink.ex, ex.pc.ex = ex, ex, ex
-		ex.ctx.Body, ex.ctx.Sink, ex.ctx.Conn = &ex.body, &ex.sink, &ex.pc
+		ex.body.ex, ex.sink.ex, ex.x.ex = ex, ex, ex
+		ex.ctx.Body, ex.ctx.Sink, ex.ctx.Exchange = &ex.body, &ex.sink, &ex.x
 		h.ex[slot] = ex
 	}
 	return ex
@@ -269,25 +270,13 @@ func (ex *exchange) start(s *h2.Stream) {
 	c.TLS = cs.Layered()
 }
 
-// serve routes the request and runs its handler, as h1.Conn.answer does for
-// HTTP/1.1. A handler that answers later leaves ex.pending set.
+// serve routes the request and runs its handler (serve.Dispatch, as on
+// every protocol). A handler that answers later leaves ex.pending set.
 func (ex *exchange) serve() {
 	cs := ex.h.wc
 	set := cs.Loop.Shared.Set.Load()
 	c := &ex.ctx
-	req := c.Req
-	switch {
-	case req.Form == codec.AsteriskForm:
-		c.Resp.Reset()
-		c.Resp.Status = 200
-	case req.Form == codec.AuthorityForm:
-		c.Resp.Reset()
-		c.Error(405) // CONNECT: gale is not a forward proxy
-	case ex.h.redirect != nil:
-		ex.h.redirect.Serve(c)
-	default:
-		set.Router.Serve(c)
-	}
+	serve.Dispatch(c, ex.h.redirect, set.Router)
 	ex.meter.Route = c.Route
 	if p := c.Resp.Pending; p != nil {
 		ex.pend(p)
@@ -407,8 +396,8 @@ func (ex *exchange) answer() {
 	if ex.loaded() != nil {
 		ex.wait.result.Store(nil) // a load result belongs to this request only
 	}
-	isHead := string(c.Req.Method) == "HEAD"
-	bodyless := resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	isHead := c.Req.IsHead()
+	bodyless := codec.NoBody(false, resp.Status)
 	size := resp.BodySize()
 	end := isHead || bodyless || size == 0
 	mem := int64(0)

@@ -75,8 +75,8 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 	}
 	h := ex.h
 	h.now = time.Now().UnixNano()
-	isHead := string(ex.ctx.Req.Method) == "HEAD"
-	bodyless := hd.Status == 204 || hd.Status == 304
+	isHead := ex.ctx.Req.IsHead()
+	bodyless := codec.NoBody(false, hd.Status)
 	h.hdr = hpack.AppendStatus(h.hdr[:0], hd.Status)
 	h.hdr, h.lower = handlers.AppendHPACKFields(h.hdr, h.lower, hd.Fields)
 	if hd.Length > 0 && !bodyless || hd.Length == 0 && isHead {

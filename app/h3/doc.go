@@ -13,7 +13,9 @@
 // other engines do, and signals its answer back over a channel of one.
 // The goroutine then writes the response (reply.go): the fields, and the
 // body from the exchange's own memory, a cached entry (pinned while it is
-// sent) or the response's file, read off the loop.
+// sent) or the response's file, read off the loop. A forwarded request
+// (forward.go) gets a sink, a body source and a handlers.Exchange, and
+// none of the optional capabilities only HTTP/1.1 has.
 //
 // A Listener (listener.go) is one TLS listener's QUIC side: a UDP socket
 // on the listener's port with the receive and send buffers quic-go asks

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gale/accesslog"
+	"gale/app/serve"
 	"gale/app/wire"
 	"gale/cache"
 	"gale/codec"
@@ -100,15 +101,7 @@ func (ex *exchange) Run(context.Context) error {
 // serve routes the request and runs its handler, as the other engines
 // do. A handler that answers later leaves Resp.Pending set.
 func (ex *exchange) serve(set *wire.Settings) {
-	c := &ex.ctx
-	switch c.Req.Form {
-	case codec.AsteriskForm:
-		c.Resp.Status = 200
-	case codec.AuthorityForm:
-		c.Error(405) // CONNECT: gale is not a forward proxy
-	default:
-		set.Router.Serve(c)
-	}
+	serve.Dispatch(&ex.ctx, nil, set.Router) // HTTP/3 listeners redirect nothing
 }
 
 // resumeRun resumes an exchange's continuation on its loop.
@@ -157,7 +150,7 @@ func (ex *exchange) answer() {
 	c := &ex.ctx
 	resp := &c.Resp
 	ex.result.Store(nil) // a load result belongs to this request only
-	ex.noBody = string(c.Req.Method) == "HEAD" || resp.Status < 200 || resp.Status == 204 || resp.Status == 304
+	ex.noBody = codec.NoBody(c.Req.IsHead(), resp.Status)
 	ex.size = resp.BodySize()
 	if !ex.noBody && ex.size > 0 && resp.File != nil {
 		if ex.heldFile = ex.loop.Shared.Budget.Acquire(1); !ex.heldFile {
@@ -241,7 +234,7 @@ func (ex *exchange) release() {
 	resp.Reset()
 	c := &ex.ctx
 	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
-	c.Sink, c.Body, c.Conn = nil, nil, nil
+	c.Sink, c.Body, c.Exchange = nil, nil, nil
 	ex.fw = forward{}
 	c.Scratch = c.Scratch[:0]
 	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	"gale/codec"
 	"gale/handlers"
-	"gale/proxy"
 )
 
 // Forwarded exchanges: a request to a route whose handler forwards it (a
@@ -47,7 +45,7 @@ type forward struct {
 	abort    bool        // cut: the stream is reset
 	gone     bool        // the client's stream failed: nothing more is written
 
-	finished chan struct{} // the loop is done with the exchange (ProxyFinish, or the client gone)
+	finished chan struct{} // the loop is done with the exchange (End, or the client gone)
 
 	// The request body: the reader fills buf when asked (more), the loop
 	// consumes buf[off:n].
@@ -63,22 +61,24 @@ type forward struct {
 	quit       chan struct{}
 	readerDone chan struct{} // closed when readBody returned
 
+	sent int64 // body bytes the sink took (the loop's)
+
 	sink   forwardSink
 	source forwardBody
-	client forwardClient
+	x      forwardExchange
 }
 
 // init prepares f for a new exchange.
 func (f *forward) init(ex *exchange) {
 	*f = forward{ex: ex, finished: make(chan struct{}, 1), more: make(chan struct{}, 1), quit: make(chan struct{}), readerDone: make(chan struct{})}
 	f.cond.L = &f.mu
-	f.sink.f, f.source.f, f.client.f = f, f, f
+	f.sink.f, f.source.f, f.x.f = f, f, f
 }
 
 // attach gives the exchange's context the sink, the body source and the
-// proxy client, for a handler that forwards.
+// exchange's capabilities, for a handler that forwards.
 func (f *forward) attach(c *handlers.Ctx) {
-	c.Sink, c.Body, c.Conn = &f.sink, &f.source, &f.client
+	c.Sink, c.Body, c.Exchange = &f.sink, &f.source, &f.x
 }
 
 // The request's goroutine side.
@@ -311,7 +311,7 @@ func (s *forwardSink) WriteHead(hd handlers.Head) {
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil
 	}
-	bodyless := hd.Status < 200 || hd.Status == 204 || hd.Status == 304
+	bodyless := codec.NoBody(false, hd.Status)
 	if hd.Length >= 0 && !bodyless {
 		h["Content-Length"] = []string{strconv.FormatInt(hd.Length, 10)}
 	}
@@ -341,6 +341,7 @@ func (s *forwardSink) WriteBody(p []byte) {
 		return
 	}
 	f := s.f
+	f.sent += int64(len(p))
 	c := append([]byte(nil), p...)
 	f.mu.Lock()
 	f.chunks = append(f.chunks, c)
@@ -423,36 +424,40 @@ func (b *forwardBody) Consume(n int) {
 	}
 }
 
-// The loop side: the proxy's view of the client.
+// The loop side: what the handler sees of the exchange.
 
-type forwardClient struct{ f *forward }
+// forwardExchange is a forwarded exchange's handlers.Exchange: what every
+// engine offers and nothing of what HTTP/1.1 alone has (a request stream
+// has no raw bytes, cannot become a tunnel, and its QUIC connection
+// carries other streams, so it cannot be handed to a goroutine).
+type forwardExchange struct{ f *forward }
 
-var _ proxy.Client = (*forwardClient)(nil)
+var _ handlers.Exchange = (*forwardExchange)(nil)
 
-func (*forwardClient) ProxyInbound() []byte                 { return nil }
-func (*forwardClient) ProxyConsume(int)                     {}
-func (*forwardClient) ProxyInboundBuffered() int            { return 0 }
-func (c *forwardClient) ProxySwitch([]codec.Header, []byte) { c.f.sink.Abort() }
-func (*forwardClient) ProxyChunked() bool                   { return false }
-func (c *forwardClient) ProxyOutboundBuffered() int         { return 0 }
-func (*forwardClient) ProxyDup() (net.Conn, error)          { return nil, proxy.ErrShared }
-func (c *forwardClient) ProxyWake()                         { c.f.ex.wakeLoop() }
-func (c *forwardClient) ProxyLoop() *proxy.Loop             { return c.f.ex.loop.Proxy() }
-func (*forwardClient) ProxyClosing() bool                   { return false }
-func (c *forwardClient) ProxySettings() proxy.ClientSettings {
-	return c.f.ex.loop.Shared.Set.Load().ProxyClientSettings()
+// Wake implements handlers.Exchange. Safe from any goroutine.
+func (x *forwardExchange) Wake() { x.f.ex.wakeLoop() }
+
+// Local implements handlers.Exchange.
+func (x *forwardExchange) Local(k handlers.LocalKind) any { return x.f.ex.loop.Local(k) }
+
+// Closing implements handlers.Exchange: a request stream ends on its own.
+func (*forwardExchange) Closing() bool { return false }
+
+// Settings implements handlers.Exchange.
+func (x *forwardExchange) Settings() handlers.ExchangeSettings {
+	return x.f.ex.loop.Shared.Set.Load().ExchangeSettings()
 }
 
-// ProxyFinish implements proxy.Client: the forwarded response ended; it
-// is counted and logged, and the request's goroutine finishes writing it.
-func (c *forwardClient) ProxyFinish(r proxy.Result) {
-	f := c.f
+// End implements handlers.Exchange: the forwarded response ended; it is
+// counted and logged, and the request's goroutine finishes writing it.
+func (x *forwardExchange) End(r handlers.Result) {
+	f := x.f
 	ex := f.ex
 	ex.pending = nil
 	if ex.status == 0 {
 		ex.status = r.Status
 	}
-	ex.recordSent(r.BodyBytes)
+	ex.recordSent(r.BodyBytes + f.sent)
 	f.mu.Lock()
 	f.ended = true
 	if ex.status == 0 || !f.headSet {
@@ -476,6 +481,6 @@ func (f *forward) answer(c *handlers.Ctx) {
 	f.sink.WriteHead(handlers.Head{Status: resp.Status, Fields: fields, Length: int64(len(resp.Body))})
 	f.sink.WriteBody(resp.Body)
 	f.sink.Finish(nil)
-	ex.recordSent(int64(len(resp.Body)))
+	ex.recordSent(f.sent)
 	f.finishedNow()
 }

@@ -25,7 +25,7 @@ func (ex *exchange) write(w http.ResponseWriter) {
 		h["Content-Type"] = nil // no sniffing: the field is absent as on the other protocols
 	}
 	h["Date"] = ex.l.date.now()
-	bodyless := ex.status < 200 || ex.status == 204 || ex.status == 304
+	bodyless := codec.NoBody(false, ex.status)
 	if bodyless {
 		delete(h, "Content-Length")
 	} else {

@@ -7,11 +7,15 @@
 //     a client's bytes over plain gnet or a Layer such as TLS, write
 //     progress, half-close, duplication of the socket and wake-ups;
 //   - the per-loop services (Loop): output buffers, counters, the access
-//     log's pending lines and the loop's view of the file cache;
+//     log's pending lines, the loop's view of the file cache, and the
+//     per-loop state of handlers that answer later (Loop.Local, which
+//     every engine's handlers.Exchange passes on, so the engines never
+//     name the proxy);
 //   - the process-wide state engines read (Shared): the compiled settings,
 //     the descriptor budget, the access log, the stop flag and the proxy's
 //     per-loop state;
-//   - the compiled settings (Settings, Compile) and the proxy-route
+//   - the compiled settings (Settings, Compile; Settings.ExchangeSettings
+//     for handlers.Exchange) and the proxy-route
 //     factory, so that an engine's tests build a working configuration
 //     without the server;
 //   - the interface through which the server drives an engine (Engine).

@@ -4,6 +4,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/cache"
+	"gale/handlers"
 	"gale/proxy"
 )
 
@@ -23,6 +24,7 @@ type Loop struct {
 	Resets  Rate        // HTTP/2 streams reset by the loop's clients (resetrate.go)
 	Forward AddrLoad    // HTTP/2 streams forwarded upstream and not ended, per client address (addrload.go)
 	view    *cache.View // this loop's view of the file cache; nil until a static request
+	proxy   *proxy.Loop // the proxy state of this loop; nil until a proxied request
 }
 
 // Segment places an in-memory body (referenced, not copied) at offset At
@@ -51,8 +53,23 @@ func (l *Loop) CacheView(c *cache.Cache) *cache.View {
 	return l.view
 }
 
-// Proxy returns the loop's proxy state, made on the first proxied request.
-func (l *Loop) Proxy() *proxy.Loop { return l.Shared.Proxies.For(l, l.Shared.Log) }
+// Proxy returns the loop's proxy state, made on the first proxied
+// request. It runs on the loop.
+func (l *Loop) Proxy() *proxy.Loop {
+	if l.proxy == nil {
+		l.proxy = l.Shared.Proxies.For(l, l.Shared.Log)
+	}
+	return l.proxy
+}
+
+// Local implements handlers.Exchange.Local for the engines' exchanges on
+// the loop: the state of kind k kept on this loop, made on first use.
+func (l *Loop) Local(k handlers.LocalKind) any {
+	if k == handlers.LocalUpstreams {
+		return l.Proxy()
+	}
+	return nil
+}
 
 // FlushAccessLog hands the access log lines gathered on the loop to the
 // writer.

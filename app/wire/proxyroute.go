@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
+
 	"gale/config"
 	"gale/fds"
 	"gale/handlers"
@@ -23,10 +25,10 @@ func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	})
 }
 
-// ProxyClientSettings returns the server settings a proxied request
-// follows, whichever protocol the client speaks.
-func (s *Settings) ProxyClientSettings() proxy.ClientSettings {
-	return proxy.ClientSettings{
+// ExchangeSettings returns the server settings that a handler answering
+// later follows, whichever protocol the client speaks.
+func (s *Settings) ExchangeSettings() handlers.ExchangeSettings {
+	return handlers.ExchangeSettings{
 		Server:          s.ServerHeader,
 		BodyBytes:       s.Limits.BodyBytes,
 		WriteTimeout:    time.Duration(s.Write),
@@ -42,6 +44,20 @@ type ProxyLoops struct {
 	byEl  sync.Map // *Loop -> *proxy.Loop
 	list  atomic.Pointer[[]*proxy.Loop]
 	count int
+
+	// Dial, when set before the first proxied request, replaces how the
+	// loops' proxy state makes upstream connections: it is handed each
+	// new connection, to open and drive by hand (tests of an engine that
+	// run without gnet).
+	Dial func(Upstream)
+}
+
+// Upstream is a connection to an upstream as gnet drives it, for
+// ProxyLoops.Dial.
+type Upstream interface {
+	OnOpen(gnet.Conn)
+	OnTraffic(gnet.Conn) gnet.Action
+	OnClose(gnet.Conn, error)
 }
 
 // For returns the proxy state of loop l, creating it on first use. It
@@ -56,6 +72,9 @@ func (p *ProxyLoops) For(l *Loop, log *slog.Logger) *proxy.Loop {
 		return v.(*proxy.Loop)
 	}
 	pl := proxy.NewLoop(l.EL, p.count, log, &p.group)
+	if d := p.Dial; d != nil {
+		pl.SetDial(func(uc *upstream.Conn) { d(uc) })
+	}
 	p.count++
 	p.byEl.Store(l, pl)
 	var list []*proxy.Loop
