@@ -266,7 +266,8 @@ func (rc *rawConn) response(method string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// eventually polls cond every 10 ms for up to d.
+// eventually polls cond every 10 ms for up to d. The sleep is the
+// polling interval: cond reads a counter or a log that announces nothing.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
