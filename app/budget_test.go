@@ -21,13 +21,31 @@ import (
 // on a counter).
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !waitUntil(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// cacheIdle waits until s's file cache has no load or compression queued
+// or running: what the requests so far asked of its workers is done.
+func cacheIdle(t *testing.T, s *Server) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the file cache's workers to be idle", func() bool { return s.files.Stats().Pending == 0 })
+}
+
+// waitUntil polls cond every 10 ms until it holds or d has passed, and
+// reports whether it held; the caller's own checks then say what is
+// wrong. The sleep is the polling interval: cond reads a counter, a
+// scrape, a log or the kernel, none of which announces a change.
+func waitUntil(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 // TestBudgetCountsUpstreamsAndTransfers: upstream connections and

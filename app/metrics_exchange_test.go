@@ -97,14 +97,12 @@ func histCount(fams map[string]*dto.MetricFamily, name string, le float64, label
 // client read it).
 func waitRequests(t *testing.T, ts *testServer, n float64) map[string]*dto.MetricFamily {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		fams := scrape(t, ts)
-		if sum(fams, "gale_requests_total") >= n || time.Now().After(deadline) {
-			return fams
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var fams map[string]*dto.MetricFamily
+	waitUntil(5*time.Second, func() bool {
+		fams = scrape(t, ts)
+		return sum(fams, "gale_requests_total") >= n
+	})
+	return fams
 }
 
 // Requests are counted by route, method and code, exactly: named routes
