@@ -147,12 +147,8 @@ func openFiles(t *testing.T, path string) int {
 // the counter; it fails after a generous deadline.
 func awaitBudget(t *testing.T, ts *tlsTestServer, used int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.sh.Budget.Snapshot().Used != used {
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.sh.Budget.Snapshot().Used, used)
-		}
-		time.Sleep(10 * time.Millisecond) // polls the counter
+	if !waitUntil(20*time.Second, func() bool { return ts.srv.sh.Budget.Snapshot().Used == used }) {
+		t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.sh.Budget.Snapshot().Used, used)
 	}
 }
 
@@ -233,12 +229,8 @@ cache: {max_file_bytes: 1KiB}
 		}
 	})
 	// gale takes the connection and the streams' files...
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.sh.Budget.Snapshot().Used < used+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.sh.Budget.Snapshot().Used-used)
-		}
-		time.Sleep(time.Millisecond) // polls the counter
+	if !waitUntil(20*time.Second, func() bool { return ts.srv.sh.Budget.Snapshot().Used >= used+2 }) {
+		t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.sh.Budget.Snapshot().Used-used)
 	}
 	// ...then, the client reading nothing, the writer's write times out
 	// and gale closes the connection.
@@ -548,9 +540,7 @@ func TestH2HeldBodiesBounded(t *testing.T) {
 		hc.burst(func(fr *http2.Framer) {
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("GET", fmt.Sprintf("/f%03d.bin", i)), EndStream: true, EndHeaders: true})
 		})
-		for ts.srv.files.Stats().Loads < uint64(i+1) { // polls the cache's counter
-			time.Sleep(time.Millisecond)
-		}
+		eventually(t, 10*time.Second, "the load", func() bool { return ts.srv.files.Stats().Loads >= uint64(i+1) })
 	}
 	hc.burst(func(fr *http2.Framer) { _ = fr.WritePing(false, [8]byte{2}) })
 	heads := map[uint32]string{}

@@ -3,12 +3,14 @@ package app
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +185,42 @@ func client() *http.Client {
 			DisableCompression:  true,
 		},
 	}
+}
+
+// peerRead waits until the server's end of c has read everything c sent
+// so far: the kernel's receive queue of that socket (/proc/net/tcp) is
+// empty, or the socket is gone. What c writes next then reaches the
+// server in a read of its own.
+func peerRead(t testing.TB, c net.Conn) {
+	t.Helper()
+	local, remote := procNetAddr(c.RemoteAddr()), procNetAddr(c.LocalAddr())
+	if !waitUntil(5*time.Second, func() bool { return recvQueued(t, local, remote) == 0 }) {
+		t.Fatalf("the server's end of %s still holds %d unread bytes", c.LocalAddr(), recvQueued(t, local, remote))
+	}
+}
+
+// procNetAddr spells a 127.x TCP address as /proc/net/tcp does.
+func procNetAddr(a net.Addr) string {
+	ta := a.(*net.TCPAddr)
+	ip := ta.IP.To4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+}
+
+// recvQueued returns the bytes waiting in the receive queue of the TCP
+// socket from local to remote, 0 if there is none.
+func recvQueued(t testing.TB, local, remote string) int {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[1] != local || f[2] != remote {
+			continue
+		}
+		_, rx, _ := strings.Cut(f[4], ":")
+		n, _ := strconv.ParseInt(rx, 16, 64)
+		return int(n)
+	}
+	return 0
 }

@@ -106,7 +106,7 @@ func TestRequestOneByteAtATime(t *testing.T) {
 		if _, err := c.Write([]byte{req[i]}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
+		peerRead(t, c) // gale reads each byte apart
 	}
 	resp, body := readResponse(t, bufio.NewReader(c), "GET")
 	if resp.StatusCode != 200 || body != "file a\n" {
@@ -478,6 +478,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 20; i++ {
+		served := done.Load()
 		body := fmt.Sprintf("v%d\n", i)
 		text := baseListen + strings.Replace(siteConfig, `"hello\n"`, fmt.Sprintf("%q", body), 1)
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -499,7 +500,8 @@ func TestReloadUnderLoad(t *testing.T) {
 		if string(got) != body {
 			t.Fatalf("after reload %d: %q, want %q", i, got, body)
 		}
-		time.Sleep(10 * time.Millisecond)
+		// The clients are served between two reloads.
+		eventually(t, 10*time.Second, "a client's request after the reload", func() bool { return done.Load() > served })
 	}
 	close(stop)
 	wg.Wait()
