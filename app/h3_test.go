@@ -437,6 +437,7 @@ routes:
 	if want := fmt.Sprintf("%d %x", len(upload), upSum); r.StatusCode != 200 || string(body) != want {
 		t.Fatalf("8 MiB POST: %d %q, want %q", r.StatusCode, body, want)
 	}
+	paced := ts.srv.ProxyStats().Paced
 	r, err = c.Get(base + "/up/big")
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +446,9 @@ routes:
 	first := make([]byte, 1<<20)
 	n, _ := io.ReadFull(r.Body, first)
 	h.Write(first[:n])
-	time.Sleep(300 * time.Millisecond) // let the body outrun the client
+	// Read on once the body has outrun the client and is paced off the
+	// loop.
+	eventually(t, 10*time.Second, "the body to be paced off the loop", func() bool { return ts.srv.ProxyStats().Paced > paced })
 	m, err := io.Copy(h, r.Body)
 	r.Body.Close()
 	if err != nil || int(m)+n != len(big) || [32]byte(h.Sum(nil)) != bigSum {
