@@ -188,15 +188,25 @@ func client() *http.Client {
 }
 
 // peerRead waits until the server's end of c has read everything c sent
-// so far: the kernel's receive queue of that socket (/proc/net/tcp) is
-// empty, or the socket is gone. What c writes next then reaches the
-// server in a read of its own.
+// so far (see inFlight). What c writes next then reaches the server in a
+// read of its own.
 func peerRead(t testing.TB, c net.Conn) {
 	t.Helper()
-	local, remote := procNetAddr(c.RemoteAddr()), procNetAddr(c.LocalAddr())
-	if !waitUntil(5*time.Second, func() bool { return recvQueued(t, local, remote) == 0 }) {
-		t.Fatalf("the server's end of %s still holds %d unread bytes", c.LocalAddr(), recvQueued(t, local, remote))
+	if !waitUntil(5*time.Second, func() bool { return inFlight(c.LocalAddr(), c.RemoteAddr()) == 0 }) {
+		t.Fatalf("%d bytes from %s not read by the server yet", inFlight(c.LocalAddr(), c.RemoteAddr()), c.LocalAddr())
 	}
+}
+
+// inFlight returns the bytes the TCP connection's end at from wrote and
+// its end at to has not read yet: the send queue of the one and the
+// receive queue of the other, as the kernel counts them (/proc/net/tcp).
+// Both ends must be sockets of this machine; an end that is gone counts
+// nothing.
+func inFlight(from, to net.Addr) int {
+	a, b := procNetAddr(from), procNetAddr(to)
+	tx, _ := tcpQueues(a, b)
+	_, rx := tcpQueues(b, a)
+	return tx + rx
 }
 
 // procNetAddr spells a 127.x TCP address as /proc/net/tcp does.
@@ -206,21 +216,20 @@ func procNetAddr(a net.Addr) string {
 	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
 }
 
-// recvQueued returns the bytes waiting in the receive queue of the TCP
-// socket from local to remote, 0 if there is none.
-func recvQueued(t testing.TB, local, remote string) int {
-	b, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
+// tcpQueues returns the send and receive queues of the TCP socket from
+// local to remote (spelled as procNetAddr does); 0 and 0 if there is no
+// such socket.
+func tcpQueues(local, remote string) (tx, rx int) {
+	b, _ := os.ReadFile("/proc/net/tcp")
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 || f[1] != local || f[2] != remote {
 			continue
 		}
-		_, rx, _ := strings.Cut(f[4], ":")
-		n, _ := strconv.ParseInt(rx, 16, 64)
-		return int(n)
+		txs, rxs, _ := strings.Cut(f[4], ":")
+		t, _ := strconv.ParseInt(txs, 16, 64)
+		r, _ := strconv.ParseInt(rxs, 16, 64)
+		return int(t), int(r)
 	}
-	return 0
+	return 0, 0
 }
