@@ -142,6 +142,31 @@ func openFiles(t *testing.T, path string) int {
 	return n
 }
 
+// outputSettled waits until s's output counter has not moved for half a
+// second (five samples 100 ms apart) and returns it. Gale announces no
+// "stopped": clients that read nothing leave it nothing to do, and what
+// the tests check is a bound on what it wrote, once it stopped writing.
+// The sleep is the sampling interval; the 30 s are a failsafe against
+// output that never stops.
+func outputSettled(t *testing.T, s *Server) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := uint64(0)
+	for still := 0; still < 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("gale's output still grows after 30 s: %d bytes", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+		out := s.Stats().BytesOut
+		if out == last {
+			still++
+		} else {
+			still, last = 0, out
+		}
+	}
+	return last
+}
+
 // awaitBudget waits until the descriptor budget holds used descriptors
 // again (the connections closed and gave back what they held), polling
 // the counter; it fails after a generous deadline.
@@ -417,16 +442,7 @@ func TestH2UnreadResponsesBounded(t *testing.T) {
 	}
 	// gale answers what it reads and stops: wait until its output stopped
 	// growing.
-	last := uint64(0)
-	for still := 0; still < 5; {
-		time.Sleep(100 * time.Millisecond) // samples the output counter
-		out := ts.srv.Stats().BytesOut
-		if out == last {
-			still++
-		} else {
-			still, last = 0, out
-		}
-	}
+	last := outputSettled(t, ts.srv)
 	st := ts.srv.Stats()
 	t.Logf("%d requests answered, %d KiB queued for a client that reads nothing", st.H2Requests, last>>10)
 	if limit := uint64(64<<10 + 64<<10); last > limit {
