@@ -259,7 +259,7 @@ func TestExpectContinue(t *testing.T) {
 	ts := startServer(t, siteConfig, siteFiles)
 	// net/http's client waits for 100 Continue or a final status; gale
 	// answers the final status at once and does not read the body.
-	cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{ExpectContinueTimeout: 3 * time.Second}}
+	cl := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{ExpectContinueTimeout: 30 * time.Second}}
 	req, _ := http.NewRequest("POST", ts.url("/hello"), strings.NewReader(strings.Repeat("x", 1000)))
 	req.Header.Set("Expect", "100-continue")
 	start := time.Now()
@@ -272,7 +272,8 @@ func TestExpectContinue(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "hello\n" {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// A client that waited for 100 Continue would take its 30 s.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("answer took %v: the client waited for 100 Continue", d)
 	}
 	// An expectation gale does not know is 417.
@@ -314,9 +315,9 @@ server:
 		if resp.StatusCode != 408 {
 			t.Fatalf("status %d, want 408", resp.StatusCode)
 		}
-		expectClosed(t, br)
-		if d := time.Since(start); d < 350*time.Millisecond || d > 3*time.Second {
-			t.Fatalf("cut off after %v, want about 400ms", d)
+		expectClosed(t, br) // within the connection's 10 s deadline
+		if d := time.Since(start); d < 350*time.Millisecond {
+			t.Fatalf("cut off after %v, before read_header (400ms)", d)
 		}
 	})
 	t.Run("idle closed", func(t *testing.T) {
@@ -325,9 +326,9 @@ server:
 		fmt.Fprint(c, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
 		readResponse(t, br, "GET")
 		start := time.Now()
-		expectClosed(t, br)
-		if d := time.Since(start); d < 350*time.Millisecond || d > 3*time.Second {
-			t.Fatalf("idle close after %v, want about 400ms", d)
+		expectClosed(t, br) // within the connection's 10 s deadline
+		if d := time.Since(start); d < 350*time.Millisecond {
+			t.Fatalf("idle close after %v, before the idle timeout (400ms)", d)
 		}
 	})
 	t.Run("stalled body closed", func(t *testing.T) {
