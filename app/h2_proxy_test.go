@@ -447,7 +447,7 @@ func TestH2ProxySlowUpstreamUpload(t *testing.T) {
 			if err != nil {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // a slow upstream (about 12 MB/s) is the subject
 		}
 		fmt.Fprint(w, total)
 	})
