@@ -270,8 +270,10 @@ func TestACMERenewal(t *testing.T) {
 	getHello(t, first, "r.gale.test")
 
 	// Renewal is due in the last third of the lifetime; wait for the
-	// CA to issue the second certificate, then for the server to serve it.
-	if !waitUntil(40*time.Second, func() bool { return ca.IssuedFor("r.gale.test") >= 2 }) {
+	// server to log it, then to serve the new certificate. (The log, not
+	// ca.IssuedFor: Pebble's order store races with its own finalize
+	// when read while an order is being finalized.)
+	if !waitUntil(40*time.Second, func() bool { return strings.Contains(as.log.String(), "certificate renewed successfully") }) {
 		t.Fatalf("no renewal within 40s (issued %d)\n%s", ca.IssuedFor("r.gale.test"), as.log)
 	}
 	var now string
@@ -516,7 +518,7 @@ func TestACMEOnDemandOutlivesHandshake(t *testing.T) {
 		t.Fatal("the first handshake outlived its 1s timeout")
 	}
 	close(handshakeOver)
-	if !waitUntil(20*time.Second, func() bool { return ca.IssuedFor("slow.gale.test") != 0 }) {
+	if !waitUntil(20*time.Second, func() bool { return strings.Contains(as.log.String(), "certificate obtained successfully") }) {
 		t.Fatalf("the order did not go on after the handshake ended\n%s", as.log)
 	}
 	var c *tls.Conn
