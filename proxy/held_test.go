@@ -136,7 +136,10 @@ func TestWriteTimeoutWhileOutputGrows(t *testing.T) {
 			if _, err := c.Write(buf[:512]); err != nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // the trickle, not a synchronisation
+			// The trickle (about 50 KB/s): gale's output must keep
+			// growing, slowly, across the 1 s write timeout; the pace
+			// over time is the point, not a synchronisation.
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 	g := startGale(t, proxyRoute(up.addr())+
