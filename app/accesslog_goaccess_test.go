@@ -34,14 +34,10 @@ routes:
 	do(t, "POST", ts.url("/hello"), "body", 200)
 	do(t, "GET", ts.url("/missing"), "", 404)
 	const n = 6
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(5*time.Second, func() bool { // the loop hands its lines over every sweep
 		data, _ := os.ReadFile(logPath)
-		if strings.Count(string(data), "\n") >= n || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // the loop hands its lines over every sweep
-	}
+		return strings.Count(string(data), "\n") >= n
+	})
 	report := filepath.Join(t.TempDir(), "report.json")
 	if out, err := exec.Command(goaccess, "--log-format=CADDY", "--no-global-config", "-o", report, logPath).CombinedOutput(); err != nil {
 		t.Fatalf("goaccess: %v\n%s", err, out)

@@ -270,27 +270,22 @@ func TestACMERenewal(t *testing.T) {
 	getHello(t, first, "r.gale.test")
 
 	// Renewal is due in the last third of the lifetime; wait for the
-	// CA to issue the second certificate, then for the server to serve it.
-	deadline := time.Now().Add(40 * time.Second)
-	for ca.IssuedFor("r.gale.test") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no renewal within 40s (issued %d)\n%s", ca.IssuedFor("r.gale.test"), as.log)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// server to log it, then to serve the new certificate. (The log, not
+	// ca.IssuedFor: Pebble's order store races with its own finalize
+	// when read while an order is being finalized.)
+	if !waitUntil(40*time.Second, func() bool { return strings.Contains(as.log.String(), "certificate renewed successfully") }) {
+		t.Fatalf("no renewal within 40s (issued %d)\n%s", ca.IssuedFor("r.gale.test"), as.log)
 	}
 	var now string
-	for {
+	waitUntil(10*time.Second, func() bool {
 		c, err := dialName(as.tls, "r.gale.test", ca.IssuerRoots())
 		if err != nil {
 			t.Fatalf("handshake after renewal: %v", err)
 		}
 		now = serial(c)
 		c.Close()
-		if now != was || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return now != was
+	})
 	if now == was {
 		t.Fatalf("new connections still get certificate %s after the renewal", was)
 	}
@@ -466,7 +461,7 @@ func TestACMEReloadAndMetrics(t *testing.T) {
 func TestACMEFailureLogged(t *testing.T) {
 	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
 	storage := t.TempDir()
-	as := startACME(t, acmeConfig(ca, storage, "domains: [f.gale.test], challenges: [http-01]", true, "handshake_timeout: 2s, "), storage)
+	as := startACME(t, acmeConfig(ca, storage, "domains: [f.gale.test], challenges: [http-01]", true, "handshake_timeout: 4s, "), storage)
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port that refuses the CA's validation
 	if err != nil {
 		t.Fatal(err)
@@ -477,12 +472,8 @@ func TestACMEFailureLogged(t *testing.T) {
 	if _, err := dialName(as.tls, "f.gale.test", ca.IssuerRoots()); err == nil {
 		t.Fatal("a name the CA could not validate got a certificate")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(as.log.String(), "urn:ietf:params:acme:error") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the CA's reason is not in the log:\n%s", as.log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !waitUntil(20*time.Second, func() bool { return strings.Contains(as.log.String(), "urn:ietf:params:acme:error") }) {
+		t.Fatalf("the CA's reason is not in the log:\n%s", as.log)
 	}
 	if v := ca.Validations()["http-01"]; v.Failed == 0 {
 		t.Errorf("validations %+v: want a failed http-01", v)
@@ -493,7 +484,8 @@ func TestACMEFailureLogged(t *testing.T) {
 	if _, err := dialName(as.tls, "f.gale.test", ca.IssuerRoots()); err == nil {
 		t.Fatal("a name the CA could not validate got a certificate")
 	}
-	if d := time.Since(start); d > time.Second {
+	// One that waited would last the handshake timeout (4 s).
+	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("a handshake after the failed attempt waited %v", d)
 	}
 }
@@ -506,11 +498,15 @@ func TestACMEOnDemandOutlivesHandshake(t *testing.T) {
 	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
 	var mu sync.Mutex
 	asked := 0
+	handshakeOver := make(chan struct{})
 	ask := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		asked++
 		mu.Unlock()
-		time.Sleep(1500 * time.Millisecond) // slower than the handshake timeout
+		select { // slower than the handshake: answers once it ended
+		case <-handshakeOver:
+		case <-r.Context().Done():
+		}
 	}))
 	defer ask.Close()
 	storage := t.TempDir()
@@ -521,18 +517,16 @@ func TestACMEOnDemandOutlivesHandshake(t *testing.T) {
 		c.Close()
 		t.Fatal("the first handshake outlived its 1s timeout")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for ca.IssuedFor("slow.gale.test") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the order did not go on after the handshake ended\n%s", as.log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	close(handshakeOver)
+	if !waitUntil(20*time.Second, func() bool { return strings.Contains(as.log.String(), "certificate obtained successfully") }) {
+		t.Fatalf("the order did not go on after the handshake ended\n%s", as.log)
 	}
 	var c *tls.Conn
 	var err error
-	for c, err = dialName(as.tls, "slow.gale.test", ca.IssuerRoots()); err != nil && time.Now().Before(deadline); c, err = dialName(as.tls, "slow.gale.test", ca.IssuerRoots()) {
-		time.Sleep(50 * time.Millisecond) // issued; being cached
-	}
+	waitUntil(20*time.Second, func() bool { // issued; being cached
+		c, err = dialName(as.tls, "slow.gale.test", ca.IssuerRoots())
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("after the certificate was issued: %v", err)
 	}

@@ -17,17 +17,36 @@ import (
 	"gale/config"
 )
 
-// eventually polls cond every 10 ms for up to d (a failsafe: cond waits
-// on a counter).
+// eventually polls cond for up to d (a failsafe: cond waits on a
+// counter); see waitUntil.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
+}
+
+// cacheIdle waits until s's file cache has no load or compression queued
+// or running: what the requests so far asked of its workers is done.
+func cacheIdle(t *testing.T, s *Server) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the file cache's workers to be idle", func() bool { return s.files.Stats().Pending == 0 })
+}
+
+// waitUntil polls cond until it holds or d has passed, and reports
+// whether it held; the caller's own checks then say what is wrong. The
+// sleep is the polling interval (from 50 µs, doubling to 10 ms: quick for
+// what comes at once, cheap for what takes long): cond reads a counter, a
+// scrape, a log or the kernel, none of which announces a change.
+func waitUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for pause := 50 * time.Microsecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+	return true
 }
 
 // TestBudgetCountsUpstreamsAndTransfers: upstream connections and
@@ -236,6 +255,8 @@ func TestProxyHeldWithoutDescriptors(t *testing.T) {
 			var resumeOnce sync.Once
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", fmt.Sprint(size))
+				local := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+				gale, _ := net.ResolveTCPAddr("tcp", r.RemoteAddr)
 				for sent := 0; sent < size; sent += step {
 					if s := srv.Load(); room && s != nil && s.ProxyStats().Held >= 1 {
 						<-resume
@@ -244,10 +265,14 @@ func TestProxyHeldWithoutDescriptors(t *testing.T) {
 						return
 					}
 					w.(http.Flusher).Flush()
-					// Paced (about 64 MB/s), so that what the upstream sent
+					// Paced by gale's reads, so that what the upstream sent
 					// is what gale read, not megabytes waiting in kernel
-					// buffers that a hold would find in one go.
-					time.Sleep(time.Millisecond)
+					// buffers that a hold would find in one go; once gale
+					// holds, it reads no more.
+					waitUntil(10*time.Second, func() bool {
+						s := srv.Load()
+						return inFlight(local, gale) == 0 || s != nil && s.ProxyStats().Held >= 1
+					})
 				}
 			}))
 			t.Cleanup(up.Close) // after the server stopped: a paused handler may be writing to it

@@ -70,14 +70,11 @@ func TestAccessLogDiskFull(t *testing.T) {
 	}
 	// Every line reaches the file or the drop count: wait for the writer.
 	var written, dropped int64
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	waitUntil(10*time.Second, func() bool {
 		b, _ := os.ReadFile(logPath)
 		written, dropped = int64(bytes.Count(b, []byte("\n"))), int64(ts.srv.sh.Access.Dropped())
-		if written+dropped == conns*each || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return written+dropped == conns*each
+	})
 	t.Logf("%d lines written, %d dropped", written, dropped)
 	if written+dropped != conns*each || dropped == 0 {
 		t.Fatalf("%d lines written and %d dropped, of %d requests; want all accounted for, some dropped", written, dropped, conns*each)

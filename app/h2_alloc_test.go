@@ -116,15 +116,14 @@ routes:
 
 // waitCached serves until no exchange of cs waits for the file cache.
 func waitCached(t *testing.T, cs *conn, serve func()) {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	t.Helper()
+	eventually(t, 5*time.Second, "the file to reach the cache", func() bool {
 		if cs.h2.Pending() == 0 {
-			return
+			return true
 		}
-		time.Sleep(time.Millisecond) // polls for the cache worker's result
 		serve()
-	}
-	t.Fatal("the file never reached the cache")
+		return false
+	})
 }
 
 // TestH2TLSServeAllocs is TestH2ServeAllocs over an established TLS 1.3

@@ -142,17 +142,38 @@ func openFiles(t *testing.T, path string) int {
 	return n
 }
 
+// outputSettled waits until s's output counter has not moved for half a
+// second (five samples 100 ms apart) and returns it. Gale announces no
+// "stopped": clients that read nothing leave it nothing to do, and what
+// the tests check is a bound on what it wrote, once it stopped writing.
+// The sleep is the sampling interval; the 30 s are a failsafe against
+// output that never stops.
+func outputSettled(t *testing.T, s *Server) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := uint64(0)
+	for still := 0; still < 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("gale's output still grows after 30 s: %d bytes", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+		out := s.Stats().BytesOut
+		if out == last {
+			still++
+		} else {
+			still, last = 0, out
+		}
+	}
+	return last
+}
+
 // awaitBudget waits until the descriptor budget holds used descriptors
 // again (the connections closed and gave back what they held), polling
 // the counter; it fails after a generous deadline.
 func awaitBudget(t *testing.T, ts *tlsTestServer, used int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.sh.Budget.Snapshot().Used != used {
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.sh.Budget.Snapshot().Used, used)
-		}
-		time.Sleep(10 * time.Millisecond) // polls the counter
+	if !waitUntil(20*time.Second, func() bool { return ts.srv.sh.Budget.Snapshot().Used == used }) {
+		t.Fatalf("the budget holds %d descriptors, want %d again", ts.srv.sh.Budget.Snapshot().Used, used)
 	}
 }
 
@@ -233,12 +254,8 @@ cache: {max_file_bytes: 1KiB}
 		}
 	})
 	// gale takes the connection and the streams' files...
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.sh.Budget.Snapshot().Used < used+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.sh.Budget.Snapshot().Used-used)
-		}
-		time.Sleep(time.Millisecond) // polls the counter
+	if !waitUntil(20*time.Second, func() bool { return ts.srv.sh.Budget.Snapshot().Used >= used+2 }) {
+		t.Fatalf("gale holds %d descriptors, want the connection's and its files'", ts.srv.sh.Budget.Snapshot().Used-used)
 	}
 	// ...then, the client reading nothing, the writer's write times out
 	// and gale closes the connection.
@@ -425,16 +442,7 @@ func TestH2UnreadResponsesBounded(t *testing.T) {
 	}
 	// gale answers what it reads and stops: wait until its output stopped
 	// growing.
-	last := uint64(0)
-	for still := 0; still < 5; {
-		time.Sleep(100 * time.Millisecond) // samples the output counter
-		out := ts.srv.Stats().BytesOut
-		if out == last {
-			still++
-		} else {
-			still, last = 0, out
-		}
-	}
+	last := outputSettled(t, ts.srv)
 	st := ts.srv.Stats()
 	t.Logf("%d requests answered, %d KiB queued for a client that reads nothing", st.H2Requests, last>>10)
 	if limit := uint64(64<<10 + 64<<10); last > limit {
@@ -548,9 +556,7 @@ func TestH2HeldBodiesBounded(t *testing.T) {
 		hc.burst(func(fr *http2.Framer) {
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("GET", fmt.Sprintf("/f%03d.bin", i)), EndStream: true, EndHeaders: true})
 		})
-		for ts.srv.files.Stats().Loads < uint64(i+1) { // polls the cache's counter
-			time.Sleep(time.Millisecond)
-		}
+		eventually(t, 10*time.Second, "the load", func() bool { return ts.srv.files.Stats().Loads >= uint64(i+1) })
 	}
 	hc.burst(func(fr *http2.Framer) { _ = fr.WritePing(false, [8]byte{2}) })
 	heads := map[uint32]string{}

@@ -135,16 +135,7 @@ func TestH2SlowReadersMemory(t *testing.T) {
 	}
 	// The open-window connections take what their sockets hold and stop:
 	// wait until gale's output has stopped growing.
-	last := uint64(0)
-	for still := 0; still < 5; {
-		time.Sleep(100 * time.Millisecond) // samples the output counter
-		out := ts.srv.Stats().BytesOut
-		if out == last {
-			still++
-		} else {
-			still, last = 0, out
-		}
-	}
+	last := outputSettled(t, ts.srv)
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)

@@ -43,16 +43,36 @@ func TestH2ProxyFailures(t *testing.T) {
 		_, _ = http.ReadRequest(br)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("a", 1000))
 	})
+	// The slow upstream sends a byte of its body at each failure on the
+	// other streams, and the rest once they are over.
+	step, rest := make(chan struct{}), make(chan struct{})
 	slow := fakeUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		_, _ = http.ReadRequest(br)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n")
 		for i := 0; i < 20; i++ {
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-step:
+			case <-rest:
+			}
 			if _, err := io.WriteString(c, "s"); err != nil {
 				return
 			}
 		}
 	})
+	t.Cleanup(func() { // on an early failure too
+		select {
+		case <-rest:
+		default:
+			close(rest)
+		}
+	})
+	nudge := func() {
+		select {
+		case step <- struct{}{}:
+		case <-time.After(10 * time.Second): // a failsafe
+			t.Fatal("the slow download is not under way")
+		}
+	}
 	yaml := `listen:
   - "127.0.0.1:0"
 routes:
@@ -76,17 +96,20 @@ routes:
 		path   string
 		status string
 	}{{"/down/", "502"}, {"/garbage/", "502"}, {"/reset/", "502"}, {"/silent/", "504"}} {
+		nudge()
 		id := hc.get(c.path)
 		code, status, _ := hc.awaitStream(id)
 		if code != -1 || status != c.status {
 			t.Errorf("%s: reset %d, status %q; want %s", c.path, code, status, c.status)
 		}
 	}
+	nudge()
 	id := hc.get("/midbody/")
 	code, status, body := hc.awaitStream(id)
 	if code != int(http2.ErrCodeInternal) || status != "200" || len(body) != 1000 {
 		t.Errorf("/midbody/: reset %d, status %q, %d bytes; want 200, 1000 bytes, then INTERNAL_ERROR", code, status, len(body))
 	}
+	close(rest)
 	if code, status, body := hc.awaitStream(slowID); code != -1 || status != "200" || body != strings.Repeat("s", 20) {
 		t.Errorf("/slow/ beside the failures: reset %d, %q %q", code, status, body)
 	}

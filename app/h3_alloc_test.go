@@ -105,17 +105,12 @@ func altSvcServe(t *testing.T, s *Server, proto, path string, h1Line, h2Value []
 // connection parses nothing further meanwhile), then a few more times to
 // grow the buffers.
 func h1Warm(t *testing.T, cs *conn, fc *fakeConn, req []byte) {
-	deadline := time.Now().Add(5 * time.Second)
-	for fc.in = req; ; {
+	t.Helper()
+	fc.in = req
+	eventually(t, 5*time.Second, "the file to reach the cache", func() bool {
 		cs.onTraffic()
-		if len(fc.in) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the file never reached the cache")
-		}
-		time.Sleep(time.Millisecond) // polls for the cache worker's result
-	}
+		return len(fc.in) == 0
+	})
 	for range 20 {
 		fc.in = req
 		cs.onTraffic()

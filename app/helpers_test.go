@@ -3,12 +3,14 @@ package app
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +185,51 @@ func client() *http.Client {
 			DisableCompression:  true,
 		},
 	}
+}
+
+// peerRead waits until the server's end of c has read everything c sent
+// so far (see inFlight). What c writes next then reaches the server in a
+// read of its own.
+func peerRead(t testing.TB, c net.Conn) {
+	t.Helper()
+	if !waitUntil(5*time.Second, func() bool { return inFlight(c.LocalAddr(), c.RemoteAddr()) == 0 }) {
+		t.Fatalf("%d bytes from %s not read by the server yet", inFlight(c.LocalAddr(), c.RemoteAddr()), c.LocalAddr())
+	}
+}
+
+// inFlight returns the bytes the TCP connection's end at from wrote and
+// its end at to has not read yet: the send queue of the one and the
+// receive queue of the other, as the kernel counts them (/proc/net/tcp).
+// Both ends must be sockets of this machine; an end that is gone counts
+// nothing.
+func inFlight(from, to net.Addr) int {
+	a, b := procNetAddr(from), procNetAddr(to)
+	tx, _ := tcpQueues(a, b)
+	_, rx := tcpQueues(b, a)
+	return tx + rx
+}
+
+// procNetAddr spells a 127.x TCP address as /proc/net/tcp does.
+func procNetAddr(a net.Addr) string {
+	ta := a.(*net.TCPAddr)
+	ip := ta.IP.To4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+}
+
+// tcpQueues returns the send and receive queues of the TCP socket from
+// local to remote (spelled as procNetAddr does); 0 and 0 if there is no
+// such socket.
+func tcpQueues(local, remote string) (tx, rx int) {
+	b, _ := os.ReadFile("/proc/net/tcp")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[1] != local || f[2] != remote {
+			continue
+		}
+		txs, rxs, _ := strings.Cut(f[4], ":")
+		t, _ := strconv.ParseInt(txs, 16, 64)
+		r, _ := strconv.ParseInt(rxs, 16, 64)
+		return int(t), int(r)
+	}
+	return 0, 0
 }

@@ -42,18 +42,14 @@ func TestMetricsConnections(t *testing.T) {
 
 	want := map[string]float64{"idle": 4, "reading": 1, "handshake": 1, "writing": 0}
 	var fams map[string]*dto.MetricFamily
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(5*time.Second, func() bool { // the sweep publishes every 100 ms
 		fams = scrape(t, ts.testServer)
 		ok := true
 		for st, n := range want {
 			ok = ok && sum(fams, "gale_connections_state", "state", st) == n
 		}
-		if ok || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the sweep publishes every 100 ms
-	}
+		return ok
+	})
 	for st, n := range want {
 		if got := sum(fams, "gale_connections_state", "state", st); got != n {
 			t.Errorf("connections in state %s: %v, want %v", st, got, n)
@@ -69,13 +65,9 @@ func TestMetricsConnections(t *testing.T) {
 	}
 	// A closed connection leaves its protocol's gauge.
 	plain.Close()
-	deadline = time.Now().Add(5 * time.Second)
-	for sum(scrape(t, ts.testServer), "gale_connections_protocol_open", "protocol", "h1") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed connection is still counted open")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 5*time.Second, "the closed connection to leave the open count", func() bool {
+		return sum(scrape(t, ts.testServer), "gale_connections_protocol_open", "protocol", "h1") == 1
+	})
 }
 
 // dialKeep sends one HTTP/1.1 request on a new connection (TLS when cfg

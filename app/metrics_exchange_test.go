@@ -34,8 +34,9 @@ routes:
 `
 }
 
-// slowUpstream answers after 60 ms with its head, and 120 ms later with
-// the rest of its body.
+// slowUpstream answers after 60 ms with its head, and 500 ms later with
+// the rest of its body. The durations are what the histograms measure:
+// these sleeps are the test's subject.
 func slowUpstream(t *testing.T) *httptest.Server {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -44,7 +45,7 @@ func slowUpstream(t *testing.T) *httptest.Server {
 		w.WriteHeader(200)
 		w.Write([]byte("01234"))
 		w.(http.Flusher).Flush()
-		time.Sleep(120 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		w.Write([]byte("56789"))
 	}))
 	t.Cleanup(up.Close)
@@ -97,14 +98,12 @@ func histCount(fams map[string]*dto.MetricFamily, name string, le float64, label
 // client read it).
 func waitRequests(t *testing.T, ts *testServer, n float64) map[string]*dto.MetricFamily {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		fams := scrape(t, ts)
-		if sum(fams, "gale_requests_total") >= n || time.Now().After(deadline) {
-			return fams
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var fams map[string]*dto.MetricFamily
+	waitUntil(5*time.Second, func() bool {
+		fams = scrape(t, ts)
+		return sum(fams, "gale_requests_total") >= n
+	})
+	return fams
 }
 
 // Requests are counted by route, method and code, exactly: named routes
@@ -162,20 +161,20 @@ func TestMetricsByRoute(t *testing.T) {
 			t.Errorf("first-byte histogram of route %s counts %d, want %d", route, n, want)
 		}
 	}
-	// The slow upstream's head came after 60 ms, its last byte after
-	// 180 ms: the first byte falls under 0.1 s and over 0.05 s, the last
-	// over 0.1 s.
+	// The slow upstream's head came after 60 ms, its last byte 500 ms
+	// later: the first byte falls over 0.05 s and (440 ms to spare on a
+	// busy machine) under 0.5 s, the last over 0.5 s.
 	if _, under := histCount(fams, "gale_http_time_to_first_byte_seconds", 0.05, "route", "slow"); under != 0 {
 		t.Errorf("first byte of the slow route under 50 ms")
 	}
-	if _, under := histCount(fams, "gale_http_time_to_first_byte_seconds", 0.1, "route", "slow"); under != 1 {
-		t.Errorf("first byte of the slow route not under 100 ms")
+	if _, under := histCount(fams, "gale_http_time_to_first_byte_seconds", 0.5, "route", "slow"); under != 1 {
+		t.Errorf("first byte of the slow route not under 500 ms")
 	}
-	if _, under := histCount(fams, "gale_http_request_duration_seconds", 0.1, "route", "slow"); under != 0 {
-		t.Errorf("last byte of the slow route under 100 ms")
+	if _, under := histCount(fams, "gale_http_request_duration_seconds", 0.5, "route", "slow"); under != 0 {
+		t.Errorf("last byte of the slow route under 500 ms")
 	}
-	if _, under := histCount(fams, "gale_http_request_duration_seconds", 0.05, "route", "1"); under != 3 {
-		t.Errorf("fixed responses slower than 50 ms")
+	if _, under := histCount(fams, "gale_http_request_duration_seconds", 0.5, "route", "1"); under != 3 {
+		t.Errorf("fixed responses slower than 500 ms")
 	}
 	for _, w := range []struct {
 		name, route string

@@ -139,14 +139,10 @@ func TestMetricsCounts(t *testing.T) {
 	// The proxied response is counted once it ended, which may come a
 	// moment after the client read it: wait for the count.
 	var after map[string]*dto.MetricFamily
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(5*time.Second, func() bool {
 		after = scrape(t, ts)
-		if sum(after, "gale_requests_total")-sum(before, "gale_requests_total") >= 8 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return sum(after, "gale_requests_total")-sum(before, "gale_requests_total") >= 8
+	})
 	delta := func(name string, labels ...string) float64 {
 		return sum(after, name, labels...) - sum(before, name, labels...)
 	}

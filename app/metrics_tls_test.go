@@ -77,23 +77,18 @@ func TestMetricsTLSHandshakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone.Write([]byte{0x16, 0x03, 0x01, 0x01, 0x00, 0x01})
-	time.Sleep(50 * time.Millisecond) // (lets the bytes arrive before the FIN; either way the handshake is "closed")
-	gone.Close()
+	gone.Close() // whether gale reads the bytes and the FIN at once or apart, the handshake is "closed"
 
 	want := map[string]float64{"client_alert": 1, "version": 1, "cipher": 1, "alpn": 1, "not_tls": 1, "timeout": 1, "closed": 1, "bad_record": 0, "refused": 0, "other": 0}
 	var fams map[string]*dto.MetricFamily
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(5*time.Second, func() bool {
 		fams = scrape(t, ts.testServer)
 		done := sum(fams, "gale_tls_handshakes_total") == 3
 		for r, n := range want {
 			done = done && sum(fams, "gale_tls_handshake_failures_total", "reason", r) == n
 		}
-		if done || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	})
 	for r, n := range want {
 		if got := sum(fams, "gale_tls_handshake_failures_total", "reason", r); got != n {
 			t.Errorf("handshake failures for %s: %v, want %v", r, got, n)

@@ -57,10 +57,7 @@ func rewriteInPlace(t *testing.T, path string, vs [][]byte, stop <-chan struct{}
 			return
 		}
 		rewrites.Add(1)
-		// Pace the rewrites, so that versions also stand long enough to
-		// be served whole (a file rewritten without pause is answered 503
-		// while it is within its racy window).
-		time.Sleep(30 * time.Millisecond)
+		standPastRacyWindow()
 	}
 }
 

@@ -122,19 +122,23 @@ func rewriteLoop(t *testing.T, mode, path string, vs [][]byte, vt *versionTags, 
 			}
 		}
 		rewrites.Add(1)
-		// Versions stand long enough to be served whole, and get mtimes
-		// of their own (a file within its racy window, 25 ms, is
-		// answered 503).
-		time.Sleep(40 * time.Millisecond)
+		standPastRacyWindow()
 	}
 }
 
+// standPastRacyWindow lets a version just written stand past its racy
+// window (cache.Version.Racy, 25 ms), so that it gets an mtime of its
+// own and can be served whole: a file within the window is answered 503.
+// The window is a time, so this waits a time.
+func standPastRacyWindow() { time.Sleep(40 * time.Millisecond) }
+
 // downloadTagged fetches path on a new connection and returns the
 // outcome, the ETag and, for a whole body, which version it is. A slow
-// client has a small receive buffer and pauses between reads.
-func downloadTagged(addr, path string, vs [][]byte, slow bool) (faultOutcome, string, int) {
+// client (rewritten not nil) has a small receive buffer and lets the file
+// be rewritten in the middle of its download (see readBody).
+func downloadTagged(addr, path string, vs [][]byte, rewritten func() int64) (faultOutcome, string, int) {
 	d := net.Dialer{Timeout: 5 * time.Second}
-	if slow {
+	if rewritten != nil {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
 			return rc.Control(func(fd uintptr) {
 				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
@@ -152,7 +156,7 @@ func downloadTagged(addr, path string, vs [][]byte, slow bool) (faultOutcome, st
 	if err != nil {
 		return outcomeNoVersion, err.Error(), -1
 	}
-	body, err := readBody(resp.Body, slow)
+	body, err := readBody(resp.Body, rewritten)
 	switch {
 	case err != nil:
 		return outcomeCut, err.Error(), -1
@@ -170,14 +174,16 @@ func downloadTagged(addr, path string, vs [][]byte, slow bool) (faultOutcome, st
 	return outcomeMixed, tag, -1
 }
 
-// readBody reads r to its end; slowly (16 KiB, then a pause) when slow.
-func readBody(r io.Reader, slow bool) ([]byte, error) {
-	if !slow {
+// readBody reads r to its end; with rewritten, slowly: after its first
+// 16 KiB and after each MiB it reads on only once the file was rewritten
+// (bounded), so that its download outlasts a version.
+func readBody(r io.Reader, rewritten func() int64) ([]byte, error) {
+	if rewritten == nil {
 		return io.ReadAll(r)
 	}
 	var body []byte
 	buf := make([]byte, 16<<10)
-	for {
+	for next := 0; ; {
 		n, err := r.Read(buf)
 		body = append(body, buf[:n]...)
 		if err == io.EOF {
@@ -186,7 +192,11 @@ func readBody(r io.Reader, slow bool) ([]byte, error) {
 		if err != nil {
 			return body, err
 		}
-		time.Sleep(time.Millisecond) // a slow reader: the pace is the point
+		if len(body) > next {
+			seen := rewritten()
+			waitUntil(5*time.Second, func() bool { return rewritten() > seen })
+			next += 1 << 20
+		}
 	}
 }
 
@@ -216,7 +226,11 @@ func rewriteWhileDownloading(t *testing.T, ts *testServer, mode, name string, si
 			// At least 4 downloads each, and on until the file was
 			// rewritten a few times.
 			for n := 0; n < 4 || (rewrites.Load() < 6 && n < 400); n++ {
-				o, tag, v := downloadTagged(ts.addr, "/"+name, vs, i%5 == 0)
+				var slow func() int64
+				if i%5 == 0 {
+					slow = rewrites.Load
+				}
+				o, tag, v := downloadTagged(ts.addr, "/"+name, vs, slow)
 				counts[o].Add(1)
 				mu.Lock()
 				switch o {

@@ -241,8 +241,9 @@ server: {socket_send_buffer: 64KiB, max_buffered_output: 64KiB}
 			if err := os.Rename(tmp, path); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(30 * time.Millisecond) // past cache.revalidate
-			if _, body := get(t, cl, ts.url("/"+tt.name)); !bytes.Equal(body, fresh) {
+			// Served once cache.revalidate has passed.
+			var body []byte
+			if !waitUntil(5*time.Second, func() bool { _, body = get(t, cl, ts.url("/"+tt.name)); return bytes.Equal(body, fresh) }) {
 				t.Fatalf("after the replace: %d bytes, not the new version", len(body))
 			}
 			if tt.name == "mem.bin" {
@@ -250,7 +251,7 @@ server: {socket_send_buffer: 64KiB, max_buffered_output: 64KiB}
 					t.Errorf("the old version in flight is not counted: %+v", s)
 				}
 			}
-			// Finish the slow download, slowly.
+			// Finish the slow download.
 			for {
 				n, err := resp.Body.Read(buf)
 				got = append(got, buf[:n]...)
@@ -260,17 +261,11 @@ server: {socket_send_buffer: 64KiB, max_buffered_output: 64KiB}
 				if err != nil {
 					t.Fatalf("after %d bytes: %v", len(got), err)
 				}
-				if len(got)%(256<<10) < len(buf) {
-					time.Sleep(2 * time.Millisecond)
-				}
 			}
 			if !bytes.Equal(got, old) {
 				t.Fatalf("slow download: %d bytes, differs from the old version", len(got))
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for ts.srv.files.Stats().PinnedRetired != 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waitUntil(5*time.Second, func() bool { return ts.srv.files.Stats().PinnedRetired == 0 })
 			if s := ts.srv.files.Stats(); s.PinnedRetired != 0 {
 				t.Errorf("old version still counted after the download: %+v", s)
 			}
@@ -362,10 +357,7 @@ func TestStaticCompressedOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for ts.srv.files.Stats().Compressions != [4]uint64{0, 1, 1, 1} && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	cacheIdle(t, ts.srv)
 	cl := client()
 	for _, enc := range []string{"gzip", "br", "zstd"} {
 		if resp, _ := get(t, cl, ts.url("/app.css"), "Accept-Encoding", enc); resp.Header.Get("Content-Encoding") != enc {
@@ -538,14 +530,11 @@ func TestStaticCurl(t *testing.T) {
 	if got := run("-r", "-50", url); got != string(text[len(text)-50:]) {
 		t.Errorf("curl -r -50: %q", got)
 	}
-	// --compressed decodes whatever coding the server chose.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		enc := strings.TrimSpace(run("--compressed", "-o", "/dev/null", "-w", "%{size_download}", url))
-		if n, _ := strconv.Atoi(enc); n < len(text) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// --compressed decodes whatever coding the server chose, once the
+	// workers made the coded representations.
+	cacheIdle(t, ts.srv)
+	if n, _ := strconv.Atoi(strings.TrimSpace(run("--compressed", "-o", "/dev/null", "-w", "%{size_download}", url))); n >= len(text) {
+		t.Errorf("curl --compressed: %d bytes downloaded for %d: not coded", n, len(text))
 	}
 	if got := run("--compressed", url); got != string(text) {
 		t.Errorf("curl --compressed: %d bytes differ", len(got))
@@ -569,16 +558,17 @@ func TestStaticRevalidateAndNegative(t *testing.T) {
 	if err := os.Chtimes(path, future, future); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(70 * time.Millisecond)
-	resp, body := get(t, cl, ts.url("/v.txt"))
+	// Seen once revalidate (50 ms) has passed.
+	var resp *http.Response
+	var body []byte
+	waitUntil(5*time.Second, func() bool { resp, body = get(t, cl, ts.url("/v.txt")); return string(body) != "one" })
 	if string(body) != "two!" || resp.Header.Get("Last-Modified") != future.UTC().Format(http.TimeFormat) {
 		t.Fatalf("after a change: %q %v", body, resp.Header)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(70 * time.Millisecond)
-	if resp, _ := get(t, cl, ts.url("/v.txt")); resp.StatusCode != 404 {
+	if !waitUntil(5*time.Second, func() bool { resp, _ = get(t, cl, ts.url("/v.txt")); return resp.StatusCode != 200 }) || resp.StatusCode != 404 {
 		t.Fatalf("after a delete: %d", resp.StatusCode)
 	}
 	// Not found is cached: repeating it reads nothing.
@@ -595,9 +585,9 @@ func TestStaticRevalidateAndNegative(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ts.dir, "site", "later.txt"), []byte("here"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(70 * time.Millisecond)
-	if _, body := get(t, cl, ts.url("/later.txt")); string(body) != "here" {
-		t.Fatalf("after negative_ttl: %q", body)
+	// Found once negative_ttl (50 ms) has passed.
+	if !waitUntil(5*time.Second, func() bool { resp, body = get(t, cl, ts.url("/later.txt")); return resp.StatusCode != 404 }) || string(body) != "here" {
+		t.Fatalf("after negative_ttl: %d %q", resp.StatusCode, body)
 	}
 }
 

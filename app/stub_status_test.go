@@ -26,8 +26,7 @@ func TestStubStatus(t *testing.T) {
 	layout := regexp.MustCompile(`^Active connections: (\d+) \nserver accepts handled requests\n (\d+) (\d+) (\d+) \nReading: (\d+) Writing: (\d+) Waiting: (\d+) \n$`)
 	var body []byte
 	var got [7]int64
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(5*time.Second, func() bool { // the sweep publishes states every 100 ms
 		resp, err := http.Get("http://" + ts.srv.MetricsAddr() + "/nginx_status")
 		if err != nil {
 			t.Fatal(err)
@@ -45,11 +44,8 @@ func TestStubStatus(t *testing.T) {
 		if _, err := fmt.Fscanf(bytes.NewReader(body), exporterTemplate, &got[0], &got[1], &got[2], &got[3], &got[4], &got[5], &got[6]); err != nil {
 			t.Fatalf("the exporter's scan: %v\n%q", err, body)
 		}
-		if (got[0] == 1 && got[6] == 1) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the sweep publishes states every 100 ms
-	}
+		return got[0] == 1 && got[6] == 1
+	})
 	want := [7]int64{1, 4, 4, 4, 0, 0, 1}
 	if got != want {
 		t.Errorf("active, accepts, handled, requests, reading, writing, waiting = %v, want %v\n%s", got, want, body)

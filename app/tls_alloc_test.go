@@ -25,6 +25,7 @@ import (
 type tlsFakeConn struct {
 	gnet.Conn // nil: any other method panics
 	in, out   []byte
+	woke      chan struct{} // if set, told of each Wake (cap 1)
 }
 
 func (f *tlsFakeConn) Read(p []byte) (int, error) {
@@ -41,6 +42,12 @@ func (f *tlsFakeConn) Write(b []byte) (int, error) { f.out = append(f.out, b...)
 func (f *tlsFakeConn) OutboundBuffered() int       { return 0 }
 func (f *tlsFakeConn) InboundBuffered() int        { return len(f.in) }
 func (f *tlsFakeConn) Wake(gnet.AsyncCallback) error {
+	if f.woke != nil {
+		select {
+		case f.woke <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 func (f *tlsFakeConn) RemoteAddr() net.Addr {
@@ -59,12 +66,19 @@ type memConn struct {
 	cond     sync.Cond
 	toServer []byte
 	toClient []byte
+	wrote    chan struct{} // if set, told of each Write (cap 1)
 }
 
 func (m *memConn) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	m.toServer = append(m.toServer, p...)
 	m.mu.Unlock()
+	if m.wrote != nil {
+		select {
+		case m.wrote <- struct{}{}:
+		default:
+		}
+	}
 	return len(p), nil
 }
 
@@ -128,13 +142,14 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &tlsFakeConn{}
+	progress := make(chan struct{}, 1) // the server's handshake woke the loop, or the client wrote
+	fc := &tlsFakeConn{woke: progress}
 	cs := newConn(newLoop(s, nil), fc)
 	cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, tl)
 	cs.SetLayer(cs.tls)
 
 	// The handshake, pumped by hand: the test plays the loop.
-	mc := &memConn{}
+	mc := &memConn{wrote: progress}
 	mc.cond.L = &mc.mu
 	client := tls.Client(mc, &tls.Config{RootCAs: ca.pool, ServerName: "localhost", NextProtos: protos})
 	done := make(chan error, 1)
@@ -157,11 +172,14 @@ routes:
 		fc.out = fc.out[:0]
 		mc.mu.Unlock()
 		mc.cond.Broadcast()
-		select {
+		if hsDone && !cs.tls.Handshaking() {
+			break
+		}
+		select { // the next step of either side, or the client's end
 		case hsErr = <-done:
 			hsDone = true
-		default:
-			time.Sleep(time.Millisecond)
+		case <-progress:
+		case <-time.After(time.Until(deadline)):
 		}
 	}
 	if hsErr != nil {

@@ -37,11 +37,8 @@ func TestTLSGateBookkeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for c := ln.Handshakes(); c.Active != 0 || c.Waiting != 0 || c.Claims != 0; c = ln.Handshakes() {
-		if time.Now().After(deadline) {
-			t.Fatalf("active %d, waiting %d, claims %d left", c.Active, c.Waiting, c.Claims)
-		}
-		time.Sleep(time.Millisecond)
+	if !waitUntil(5*time.Second, func() bool { c := ln.Handshakes(); return c.Active == 0 && c.Waiting == 0 && c.Claims == 0 }) {
+		c := ln.Handshakes()
+		t.Fatalf("active %d, waiting %d, claims %d left", c.Active, c.Waiting, c.Claims)
 	}
 }

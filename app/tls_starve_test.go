@@ -49,12 +49,8 @@ func (ts *tlsTestServer) tlsInputTaken() int {
 // bytes (see tlsInputTaken); the deadline is a failsafe.
 func (ts *tlsTestServer) waitTLSInput(n int) {
 	ts.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for ts.tlsInputTaken() < n {
-		if time.Now().After(deadline) {
-			ts.t.Fatalf("%d TLS connections took in their bytes, want %d", ts.tlsInputTaken(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !waitUntil(5*time.Second, func() bool { return ts.tlsInputTaken() >= n }) {
+		ts.t.Fatalf("%d TLS connections took in their bytes, want %d", ts.tlsInputTaken(), n)
 	}
 }
 
@@ -249,6 +245,7 @@ func TestTLSQueuedHandshakeOwnDeadline(t *testing.T) {
 	queued := dialFrom(t, "127.0.0.1", ts.tlsAddr)
 	// The holder's clock starts well after the queued one's, so their
 	// deadlines are a second apart: many sweeps, even on a busy machine.
+	// The test is about the deadlines' order: this sleep sets it.
 	time.Sleep(time.Second)
 	holder := holdSlot(t, "127.0.0.2", ts.tlsAddr, hello)
 	if _, err := queued.Write(hello); err != nil {
@@ -307,9 +304,7 @@ func TestTLSFreedSlotGoesToWaiter(t *testing.T) {
 		}
 		waits = append(waits, at.Sub(closed))
 		raw.Close()
-		for ts.srv.Stats().Open != 0 {
-			time.Sleep(time.Millisecond)
-		}
+		eventually(t, 5*time.Second, "the connections to close", func() bool { return ts.srv.Stats().Open == 0 })
 	}
 	// For scale: handshakes that wait for nothing.
 	var alone []time.Duration

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -159,16 +160,21 @@ func TestTLSSNI(t *testing.T) {
 	}
 }
 
-// trickleConn writes every byte with its own write call and a pause.
-type trickleConn struct{ net.Conn }
+// trickleConn writes every byte with its own write call, and every 64th
+// once the server has read what came before it, so that the server
+// reads its input in pieces.
+type trickleConn struct {
+	net.Conn
+	t *testing.T
+}
 
 func (c trickleConn) Write(p []byte) (int, error) {
 	for i := range p {
 		if _, err := c.Conn.Write(p[i : i+1]); err != nil {
 			return i, err
 		}
-		if i%8 == 0 {
-			time.Sleep(50 * time.Microsecond)
+		if i%64 == 0 {
+			peerRead(c.t, c.Conn)
 		}
 	}
 	return len(p), nil
@@ -185,7 +191,7 @@ func TestTLSTrickle(t *testing.T) {
 	}
 	defer raw.Close()
 	_ = raw.SetDeadline(time.Now().Add(20 * time.Second))
-	c := tls.Client(trickleConn{raw}, ts.clientConfig("localhost"))
+	c := tls.Client(trickleConn{raw, t}, ts.clientConfig("localhost"))
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +294,11 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 
 	for name, c := range map[string]net.Conn{"stalled": stalled, "silent": silent} {
-		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-		t0 := time.Now()
+		// Cut off by the 1.5 s handshake_timeout: a client never cut off
+		// fails at this deadline, far past it.
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		t.Logf("%s client:", name)
 		expectClosed(t, c)
-		if d := time.Since(t0); d > 2*time.Second {
-			t.Errorf("%s client closed after %v", name, d)
-		}
 	}
 	if ts.srv.Stats().TimedOut < 2 {
 		t.Errorf("TimedOut = %d, want >= 2", ts.srv.Stats().TimedOut)
@@ -376,18 +381,15 @@ func TestTLSCertificateReload(t *testing.T) {
 	oldSerial := old.ConnectionState().PeerCertificates[0].SerialNumber
 
 	leaf := ts.ca.issue(ts.dir, "cert", "localhost", "127.0.0.1")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got *big.Int
+	waitUntil(5*time.Second, func() bool { // the watcher polls every 50 ms
 		c := ts.dialTLS(ts.clientConfig("localhost"))
-		got := c.ConnectionState().PeerCertificates[0].SerialNumber
+		got = c.ConnectionState().PeerCertificates[0].SerialNumber
 		c.Close()
-		if got.Cmp(leaf.SerialNumber) == 0 {
-			break
-		}
-		if got.Cmp(oldSerial) != 0 || time.Now().After(deadline) {
-			t.Fatalf("serial %v, want %v (new) after a while", got, leaf.SerialNumber)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return got.Cmp(oldSerial) != 0
+	})
+	if got.Cmp(leaf.SerialNumber) != 0 {
+		t.Fatalf("serial %v, want %v (new) after a while", got, leaf.SerialNumber)
 	}
 	if resp, _ := getOver(t, old, bufio.NewReader(old), "/hello"); resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
@@ -398,7 +400,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	ts.ca.issue(other, "x", "localhost")
 	key, _ := os.ReadFile(filepath.Join(other, "x.key"))
 	writeAtomic(t, filepath.Join(ts.dir, "cert.key"), key)
-	time.Sleep(200 * time.Millisecond)
+	ts.srv.listeners[0].tls.Poll() // what the watcher runs: the files are looked at now
 	c := ts.dialTLS(ts.clientConfig("localhost"))
 	if got := c.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(leaf.SerialNumber) != 0 {
 		t.Fatalf("serial %v after a bad key; want %v kept", got, leaf.SerialNumber)
@@ -492,10 +494,7 @@ func TestTLSFailedHandshake(t *testing.T) {
 		}
 	}
 	tl := ts.srv.listeners[0].tls
-	deadline := time.Now().Add(3 * time.Second)
-	for tl.Handshakes().Active != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(3*time.Second, func() bool { return tl.Handshakes().Active == 0 })
 	if n := tl.Handshakes().Active; n != 0 {
 		t.Fatalf("%d handshake slots still taken", n)
 	}
@@ -536,7 +535,9 @@ server: {event_loops: 1}
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(5 * time.Millisecond)
+			for _, c := range conns { // gale has each piece before the next comes
+				peerRead(t, c)
+			}
 		}
 		for i, c := range conns {
 			if i%2 == 1 {

@@ -235,15 +235,13 @@ func TestProcStopKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && child == 0; time.Sleep(10 * time.Millisecond) {
+	eventually(t, 5*time.Second, "the child's pid in the log", func() bool {
 		b, _ := os.ReadFile(log)
 		if f := strings.Fields(string(b)); len(f) == 2 {
 			child, _ = strconv.Atoi(f[1])
 		}
-	}
-	if child == 0 {
-		t.Fatal("child did not start")
-	}
+		return child != 0
+	})
 	if got := descendants(p.pid()); len(got) < 2 {
 		t.Fatalf("descendants = %v, want the shell and its child", got)
 	}
@@ -252,18 +250,29 @@ func TestProcStopKillsGroup(t *testing.T) {
 	if !p.exited() {
 		t.Fatal("leader still running")
 	}
-	for deadline := time.Now().Add(3 * time.Second); pidExists(child) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child), "stat"))
-		if st, err := parseStat(b); err == nil && st.State == 'Z' {
-			break // reaped by init shortly
+	eventually(t, 10*time.Second, "the child to end", func() bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child), "stat"))
+		if err != nil {
+			return true // gone
 		}
-	}
-	if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child), "stat")); err == nil {
-		if st, err := parseStat(b); err == nil && st.State != 'Z' && st.PGRP == p.pid() {
-			t.Fatalf("child %d still running: %s", child, b)
-		}
-	}
-	if time.Since(start) > 4*time.Second {
+		st, err := parseStat(b)
+		return err == nil && (st.State == 'Z' || st.PGRP != p.pid()) // a zombie init reaps shortly, or a reused pid
+	})
+	// The child sleeps 30 s: ending well before proves it was killed.
+	if time.Since(start) > 15*time.Second {
 		t.Fatalf("stop took %v", time.Since(start))
+	}
+}
+
+// eventually polls cond every 10 ms for up to d. The sleep is the
+// polling interval: cond reads a file or /proc, which announce nothing.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

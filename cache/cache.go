@@ -64,6 +64,7 @@ type Stats struct {
 	Sidecars      uint64               // precompressed sidecars read
 	Compressions  [numEncodings]uint64 // bodies compressed on the fly, per encoding
 	Uncached      uint64               // loads served without being kept (larger than the budget, unstable while read)
+	Pending       int64                // jobs (loads, compressions) queued or running; 0 once the workers are idle
 }
 
 // node is a cache slot: one key, its current Entry, and its place in the
@@ -116,7 +117,7 @@ type Cache struct {
 	varq    chan *Entry
 	quit    chan struct{}
 	wg      sync.WaitGroup
-	pending atomic.Int64 // jobs submitted and not finished, for tests
+	pending atomic.Int64 // jobs submitted and not finished
 }
 
 var monoBase = time.Now()
@@ -226,6 +227,7 @@ func (c *Cache) Stats() Stats {
 		Changes:       c.changes.Load(),
 		Sidecars:      c.sidecars.Load(),
 		Uncached:      c.uncached.Load(),
+		Pending:       c.pending.Load(),
 	}
 	for i := range s.Compressions {
 		s.Compressions[i] = c.compressions[i].Load()

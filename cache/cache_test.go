@@ -857,6 +857,7 @@ func TestConcurrentViews(t *testing.T) {
 	errs := make(chan error, goroutines*rounds)
 	stop := make(chan struct{})
 	writerDone := make(chan struct{})
+	read := make(chan struct{}, goroutines)
 	go func() { // rewrites, deletes and recreates files while views read
 		defer close(writerDone)
 		for i := 0; ; i++ {
@@ -872,7 +873,11 @@ func TestConcurrentViews(t *testing.T) {
 				_ = os.WriteFile(p, textBody(2000+i%5000), 0o644)
 			}
 			clk.Advance(time.Millisecond)
-			time.Sleep(100 * time.Microsecond)
+			select { // one change per round a reader finished: paced by the readers, not the clock
+			case <-stop:
+				return
+			case <-read:
+			}
 		}
 	}()
 	done := make(chan struct{}, goroutines)
@@ -882,6 +887,10 @@ func TestConcurrentViews(t *testing.T) {
 			v := c.NewView()
 			woken := make(chan *Entry, 64)
 			for r := range rounds {
+				select {
+				case read <- struct{}{}:
+				default:
+				}
 				p := paths[(r*7+g)%files]
 				e, ok := v.Lookup([]byte(p))
 				if !ok {

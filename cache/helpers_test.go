@@ -79,13 +79,15 @@ func load(t testing.TB, v *View, path, ct string, prof *Profile) *Entry {
 	return e
 }
 
-// waitIdle waits (bounded) until no job is queued or running.
+// waitIdle waits (bounded) until no job is queued or running. The
+// workers announce nothing when they go idle, so it polls their jobs
+// counter; the sleep is the polling interval, not a guess at a duration.
 func waitIdle(t testing.TB, c *Cache) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for c.pending.Load() != 0 {
+	for c.Stats().Pending != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("workers still busy: %d jobs", c.pending.Load())
+			t.Fatalf("workers still busy: %d jobs", c.Stats().Pending)
 		}
 		time.Sleep(time.Millisecond)
 	}

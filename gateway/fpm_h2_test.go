@@ -98,7 +98,7 @@ func TestFPMOverHTTP2(t *testing.T) {
 
 // TestFPMOverHTTP2SlowClient reads a 24 MiB PHP response over HTTP/2,
 // stopping after the first MiB until the response has left the loop (the
-// client's windows shut, the script runs ahead), then slowly: the heap
+// client's windows shut, the script runs ahead), then the rest: the heap
 // stays bounded.
 func TestFPMOverHTTP2SlowClient(t *testing.T) {
 	s := startSite(t, "")
@@ -119,18 +119,15 @@ func TestFPMOverHTTP2SlowClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); s.gale.srv.FastCGIStats().OffLoop == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the response never left the loop: %+v", s.gale.srv.FastCGIStats())
-		}
-	}
+	eventually(t, 20*time.Second, "the response to leave the loop", func() bool { return s.gale.srv.FastCGIStats().OffLoop != 0 })
+	runtime.ReadMemStats(&ms)
+	peak = ms.HeapInuse
 	for {
 		n, err := io.ReadFull(resp.Body, buf)
 		total += n
 		if err != nil {
 			break
 		}
-		time.Sleep(8 * time.Millisecond)
 		if total%(4<<20) < len(buf) {
 			runtime.ReadMemStats(&ms)
 			peak = max(peak, ms.HeapInuse)

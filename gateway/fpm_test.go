@@ -144,6 +144,20 @@ func (f *fpm) waitListening(t *testing.T, tcp bool, addr string) {
 	t.Fatalf("php-fpm did not listen on %s: %s", addr, f.log.String())
 }
 
+// eventually polls cond every 10 ms for up to d. The sleep is the
+// polling interval: cond reads a counter or a file that announces
+// nothing.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (f *fpm) stop() {
 	if f.cmd.Process != nil {
 		_ = f.cmd.Process.Signal(os.Interrupt)

@@ -32,13 +32,13 @@ func (l *loopConn) CacheLoaded([]byte) (*cache.Entry, error, bool) { return nil,
 func TestStaticHitAllocs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	css := cssBody(20000)
-	rt, _, _ := siteRouter(t, config.Static{CacheControl: "max-age=60"}, cache.Options{}, condTime, map[string]string{
+	rt, fc, _ := siteRouter(t, config.Static{CacheControl: "max-age=60"}, cache.Options{}, condTime, map[string]string{
 		"site.css":   css,
 		"index.html": "<h1>home</h1>",
 	})
 	lc := &loopConn{}
 	// Publish the compressed variants first.
-	serveUntil(t, rt, func() *Ctx {
+	serveUntil(t, rt, fc, func() *Ctx {
 		c := newCtx(request("GET", "", "/site.css", "Accept-Encoding", "gzip"))
 		c.Cache = lc
 		rt.Serve(c)

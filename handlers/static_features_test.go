@@ -28,21 +28,35 @@ func cssBody(n int) string {
 	return b.String()[:n]
 }
 
-// serveUntil repeats a request until ok accepts the response (the
-// cache's workers publish compressed variants a little later), for at
-// most five seconds.
-func serveUntil(t *testing.T, rt *Router, req func() *Ctx, ok func(*http.Response) bool) (*http.Response, []byte) {
+// serveUntil repeats a request until ok accepts the response: the
+// cache's workers publish compressed variants after the response that
+// asked for them, so between tries it waits for the workers to be idle.
+// A response still refused once they are is a failure, not lateness.
+func serveUntil(t *testing.T, rt *Router, c *cache.Cache, req func() *Ctx, ok func(*http.Response) bool) (*http.Response, []byte) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp, body := wire(t, req())
-		if ok(resp) {
+	var resp *http.Response
+	var body []byte
+	for range 3 { // a load, then its variants, then the hit that sees them
+		if resp, body = wire(t, req()); ok(resp) {
 			return resp, body
 		}
+		cacheIdle(t, c)
+	}
+	t.Fatalf("no acceptable response with the cache idle: %d %v", resp.StatusCode, resp.Header)
+	return nil, nil
+}
+
+// cacheIdle waits (bounded) until c has no load or compression queued or
+// running. The workers announce nothing when they go idle, so it polls
+// their jobs counter; the sleep is the polling interval.
+func cacheIdle(t *testing.T, c *cache.Cache) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Pending != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no acceptable response: %d %v", resp.StatusCode, resp.Header)
+			t.Fatalf("cache workers still busy: %+v", c.Stats())
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -80,7 +94,7 @@ func TestStaticCompression(t *testing.T) {
 	if resp.Header.Get("Content-Encoding") == "" && string(body) != css {
 		t.Fatal("identity body differs")
 	}
-	resp, body = serveUntil(t, rt, get("/site.css", "Accept-Encoding", "gzip"), func(r *http.Response) bool {
+	resp, body = serveUntil(t, rt, c, get("/site.css", "Accept-Encoding", "gzip"), func(r *http.Response) bool {
 		return r.Header.Get("Content-Encoding") == "gzip"
 	})
 	if string(gunzip(t, body)) != css || resp.ContentLength != int64(len(body)) || len(body) >= len(css)/2 {
@@ -140,10 +154,18 @@ func TestStaticCompression(t *testing.T) {
 	if resp, body := wire(t, get("/app.js", "Accept-Encoding", "gzip")()); resp.Header.Get("Content-Encoding") != "gzip" || string(body) != "precompressed" {
 		t.Errorf("sidecar: %v %q", resp.Header, body)
 	}
-	// Not a compressible type: identity, still negotiable.
-	time.Sleep(20 * time.Millisecond)
-	if resp, body := wire(t, get("/pic.png", "Accept-Encoding", "gzip")()); resp.Header.Get("Content-Encoding") != "" || string(body) != css {
-		t.Errorf("png: %v", resp.Header)
+	// Not a compressible type: identity, still negotiable; still so once
+	// the workers are done with whatever its first request queued.
+	cacheIdle(t, c)
+	before := c.Stats().Compressions
+	for range 2 {
+		if resp, body := wire(t, get("/pic.png", "Accept-Encoding", "gzip")()); resp.Header.Get("Content-Encoding") != "" || string(body) != css {
+			t.Errorf("png: %v", resp.Header)
+		}
+		cacheIdle(t, c)
+	}
+	if s := c.Stats(); s.Compressions != before {
+		t.Errorf("compressions %v after the png, %v before", s.Compressions, before)
 	}
 }
 
@@ -162,12 +184,16 @@ func TestStaticCompressSettings(t *testing.T) {
 		{"none", config.Compress{Encodings: []string{}, MinBytes: 1024}, "gzip", "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rt, _, _ := siteRouter(t, config.Static{Compress: tt.c}, cache.Options{}, condTime, files)
+			rt, c, _ := siteRouter(t, config.Static{Compress: tt.c}, cache.Options{}, condTime, files)
 			req := func() *Ctx { return serve(t, rt, request("GET", "", "/a.css", "Accept-Encoding", tt.ae)) }
 			if tt.enc != "" {
-				serveUntil(t, rt, req, func(r *http.Response) bool { return r.Header.Get("Content-Encoding") == tt.enc })
+				serveUntil(t, rt, c, req, func(r *http.Response) bool { return r.Header.Get("Content-Encoding") == tt.enc })
 			} else {
-				time.Sleep(50 * time.Millisecond)
+				// Identity even once the workers did all the requests asked.
+				for range 2 {
+					wire(t, req())
+					cacheIdle(t, c)
+				}
 				if resp, _ := wire(t, req()); resp.Header.Get("Content-Encoding") != "" {
 					t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 				}
@@ -181,8 +207,8 @@ func TestStaticCompressSettings(t *testing.T) {
 	rt, c, _ := siteRouter(t, config.Static{Compress: config.Compress{Encodings: []string{"gzip"}, MinBytes: 6000}}, cache.Options{}, condTime, files)
 	for range 5 {
 		serve(t, rt, request("GET", "", "/a.css", "Accept-Encoding", "gzip"))
+		cacheIdle(t, c) // whatever the request queued is done
 	}
-	time.Sleep(50 * time.Millisecond)
 	if resp, _ := wire(t, serve(t, rt, request("GET", "", "/a.css", "Accept-Encoding", "gzip"))); resp.Header.Get("Content-Encoding") != "" ||
 		c.Stats().Compressions != [4]uint64{} {
 		t.Errorf("compressed below min_bytes: %v %v", resp.Header, c.Stats().Compressions)

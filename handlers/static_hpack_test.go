@@ -81,7 +81,7 @@ func TestStaticHPACKMatchesHead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.target+" "+tt.accept, func(t *testing.T) {
 			var ctx *Ctx
-			serveUntil(t, rt, func() *Ctx {
+			serveUntil(t, rt, c, func() *Ctx {
 				ctx = newCtx(request("GET", "example.com", tt.target, "Accept-Encoding", tt.accept))
 				rt.Serve(ctx)
 				return ctx

@@ -138,7 +138,7 @@ func TestBoundedMemory(t *testing.T) {
 			t.Fatalf("wrong byte at %d", bad)
 		}
 		read += int64(n)
-		time.Sleep(10 * time.Millisecond) // about 3 MB/s
+		time.Sleep(10 * time.Millisecond) // a slow client (about 3 MB/s) is the point
 		runtime.ReadMemStats(&ms)
 		peakHeap = max(peakHeap, ms.HeapInuse)
 		peakRSS = max(peakRSS, rssBytes())
@@ -272,10 +272,12 @@ func TestSlowUploadFastResponse(t *testing.T) {
 // server survives, and every upstream connection ends pooled or closed.
 func TestClientsGoingAway(t *testing.T) {
 	t.Parallel()
+	var clients sync.Map // "?slow=" id → closed when that client has gone
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
-		if r.URL.Query().Has("slow") {
-			time.Sleep(20 * time.Millisecond)
+		if id := r.URL.Query().Get("slow"); id != "" {
+			gone, _ := clients.Load(id)
+			<-gone.(chan struct{}) // answers once its client has gone
 		}
 		buf := make([]byte, n)
 		pattern(buf, 0)
@@ -299,7 +301,10 @@ func TestClientsGoingAway(t *testing.T) {
 				}
 				c.(*net.TCPConn).SetReadBuffer(16 << 10)
 				c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				q := []string{"", "?slow", "?chunked", "?slow&chunked"}[(i+j)%4]
+				id := fmt.Sprintf("%d.%d", i, j)
+				gone := make(chan struct{})
+				clients.Store(id, gone)
+				q := []string{"", "?slow=" + id, "?chunked", "?slow=" + id + "&chunked"}[(i+j)%4]
 				fmt.Fprintf(c, "GET /%d%s HTTP/1.1\r\nHost: a\r\n\r\n", sizes[(i*7+j)%4], q)
 				buf := make([]byte, []int{0, 10, 1000, 100_000}[(i+j*3)%4])
 				io.ReadFull(c, buf)
@@ -307,6 +312,7 @@ func TestClientsGoingAway(t *testing.T) {
 					c.(*net.TCPConn).SetLinger(0) // a reset rather than a close
 				}
 				c.Close()
+				close(gone)
 			}
 		}()
 	}
@@ -365,7 +371,9 @@ func TestHandoffUnixUpstream(t *testing.T) {
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for round := range 2 {
 		fmt.Fprintf(conn, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", round)
-		time.Sleep(200 * time.Millisecond)
+		if round == 0 { // read nothing until the response has left the loop
+			eventually(t, 10*time.Second, "the handoff", func() bool { return g.srv.ProxyStats().Handoffs >= 1 })
+		}
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -204,7 +204,7 @@ func TestPassiveHealth(t *testing.T) {
 	a := named(t, "a")
 	dead := deadAddr(t)
 	g := startGale(t, proxyRoute(dead, a.hostport())+
-		"      retries: 1\n      health_check: {passive: {fails: 1, window: 10s, cooldown: 400ms}}\n")
+		"      retries: 1\n      health_check: {passive: {fails: 1, window: 10s, cooldown: 1s}}\n")
 	cl := newClient()
 	for i := range 10 {
 		if code, body := g.get(cl, "/"); code != 200 || body != "a" {
@@ -217,7 +217,15 @@ func TestPassiveHealth(t *testing.T) {
 	if !strings.Contains(g.logs.String(), "upstream out of service") {
 		t.Errorf("no log of the upstream going out:\n%s", g.logs.String())
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Requests until the cooldown has passed and the dead upstream was
+	// tried once more (each answered by a, after a retry for that one)...
+	eventually(t, 10*time.Second, "the dead upstream to be tried again", func() bool {
+		if code, body := g.get(cl, "/"); code != 200 || body != "a" {
+			t.Fatalf("during the cooldown: %d %q", code, body)
+		}
+		return g.srv.ProxyStats().DialFails >= 2
+	})
+	// ...then it is out again.
 	for range 4 {
 		g.get(cl, "/")
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -280,7 +281,9 @@ func TestHeadAndBodiless(t *testing.T) {
 // response (relayed chunked to HTTP/1.1, de-chunked to HTTP/1.0).
 func TestChunkedBothWays(t *testing.T) {
 	t.Parallel()
+	entered := make(chan struct{}, 1)
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
 		b, _ := io.ReadAll(r.Body)
 		f := w.(http.Flusher)
 		for _, part := range []string{"got:", string(b), ":end"} {
@@ -291,7 +294,12 @@ func TestChunkedBothWays(t *testing.T) {
 	g := startGale(t, proxyRoute(up.hostport()))
 	rc := g.dial()
 	rc.send("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
-	time.Sleep(20 * time.Millisecond) // the body arrives in pieces
+	// The body arrives in pieces: the rest once the request is upstream.
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the upstream")
+	}
 	rc.send("4\r\ndefg\r\n0\r\n\r\n")
 	resp, body := rc.response("POST")
 	if resp.StatusCode != 200 || body != "got:abcdefg:end" {
@@ -347,9 +355,14 @@ func TestExpectContinue(t *testing.T) {
 // connection: the answers come back in order.
 func TestPipelinedOrder(t *testing.T) {
 	t.Parallel()
+	slowIn, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
-			time.Sleep(50 * time.Millisecond)
+			close(slowIn)
+			<-release
 		}
 		io.WriteString(w, "up"+r.URL.Path)
 	})
@@ -362,6 +375,16 @@ func TestPipelinedOrder(t *testing.T) {
 	rc := g.dial()
 	rc.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /local HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n" +
 		"POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /local HTTP/1.1\r\nHost: a\r\n\r\n")
+	// /slow is upstream and held there. Another client of the one loop
+	// is answered meanwhile: the loop has handled the first client's
+	// bytes, and would have answered /local out of order by now.
+	<-slowIn
+	other := g.dial()
+	other.send("GET /local HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, body := other.response("GET"); body != "local" {
+		t.Fatalf("the other client: %q", body)
+	}
+	free()
 	for _, want := range []string{"up/slow", "local", "up/x", "up/p", "local"} {
 		if _, body := rc.response("GET"); body != want {
 			t.Fatalf("got %q, want %q", body, want)
@@ -414,11 +437,20 @@ func TestConcurrentClientsTwoLoops(t *testing.T) {
 // HTTP/1.0 clients.
 func TestInformational(t *testing.T) {
 	t.Parallel()
+	// The first final response waits until the client has read the 103:
+	// the two reach gale apart.
+	hinted := make(chan struct{})
+	var first atomic.Bool
 	up := newRawUpstream(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for readHead(br) != "" {
 			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
-			time.Sleep(10 * time.Millisecond)
+			if first.CompareAndSwap(false, true) {
+				select {
+				case <-hinted:
+				case <-time.After(10 * time.Second): // failsafe: the client fails on its own
+				}
+			}
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone")
 		}
 	})
@@ -426,6 +458,7 @@ func TestInformational(t *testing.T) {
 	rc := g.dial()
 	rc.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 	head := readHead(rc.br)
+	close(hinted)
 	if !strings.HasPrefix(head, "HTTP/1.1 103 Early Hints\r\n") || !strings.Contains(head, "Link: </style.css>; rel=preload\r\n") {
 		t.Fatalf("interim response:\n%s", head)
 	}

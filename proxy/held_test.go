@@ -136,7 +136,10 @@ func TestWriteTimeoutWhileOutputGrows(t *testing.T) {
 			if _, err := c.Write(buf[:512]); err != nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // the trickle, not a synchronisation
+			// The trickle (about 50 KB/s): gale's output must keep
+			// growing, slowly, across the 1 s write timeout; the pace
+			// over time is the point, not a synchronisation.
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 	g := startGale(t, proxyRoute(up.addr())+
@@ -220,20 +223,18 @@ func TestHeldReadBodyTimeout(t *testing.T) {
 			return
 		}
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", 1<<30)
-		// Small socket buffers and a paced send (about 64 MB/s): what
+		// Small socket buffers and a send paced by gale's reads: what
 		// the upstream sent is what gale read, not megabytes waiting in
 		// kernel buffers that would reach gale after it held and cut the
 		// hold on a loaded machine.
 		_ = c.(*net.TCPConn).SetWriteBuffer(64 << 10)
 		chunk := make([]byte, 64<<10)
-		for {
-			if g := srv.Load(); g != nil && g.srv.ProxyStats().Held >= 1 {
-				break // gale holds: send no more, so the hold is not cut
-			}
+		held := func() bool { g := srv.Load(); return g != nil && g.srv.ProxyStats().Held >= 1 }
+		for !held() { // once gale holds, send no more, so the hold is not cut
 			if _, err := c.Write(chunk); err != nil {
 				return
 			}
-			time.Sleep(time.Millisecond)
+			waitUntil(10*time.Second, func() bool { return held() || inFlight(c.LocalAddr(), c.RemoteAddr()) == 0 })
 		}
 		io.Copy(io.Discard, c) // until gale closes the connection
 	})

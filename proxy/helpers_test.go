@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,16 +267,65 @@ func (rc *rawConn) response(method string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// eventually polls cond every 10 ms for up to d.
+// eventually polls cond for up to d (see waitUntil) and fails the test
+// if it never held.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
+}
+
+// waitUntil polls cond until it holds or d has passed, and reports
+// whether it held. The sleep is the polling interval (from 50 µs,
+// doubling to 10 ms): cond reads a counter, a log or the kernel, none of
+// which announces a change.
+func waitUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for pause := 50 * time.Microsecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+	return true
+}
+
+// inFlight returns the bytes the TCP connection's end at from wrote and
+// its end at to has not read yet: the send queue of the one and the
+// receive queue of the other, as the kernel counts them (/proc/net/tcp).
+// Both ends must be sockets of this machine; an end that is gone counts
+// nothing.
+func inFlight(from, to net.Addr) int {
+	a, b := procNetAddr(from), procNetAddr(to)
+	tx, _ := tcpQueues(a, b)
+	_, rx := tcpQueues(b, a)
+	return tx + rx
+}
+
+// procNetAddr spells a 127.x TCP address as /proc/net/tcp does.
+func procNetAddr(a net.Addr) string {
+	ta := a.(*net.TCPAddr)
+	ip := ta.IP.To4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+}
+
+// tcpQueues returns the send and receive queues of the TCP socket from
+// local to remote (spelled as procNetAddr does); 0 and 0 if there is no
+// such socket.
+func tcpQueues(local, remote string) (tx, rx int) {
+	b, _ := os.ReadFile("/proc/net/tcp")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[1] != local || f[2] != remote {
+			continue
+		}
+		txs, rxs, _ := strings.Cut(f[4], ":")
+		t, _ := strconv.ParseInt(txs, 16, 64)
+		r, _ := strconv.ParseInt(rxs, 16, 64)
+		return int(t), int(r)
+	}
+	return 0, 0
 }
 
 func proxyRoute(to ...string) string {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"testing"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -17,7 +18,8 @@ type fakeConn struct {
 	gnet.Conn // nil: any other method panics
 	in        []byte
 	written   int
-	maxIov    int // the most buffers one Writev was given
+	maxIov    int           // the most buffers one Writev was given
+	woke      chan struct{} // if set, told of each Wake (cap 1: wakes coalesce, as the loop's do)
 }
 
 func (f *fakeConn) Peek(n int) ([]byte, error) { return f.in, nil }
@@ -38,9 +40,29 @@ func (f *fakeConn) Writev(bs [][]byte) (int, error) {
 	f.written += n
 	return n, nil
 }
-func (f *fakeConn) OutboundBuffered() int         { return 0 }
-func (f *fakeConn) InboundBuffered() int          { return len(f.in) }
-func (f *fakeConn) Wake(gnet.AsyncCallback) error { return nil }
+func (f *fakeConn) OutboundBuffered() int { return 0 }
+func (f *fakeConn) InboundBuffered() int  { return len(f.in) }
+func (f *fakeConn) Wake(gnet.AsyncCallback) error {
+	if f.woke != nil {
+		select {
+		case f.woke <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// awaitWake waits for a Wake (set woke first), as the loop would before
+// running the connection's Traffic; 5 s is a failsafe.
+func (f *fakeConn) awaitWake(tb testing.TB) {
+	tb.Helper()
+	select {
+	case <-f.woke:
+	case <-time.After(5 * time.Second):
+		tb.Fatal("no Wake within 5 s")
+	}
+}
+
 func (f *fakeConn) RemoteAddr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
 }

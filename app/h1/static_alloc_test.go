@@ -155,18 +155,20 @@ func BenchmarkStaticHit128(b *testing.B) {
 	defer set.Router.Close()
 	s := newShared()
 	s.Set.Store(set)
-	fc := &fakeConn{}
+	fc := &fakeConn{woke: make(chan struct{}, 1)}
 	cs := newTestConn(newTestLoop(s), fc)
 	raw := []byte("GET /s128.bin HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
 	serve := func() {
 		fc.in = raw
 		cs.serve()
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		serve() // until the file is in the cache
-		if cs.pending == nil && cs.xfer == nil {
-			break
-		}
+	serve() // a miss: a cache worker loads the file and wakes the connection
+	for cs.pending != nil || cs.xfer != nil {
+		fc.awaitWake(b)
+		cs.Traffic()
+	}
+	if serve(); cs.pending != nil || cs.xfer != nil {
+		b.Fatal("the file is not served from the cache")
 	}
 	benchMetered(b, &s.Metered, serve)
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +17,12 @@ import (
 
 // loadWaitConn is an in-memory gnet.Conn for driving one connection's state
 // machine by hand: inbound bytes are set by the test, written bytes are
-// kept, and Wake is counted.
+// kept, and each Wake is told on woke.
 type loadWaitConn struct {
 	gnet.Conn // nil: any other method panics
-	mu        sync.Mutex
 	in        []byte
 	out       []byte
-	wakes     int
+	woke      chan struct{} // told of each Wake (cap 1)
 }
 
 func (m *loadWaitConn) Peek(int) ([]byte, error) { return m.in, nil }
@@ -47,15 +45,11 @@ func (m *loadWaitConn) Writev(bs [][]byte) (int, error) {
 func (m *loadWaitConn) OutboundBuffered() int { return 0 }
 func (m *loadWaitConn) InboundBuffered() int  { return len(m.in) }
 func (m *loadWaitConn) Wake(gnet.AsyncCallback) error {
-	m.mu.Lock()
-	m.wakes++
-	m.mu.Unlock()
+	select {
+	case m.woke <- struct{}{}:
+	default:
+	}
 	return nil
-}
-func (m *loadWaitConn) woken() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.wakes
 }
 func (m *loadWaitConn) RemoteAddr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40001}
@@ -100,7 +94,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 		}
 		s := newShared()
 		s.Set.Store(set)
-		mc := &loadWaitConn{}
+		mc := &loadWaitConn{woke: make(chan struct{}, 1)}
 		cs := newTestConn(newTestLoop(s), mc)
 		req := "GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /mid.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
 		mc.in = []byte(req)
@@ -137,11 +131,9 @@ func TestStaticWaitForLoad(t *testing.T) {
 			s.Draining.Store(true)
 			cs.closeAfter = true // what loop.drain does to a busy connection
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for mc.woken() == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if mc.woken() == 0 {
+		select {
+		case <-mc.woke:
+		case <-time.After(5 * time.Second): // a failsafe
 			t.Fatal("the load did not wake the connection")
 		}
 		mc.out = nil

@@ -124,13 +124,9 @@ routes:
 		c.Close()
 	}
 	closedAt := time.Now()
-	deadline := closedAt.Add(10 * time.Second)
-	for openFDs(t, pid) > baseline {
-		if time.Now().After(deadline) {
-			t.Fatalf("descriptors %d, at the start %d", openFDs(t, pid), baseline)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, fmt.Sprintf("the descriptors back to the %d at the start", baseline), func() bool {
+		return openFDs(t, pid) <= baseline
+	})
 	t.Logf("descriptors back to %d within %v of the clients' close", baseline, time.Since(closedAt).Round(time.Millisecond))
 	resp, err := http.Get(p.base + "/big.bin")
 	if err != nil {

@@ -58,15 +58,10 @@ func TestAccessLogReopenOnSIGUSR1(t *testing.T) {
 	// Half of every client's requests are answered, and lines have
 	// reached the file (others may still be on their way): move the file
 	// and signal while the rest come in.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if st, err := os.Stat(logPath); err == nil && st.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no access log line was written")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "an access log line", func() bool {
+		st, err := os.Stat(logPath)
+		return err == nil && st.Size() > 0
+	})
 	if err := os.Rename(logPath, logPath+".1"); err != nil {
 		t.Fatal(err)
 	}

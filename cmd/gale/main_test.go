@@ -106,11 +106,19 @@ func TestServeBinary(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		if cond() {
-			return
+	eventually(t, 5*time.Second, "the condition", cond)
+}
+
+// eventually polls cond every 10 ms for up to d. The sleep is the
+// polling interval: cond reads a log, a file or the kernel's view of the
+// process, none of which announces a change.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("condition not met within 5s")
 }
