@@ -15,6 +15,14 @@ import (
 // Headers is the only source of truth: Host, ContentLength, Chunked,
 // KeepAlive, Expect100 and Upgrade are derived from it (and from the
 // request line) in the same pass, never parsed from anywhere else.
+//
+// A Request is also the protocol-neutral view of an HTTP/2 or HTTP/3
+// request that handlers read: method, target parts, authority, fields,
+// whether a body follows and its declared length (HasBody, ContentLength,
+// LengthUnknown). Chunked, KeepAlive and Upgrade are HTTP/1.1's framing
+// and connection semantics: only Parse sets them, and only this package
+// and the HTTP/1.1 engine read them (a handler asks the exchange, through
+// handlers.Exchange.Closing and handlers.Upgrader, what they mean for it).
 type Request struct {
 	Method  []byte     // e.g. "GET"; a token
 	Target  []byte     // the raw request-target as sent
@@ -26,11 +34,12 @@ type Request struct {
 
 	Headers []Header // every field in arrival order, the only source of truth; storage reused between requests
 
-	ContentLength int64 // body length; -1 when the request has no Content-Length (then Chunked says whether a body follows)
-	Chunked       bool  // Transfer-Encoding: chunked
-	KeepAlive     bool  // the connection may serve another request after this one (version default, Connection header)
+	ContentLength int64 // body length; -1 when the request declares none (then Chunked or Streamed says whether a body follows)
+	Streamed      bool  // HTTP/2, HTTP/3: a body of undeclared length follows (no content-length, and the head did not end the stream)
+	Chunked       bool  // HTTP/1.1 only: Transfer-Encoding: chunked
+	KeepAlive     bool  // HTTP/1.1 only: the connection may serve another request after this one (version default, Connection header)
 	Expect100     bool  // "Expect: 100-continue" was sent in an HTTP/1.1 request (other expectations are answered 417 by the parser)
-	Upgrade       bool  // HTTP/1.1, Connection names "upgrade" and an Upgrade field is present
+	Upgrade       bool  // HTTP/1.1 only: Connection names "upgrade" and an Upgrade field is present
 
 	HeadLen int // bytes from the start of the request line through the empty line
 
@@ -69,7 +78,12 @@ func (r *Request) Header(name string) []byte {
 }
 
 // HasBody reports whether a message body follows the head.
-func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 }
+func (r *Request) HasBody() bool { return r.Chunked || r.Streamed || r.ContentLength > 0 }
+
+// LengthUnknown reports whether a body follows whose length the head did
+// not declare (HTTP/1.1 chunked coding; HTTP/2 or HTTP/3 without
+// content-length).
+func (r *Request) LengthUnknown() bool { return r.ContentLength < 0 && (r.Chunked || r.Streamed) }
 
 // The parser's errors. Each reason names one class of input; the fuzz test
 // keeps a table of those classes that net/http accepts and we reject.

@@ -281,7 +281,7 @@ func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
 	case pl == nil || c.Sink == nil || c.Body == nil:
 		h.errorNow(c, 500)
 		return
-	case c.Req.Chunked:
+	case c.Req.LengthUnknown():
 		c.Resp.Close = true
 		h.errorNow(c, 411)
 		return

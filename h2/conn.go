@@ -23,8 +23,9 @@ type Handler interface {
 	// for origin-form, Host (:authority, else the host field), Headers (the
 	// regular fields in arrival order, cookie crumbs joined with "; " into
 	// the first cookie field, section 8.2.3), ContentLength (-1 when
-	// absent), KeepAlive true, and Chunked set when a body of undeclared
-	// length follows, so that req.HasBody() reports s.BodyFollows. Every
+	// absent), and Streamed set when a body of undeclared length follows,
+	// so that req.HasBody() reports s.BodyFollows (HTTP/1.1's Chunked,
+	// KeepAlive and Upgrade stay unset). Every
 	// slice aliases per-connection memory valid only during this call:
 	// copy what must outlive it.
 	Request(s *Stream, req *codec.Request)

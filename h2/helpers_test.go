@@ -55,8 +55,8 @@ func (r *recorder) Request(s *Stream, req *codec.Request) {
 	for _, h := range req.Headers {
 		e.fields = append(e.fields, string(h.Name)+": "+string(h.Value))
 	}
-	if req.Version != codec.HTTP20 || !req.KeepAlive || req.HasBody() != s.BodyFollows {
-		panic("request view: version, keep-alive or HasBody")
+	if req.Version != codec.HTTP20 || req.KeepAlive || req.Chunked || req.Upgrade || req.HasBody() != s.BodyFollows {
+		panic("request view: version, HTTP/1.1 connection fields or HasBody")
 	}
 	r.events = append(r.events, e)
 	if r.onRequest != nil {

@@ -175,7 +175,7 @@ func (c *Conn) buildRequest(end, tooLarge bool) *Error {
 	var p pseudo
 	var host []byte
 	r := &c.req
-	*r = codec.Request{Headers: c.headers[:0], ContentLength: -1, Version: codec.HTTP20, KeepAlive: true}
+	*r = codec.Request{Headers: c.headers[:0], ContentLength: -1, Version: codec.HTTP20}
 	cookieAt, regular := -1, false
 	c.cookie = c.cookie[:0]
 	for _, f := range c.fields {
@@ -235,7 +235,7 @@ func (c *Conn) buildRequest(end, tooLarge bool) *Error {
 	if end && r.ContentLength > 0 {
 		return errLengthNoBody // section 8.1.1
 	}
-	r.Chunked = !end && r.ContentLength < 0
+	r.Streamed = !end && r.ContentLength < 0
 	return nil
 }
 

@@ -101,6 +101,10 @@ type RawInput interface {
 // 9113 section 8.6 forbids Upgrade on HTTP/2; HTTP/3 has none either).
 type Upgrader interface {
 	RawInput
+	// Upgrading reports whether the request asks to switch protocols
+	// (HTTP/1.1: Connection names "upgrade" and an Upgrade field is
+	// present, RFC 9110 section 7.8).
+	Upgrading() bool
 	// SwitchProtocols writes the 101 response whose end-to-end fields
 	// are fields, with the Connection and Upgrade fields a tunnel needs
 	// (upgrade is the Upgrade value agreed on). A failing write closes

@@ -174,7 +174,7 @@ func (ex *exchange) initBodyBound(req *codec.Request) {
 		max = codec.DefaultBodyBytes
 	}
 	switch {
-	case req.Chunked:
+	case req.LengthUnknown():
 		ex.bodyBound = max + MaxPendingInput
 	case req.ContentLength > 0:
 		ex.bodyBound = min(req.ContentLength, max)

@@ -88,7 +88,6 @@ type exchange struct {
 	peerTrusted bool       // it is one of server.trusted_proxies
 	clientIP    netip.Addr // the client's, for client-ip-hash: ip, or what trusted proxies say
 	clientV     codec.Version
-	clientKeep  bool
 	isHead      bool
 	upgrade     bool // the request offers a protocol the route allows (upgrade.go)
 	upFrom      int  // where the offered protocols are in head
@@ -157,9 +156,8 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.set = cl.Settings()
 	req := c.Req
 	ex.clientV = req.Version
-	ex.clientKeep = req.KeepAlive
 	ex.isHead = req.IsHead()
-	ex.upgrade = req.Upgrade && canTunnel(cl) && h.offersUpgrade(req.Headers)
+	ex.upgrade = upgrading(cl) && h.offersUpgrade(req.Headers)
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
@@ -170,7 +168,7 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.peerTrusted = c.FromTrustedProxy()
 	ex.body = c.Body
 	ex.bodyCount, _ = c.Body.(rawCounter)
-	ex.reqChunked = req.Chunked
+	ex.reqChunked = req.LengthUnknown()
 	ex.reqDone = !req.HasBody()
 	ex.initBodyBound(req)
 	ex.renderRequest(c)
@@ -979,7 +977,7 @@ func (ex *exchange) finishError(status int, why string) {
 	if ex.reqDone && status >= 500 {
 		// The request was read in full: the connection may serve
 		// another one.
-		ex.closeClient = !ex.clientKeep || ex.cl.Closing()
+		ex.closeClient = ex.cl.Closing()
 	}
 	lp := ex.lp
 	r := &lp.resp
@@ -1036,4 +1034,11 @@ func canTunnel(x handlers.Exchange) bool {
 	_, up := x.(handlers.Upgrader)
 	_, dup := x.(handlers.Duplicator)
 	return up && dup
+}
+
+// upgrading reports whether the request asks to switch protocols on an
+// exchange that can become a tunnel (HTTP/1.1).
+func upgrading(x handlers.Exchange) bool {
+	u, ok := x.(handlers.Upgrader)
+	return ok && canTunnel(x) && u.Upgrading()
 }

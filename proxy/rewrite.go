@@ -413,7 +413,7 @@ func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fw
 // the client sent one.
 func appendRequestFraming(b []byte, req *codec.Request) []byte {
 	switch {
-	case req.Chunked:
+	case req.LengthUnknown():
 		return append(b, "Transfer-Encoding: chunked\r\n"...)
 	case req.ContentLength >= 0:
 		return codec.AppendContentLength(b, req.ContentLength)
@@ -513,7 +513,7 @@ func (ex *exchange) relayHead() {
 		ex.rbody.Keep = &ex.trailerRaw
 	}
 	ex.remaining = r.ContentLength
-	ex.closeClient = !ex.clientKeep || !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.Closing()
+	ex.closeClient = !ex.reqDone || ex.kind == codec.BodyUntilClose || ex.cl.Closing()
 	length := r.ContentLength
 	if ex.kind == codec.BodyChunked || ex.kind == codec.BodyUntilClose {
 		length = -1

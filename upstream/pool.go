@@ -119,13 +119,14 @@ func (p *Pool) Take() *Conn {
 	return c
 }
 
-// Wait puts w in the queue for the next connection freed. When the
-// address's places are all taken by other loops, the pool is marked as
-// waiting for one (a release anywhere wakes it), and a loop keeping one
-// idle is asked to close it.
+// Wait puts w in the queue for the next connection freed. A pool that
+// holds a connection serves its queue in turn as they free; one that
+// holds none while other loops hold every place of the address is marked
+// as waiting for one (a release anywhere wakes it), and a loop keeping
+// one idle is asked to close it.
 func (p *Pool) Wait(w Waiter) {
 	p.waiting = append(p.waiting, w)
-	if p.slots == nil || p.conns > 0 && len(p.waiting) <= p.conns {
+	if p.slots == nil || p.conns > 0 {
 		return // a connection of this loop frees for it
 	}
 	p.setStarved(true)
@@ -149,6 +150,9 @@ func (p *Pool) Unwait(w Waiter) {
 			copy(p.waiting[i:], p.waiting[i+1:])
 			p.waiting[len(p.waiting)-1] = nil
 			p.waiting = p.waiting[:len(p.waiting)-1]
+			if len(p.waiting) == 0 {
+				p.setStarved(false)
+			}
 			return
 		}
 	}
@@ -223,6 +227,9 @@ func (p *Pool) next() Waiter {
 	copy(p.waiting, p.waiting[1:])
 	p.waiting[len(p.waiting)-1] = nil
 	p.waiting = p.waiting[:len(p.waiting)-1]
+	if len(p.waiting) == 0 {
+		p.setStarved(false)
+	}
 	return w
 }
 

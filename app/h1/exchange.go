@@ -42,7 +42,13 @@ func (cs *Conn) Local(k handlers.LocalKind) any { return cs.Loop.Local(k) }
 
 // Closing implements handlers.Exchange: whether the connection closes
 // after the current response whatever it is.
-func (cs *Conn) Closing() bool { return cs.closeAfter || cs.loop.Shared.Draining.Load() }
+func (cs *Conn) Closing() bool {
+	return cs.closeAfter || !cs.ctx.Req.KeepAlive || cs.loop.Shared.Draining.Load()
+}
+
+// Upgrading implements handlers.Upgrader: the request asks to switch
+// protocols.
+func (cs *Conn) Upgrading() bool { return cs.ctx.Req.Upgrade }
 
 // Settings implements handlers.Exchange.
 func (cs *Conn) Settings() handlers.ExchangeSettings {

@@ -191,9 +191,9 @@ func (f *forward) peek(req *codec.Request) {
 	switch {
 	case f.n == 0 && f.err == io.EOF:
 		f.body = nil
-		req.ContentLength, req.Chunked = 0, false
+		req.ContentLength, req.Streamed = 0, false
 	case f.err == io.EOF:
-		req.ContentLength, req.Chunked = int64(f.n), false
+		req.ContentLength, req.Streamed = int64(f.n), false
 	}
 }
 

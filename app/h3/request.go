@@ -33,7 +33,7 @@ func (ex *exchange) fill(r *http.Request) int {
 	// Room for everything first: the slices below alias b, which no
 	// append may move.
 	b := slices.Grow(ex.buf[:0], n)
-	*req = codec.Request{Headers: req.Headers[:0], ContentLength: r.ContentLength, Version: codec.HTTP30, KeepAlive: true}
+	*req = codec.Request{Headers: req.Headers[:0], ContentLength: r.ContentLength, Version: codec.HTTP30}
 	b, req.Method = appendPart(b, r.Method, false)
 	b, req.Target = appendPart(b, r.RequestURI, false)
 	b, req.Host = appendPart(b, r.Host, false)
@@ -46,7 +46,7 @@ func (ex *exchange) fill(r *http.Request) int {
 		}
 	}
 	ex.buf = b
-	req.Chunked = req.ContentLength < 0 && hasBody(r)
+	req.Streamed = req.ContentLength < 0 && hasBody(r)
 	if addr, ok := remoteOf(r); ok {
 		ex.ctx.Remote = addr
 	}
