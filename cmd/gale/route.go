@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -30,6 +31,9 @@ func parseRouteArgs(args []string) (routeArgs, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, inline := strings.Cut(a, "=")
+		if isHelp(a) {
+			return ra, flag.ErrHelp
+		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			ops = append(ops, a)
 			continue
@@ -64,6 +68,10 @@ func parseRouteArgs(args []string) (routeArgs, error) {
 // proxy handlers are stand-ins that forward nothing).
 func cmdRoute(args []string, stdout, stderr io.Writer) int {
 	ra, err := parseRouteArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, routeUsage)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gale route: %v\n%s", err, routeUsage)
 		return 2
