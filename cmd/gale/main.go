@@ -303,13 +303,27 @@ func fileExists(p string) bool {
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
 // server was started from one), SIGUSR1 reopens the access log file (after
 // logrotate moved it, as nginx does). It tells the service manager about each
-// step (see notify).
+// step (see notify). With log.format: json everything it writes is a log
+// record, the startup summary and errors included.
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
+	jsonLog := cfg.Log.Format == "json"
+	if jsonLog {
+		// What libraries write through the standard log package becomes
+		// a record too.
+		slog.SetDefault(log)
+	}
+	fail := func(msg string, err error) int {
+		if jsonLog {
+			log.Error(msg, "err", err.Error())
+		} else {
+			fmt.Fprintf(stderr, "gale: %v\n", err)
+		}
+		return 1
+	}
 	srv, err := app.New(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "gale: %v\n", err)
-		return 1
+		return fail("cannot start", err)
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
@@ -320,22 +334,15 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	select {
 	case <-srv.Booted():
 	case err := <-runErr:
-		fmt.Fprintf(stderr, "gale: %v\n", err)
-		return 1
+		return fail("cannot start", err)
 	}
-	for _, u := range srv.URLs() {
-		fmt.Fprintf(stdout, "gale: listening on %s\n", u)
-	}
-	for _, line := range cfg.Summary() {
-		fmt.Fprintf(stdout, "gale: %s\n", line)
-	}
+	printStartup(cfg, srv.URLs(), log, jsonLog, stdout)
 	notify(log, sdnotify.Ready)
 	for {
 		select {
 		case err := <-runErr:
 			if err != nil {
-				fmt.Fprintf(stderr, "gale: %v\n", err)
-				return 1
+				return fail("server stopped", err)
 			}
 			return 0
 		case sig := <-sigs:
@@ -364,6 +371,27 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			}
 			log.Info("stopped")
 			return 0
+		}
+	}
+}
+
+// printStartup says where gale listens (the addresses it bound) and what
+// it understood of the config: "gale: " lines on stdout, or with JSON logs
+// one record each ("listening" with the url, "config" with the summary
+// line).
+func printStartup(cfg *config.Config, urls []string, log *slog.Logger, jsonLog bool, stdout io.Writer) {
+	for _, u := range urls {
+		if jsonLog {
+			log.Info("listening", "url", u)
+		} else {
+			fmt.Fprintf(stdout, "gale: listening on %s\n", u)
+		}
+	}
+	for _, line := range cfg.Summary() {
+		if jsonLog {
+			log.Info("config", "summary", line)
+		} else {
+			fmt.Fprintf(stdout, "gale: %s\n", line)
 		}
 	}
 }
