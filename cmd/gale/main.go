@@ -336,7 +336,7 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	case err := <-runErr:
 		return fail("cannot start", err)
 	}
-	printStartup(cfg, srv.URLs(), log, jsonLog, stdout)
+	printStartup(cfg, srv, log, jsonLog, stdout)
 	notify(log, sdnotify.Ready)
 	for {
 		select {
@@ -378,16 +378,16 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 // printStartup says where gale listens (the addresses it bound) and what
 // it understood of the config: "gale: " lines on stdout, or with JSON logs
 // one record each ("listening" with the url, "config" with the summary
-// line).
-func printStartup(cfg *config.Config, urls []string, log *slog.Logger, jsonLog bool, stdout io.Writer) {
-	for _, u := range urls {
+// line), listeners with the addresses they bound.
+func printStartup(cfg *config.Config, srv *app.Server, log *slog.Logger, jsonLog bool, stdout io.Writer) {
+	for _, u := range srv.URLs() {
 		if jsonLog {
 			log.Info("listening", "url", u)
 		} else {
 			fmt.Fprintf(stdout, "gale: listening on %s\n", u)
 		}
 	}
-	for _, line := range cfg.Summary() {
+	for _, line := range cfg.Summary(srv.Addrs()...) {
 		if jsonLog {
 			log.Info("config", "summary", line)
 		} else {

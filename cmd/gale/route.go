@@ -65,7 +65,7 @@ func parseRouteArgs(args []string) (routeArgs, error) {
 
 // cmdRoute explains which route a request would take, without starting a
 // server: the config is loaded and its routes built as serve would (the
-// proxy handlers are stand-ins that forward nothing).
+// proxy and FastCGI handlers are stand-ins that forward nothing).
 func cmdRoute(args []string, stdout, stderr io.Writer) int {
 	ra, err := parseRouteArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -86,9 +86,10 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}
-	rt, err := handlers.Build(cfg, handlers.WithProxy(func(*handlers.Route) (handlers.Handler, error) {
+	standIn := func(*handlers.Route) (handlers.Handler, error) {
 		return handlers.HandlerFunc(func(c *handlers.Ctx) { c.Error(502) }), nil
-	}))
+	}
+	rt, err := handlers.Build(cfg, handlers.WithProxy(standIn), handlers.WithFastCGI(standIn))
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return 1
