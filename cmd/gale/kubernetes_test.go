@@ -55,7 +55,7 @@ type (
 		Image           string   `yaml:"image"`
 		ImagePullPolicy string   `yaml:"imagePullPolicy"`
 		Args            []string `yaml:"args"`
-		Ports []struct {
+		Ports           []struct {
 			Name          string `yaml:"name"`
 			ContainerPort int    `yaml:"containerPort"`
 		} `yaml:"ports"`
