@@ -65,8 +65,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
-	} else if len(args) > 0 && (isHelp(args[0]) || args[0] == "--version" || args[0] == "-version") {
-		cmd, args = strings.TrimLeft(args[0], "-"), args[1:]
+	} else if len(args) > 0 && isHelp(args[0]) {
+		cmd, args = "help", args[1:]
+	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		cmd, args = "version", args[1:]
 	}
 	switch cmd {
 	case "serve":
@@ -89,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReverseProxy(args, stdout, stderr)
 	case "hash-password":
 		return cmdHashPassword(args, stdout, stderr)
-	case "help", "h":
+	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
