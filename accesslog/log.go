@@ -224,7 +224,11 @@ func (a *Log) rotate() {
 		_ = os.Remove(a.path)
 	}
 	if err := a.open(); err != nil {
-		fmt.Fprintf(os.Stderr, "gale: access log %s: %v\n", filepath.Base(a.path), err)
+		if a.log != nil {
+			a.log.Error("access log: rotation could not open a new file; lines are dropped until a reopen", "path", a.path, "err", err.Error())
+		} else {
+			fmt.Fprintf(os.Stderr, "gale: access log %s: %v\n", filepath.Base(a.path), err)
+		}
 	}
 }
 

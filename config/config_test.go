@@ -473,6 +473,11 @@ routes:
     redirect: {to: /, status: 301, keep_path: true}
   - path: /abs/
     static: {root: /}
+  - path: /files/
+    name: files
+    static: {root: /, browse: true}
+  - path: /healthz
+    health: live
 `), "testdata/summary.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -484,10 +489,17 @@ routes:
 		"route   example.com/hello  respond 200",
 		"route   */old/             redirect 301 / (keep path) (+headers)",
 		"route   */abs/             static /",
+		"route   */files/ (files)   static / (browse)",
+		"route   */healthz          health live",
 	}
 	got := cfg.Summary()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Summary():\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// With the bound addresses, those replace the configured ones.
+	got = cfg.Summary("127.0.0.1:8080", "[::1]:41234")
+	if got[1] != "listen  [::1]:41234" || got[0] != want[0] {
+		t.Errorf("Summary(bound) = %q", got[:2])
 	}
 }
 

@@ -14,19 +14,27 @@ import (
 //	listen  :443  tls automatic [example.com www.example.com] (+on demand) in /var/lib/gale
 //	listen  :80  redirect to https
 //	listen  :9090  protocols [h2c]
-//	route   */             static ./site
+//	route   */             static ./site (browse)
 //	route   */hello        respond 200
 //	route   */old/         redirect 308 /
+//	route   */healthz      health live
 //	route   example.com/   static /srv/example (+headers)
-//	route   */api/         proxy 127.0.0.1:9000 unix:/run/app.sock (round-robin)
+//	route   */api/ (api)   proxy 127.0.0.1:9000 unix:/run/app.sock (round-robin)
 //
-// "*" stands for any host. Static roots under the config's directory are
-// shown relative to it. The returned slice is freshly allocated and owned by
-// the caller. Summary is safe for concurrent use.
-func (c *Config) Summary() []string {
+// "*" stands for any host; a route's name follows its path in
+// parentheses. Static roots under the config's directory are shown
+// relative to it. bound, when given, are the addresses the listeners bound
+// (in order, a port of 0 resolved), shown in place of the configured ones.
+// The returned slice is freshly allocated and owned by the caller. Summary
+// is safe for concurrent use.
+func (c *Config) Summary(bound ...string) []string {
 	out := make([]string, 0, len(c.Listen)+len(c.Routes))
-	for _, l := range c.Listen {
-		line := "listen  " + l.Address
+	for i, l := range c.Listen {
+		addr := l.Address
+		if i < len(bound) && bound[i] != "" {
+			addr = bound[i]
+		}
+		line := "listen  " + addr
 		switch {
 		case l.TLS != nil && l.TLS.Automatic != nil:
 			line += "  tls " + automaticSummary(l.TLS)
@@ -53,6 +61,9 @@ func (c *Config) Summary() []string {
 			host = "*"
 		}
 		where[i] = host + r.Path
+		if r.Name != "" {
+			where[i] += " (" + r.Name + ")"
+		}
 		width = max(width, len(where[i]))
 	}
 	for i, r := range c.Routes {
@@ -71,6 +82,12 @@ func (c *Config) Summary() []string {
 		case r.Static != nil:
 			b.WriteString("static ")
 			b.WriteString(c.displayPath(r.Static.Root))
+			if r.Static.Browse {
+				b.WriteString(" (browse)")
+			}
+		case r.Health != "":
+			b.WriteString("health ")
+			b.WriteString(r.Health)
 		case r.Respond != nil:
 			b.WriteString("respond ")
 			b.WriteString(strconv.Itoa(r.Respond.Status))

@@ -70,6 +70,7 @@ type server struct {
 	failStart atomic.Int64
 	fails     atomic.Int32
 	downUntil atomic.Int64
+	flog      upstream.FailureLog // at most one failure line a second
 }
 
 // New compiles the fastcgi route rt (rt.Conf.FastCGI set) into a
@@ -139,8 +140,15 @@ func (s *server) available(now int64) bool {
 	return true
 }
 
-// failed records a failure of a real request (passive health).
+// failed records a failure of a real request (passive health) and logs
+// it, at most once a second (the line counts those left out since the
+// last one).
 func (s *server) failed(now int64, why string) {
+	if n, ok := s.flog.Allow(now); ok && n > 0 {
+		s.h.logf(slog.LevelWarn, "fastcgi server failed", s, "reason", why, "suppressed", n)
+	} else if ok {
+		s.h.logf(slog.LevelWarn, "fastcgi server failed", s, "reason", why)
+	}
 	p := &s.h.conf.Passive
 	if p.Fails <= 0 {
 		return

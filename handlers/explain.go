@@ -127,7 +127,11 @@ func (t *trace) tried(r *Route, k matchKind) {
 
 // routeName names a route as messages of the config do.
 func routeName(r *Route) string {
-	return fmt.Sprintf("routes[%d] (line %d) path %s", r.order, r.Conf.Pos.Line, r.Conf.Path)
+	name := ""
+	if r.Conf.Name != "" {
+		name = " name " + r.Conf.Name
+	}
+	return fmt.Sprintf("routes[%d] (line %d)%s path %s", r.order, r.Conf.Pos.Line, name, r.Conf.Path)
 }
 
 // describeMatch lists a route's matchers beside its path.
@@ -229,13 +233,29 @@ func (t *trace) headerRules(what string, ops *config.HeaderOps) {
 func (t *trace) handler(r *Route, c *Ctx) {
 	rc := r.Conf
 	switch {
+	case rc.FastCGI != nil:
+		kind := "fastcgi"
+		if rc.FastCGI.PHP {
+			kind = "php"
+		}
+		var to []string
+		for _, u := range rc.FastCGI.To {
+			to = append(to, u.Raw)
+		}
+		t.addf("handler: %s to %s, root %s", kind, strings.Join(to, ", "), rc.FastCGI.Root)
 	case rc.Static != nil:
-		t.addf("handler: static, root %s", rc.Static.Root)
+		browse := ""
+		if rc.Static.Browse {
+			browse = ", browse (lists directories without an index file)"
+		}
+		t.addf("handler: static, root %s%s", rc.Static.Root, browse)
 		if h, ok := r.Handler.(*staticHandler); ok && h.try != nil {
 			t.tryFiles(h, c)
 		}
 	case rc.Respond != nil:
 		t.addf("handler: respond %d", rc.Respond.Status)
+	case rc.Health != "":
+		t.addf("handler: health %s", rc.Health)
 	case rc.Redirect != nil:
 		if h, ok := r.Handler.(*redirectHandler); ok {
 			c.Resp.Reset()

@@ -695,6 +695,7 @@ func (ex *exchange) check(now int64) {
 		// joins the pool; if it fails, DialFailed counts the failure
 		// (for the upstream's health; this attempt is counted here).
 		ex.fail(FailTimeout)
+		ex.up.logFailure(now, "connect timeout")
 		ex.dropConn(false)
 		ex.retryOrFail(504, "connect timeout")
 	case dlHeader:
@@ -704,6 +705,7 @@ func (ex *exchange) check(now int64) {
 		ex.finishError(504, "response header timeout")
 	case dlBody:
 		ex.fail(FailTimeout)
+		ex.up.logFailure(now, "response body read timeout")
 		ex.dropConn(true)
 		ex.finishTruncated("response body read timeout")
 	case dlClientBody:

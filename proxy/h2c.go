@@ -404,6 +404,7 @@ func (ex *exchange) h2cBody() {
 		if hx.timedOut.Load() {
 			ex.lp.Stats.Timeouts.Add(1)
 			ex.fail(FailTimeout)
+			ex.up.logFailure(ex.now, "response body read timeout")
 			ex.finishTruncated("response body read timeout")
 			return
 		}

@@ -192,6 +192,7 @@ func (ex *exchange) pacedLost(err error) {
 	case errors.As(err, &ne) && ne.Timeout():
 		ex.lp.Stats.Timeouts.Add(1)
 		ex.fail(FailTimeout)
+		ex.up.logFailure(ex.now, "response body read timeout")
 		ex.finishTruncated("response body read timeout")
 	default:
 		ex.up.failed(ex.now, "connection lost mid-body: "+err.Error())

@@ -468,10 +468,15 @@ func (ex *exchange) filterResponse(rules bool) []codec.Header {
 		hs = append(hs, f)
 	}
 	if rules {
+		// The rules edit hs through the loop's scratch response, which
+		// then gets its own storage back: left aliasing lp.hdrs, an
+		// error head built in it later (finishError) would be
+		// overwritten by the fields put before it in lp.hdrs.
+		own := lp.resp.Headers[:0]
 		lp.resp.Headers = hs
 		ex.h.route.ApplyResponseHeaders(&lp.resp)
 		hs = lp.resp.Headers
-		lp.resp.Headers = lp.resp.Headers[:0]
+		lp.resp.Headers = own
 	}
 	return hs
 }

@@ -53,6 +53,8 @@ type Upstream struct {
 
 	// Active health: consecutive check results flip activeDown.
 	activeDown atomic.Bool
+
+	flog upstream.FailureLog // at most one failure line a second
 }
 
 // String returns the upstream as configured ("127.0.0.1:9000",
@@ -86,6 +88,7 @@ func (u *Upstream) Available(now int64) bool {
 // concurrent use; a race between loops may count a failure in a window
 // that just ended, which only errs towards caution.
 func (u *Upstream) failed(now int64, why string) {
+	u.logFailure(now, why)
 	p := &u.h.conf.HealthCheck.Passive
 	if p.Fails <= 0 {
 		return
@@ -104,6 +107,20 @@ func (u *Upstream) failed(now int64, why string) {
 				"failures", int(n), "window", p.Window.String(), "for", p.Cooldown.String())
 		}
 	}
+}
+
+// logFailure logs a failed attempt at warn, at most once a second (the
+// line counts those left out since the last one). Safe for concurrent use.
+func (u *Upstream) logFailure(now int64, why string) {
+	n, ok := u.flog.Allow(now)
+	if !ok {
+		return
+	}
+	if n > 0 {
+		u.h.logf(slog.LevelWarn, "upstream failed", u, "reason", why, "suppressed", n)
+		return
+	}
+	u.h.logf(slog.LevelWarn, "upstream failed", u, "reason", why)
 }
 
 // healthChecker runs the active checks of one upstream in a goroutine:

@@ -20,8 +20,11 @@ var stdin io.Reader = os.Stdin
 func cmdHashPassword(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("hash-password", stderr)
 	cost := fs.Int("cost", bcrypt.DefaultCost, "bcrypt cost (each step doubles the time of a verification)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: gale hash-password [--cost N] < password")
+	if code, ok := parseFlags(fs, args, hashPasswordUsage, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprint(stderr, hashPasswordUsage)
 		return 2
 	}
 	if *cost < bcrypt.MinCost || *cost > 16 {

@@ -52,8 +52,10 @@ type (
 		} `yaml:"volumes"`
 	}
 	container struct {
-		Args  []string `yaml:"args"`
-		Ports []struct {
+		Image           string   `yaml:"image"`
+		ImagePullPolicy string   `yaml:"imagePullPolicy"`
+		Args            []string `yaml:"args"`
+		Ports           []struct {
 			Name          string `yaml:"name"`
 			ContainerPort int    `yaml:"containerPort"`
 		} `yaml:"ports"`
@@ -81,6 +83,7 @@ type (
 			Path string `yaml:"path"`
 			Port string `yaml:"port"`
 		} `yaml:"httpGet"`
+		FailureThreshold int `yaml:"failureThreshold"`
 	}
 )
 
@@ -206,6 +209,16 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s asks for %q, which is not a health %s route (%q)", pr.name, pr.p.HTTPGet.Path, pr.kind, k)
 		}
 		portOf(pr.name, pr.p.HTTPGet.Port)
+		// One slow answer must not take the pod out (the default, 3).
+		if pr.p.FailureThreshold != 0 && pr.p.FailureThreshold < 3 {
+			t.Errorf("%s failureThreshold %d, want at least 3", pr.name, pr.p.FailureThreshold)
+		}
+	}
+
+	// A locally built image (the Dockerfile's) must not be pulled: with
+	// a :latest tag the default policy is Always.
+	if strings.HasSuffix(c.Image, ":latest") && c.ImagePullPolicy != "IfNotPresent" && c.ImagePullPolicy != "Never" {
+		t.Errorf("image %s with imagePullPolicy %q: a locally built image fails to pull; want IfNotPresent", c.Image, c.ImagePullPolicy)
 	}
 
 	// Stopping: a delay before connections are refused (gale's drain, or

@@ -2,10 +2,10 @@
 // configured in one YAML file, on gnet's event loops.
 //
 //	gale serve -c gale.yaml     run (bare "gale" is "gale serve")
-//	gale validate -c gale.yaml  check a config: prints "ok" or one error per line
+//	gale validate gale.yaml     check a config: prints "ok" or one error per line
 //	gale route -c FILE METHOD URL [-H 'Name: value'] [--from ADDR]
 //	                            explain which route a request takes
-//	gale version                print the version
+//	gale version                print the version and VCS revision (also --version)
 //	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse] [--domain NAME[,NAME...]]
 //	gale reverse-proxy --from ADDR|NAME[:PORT] --to UPSTREAM[,UPSTREAM...]
@@ -21,7 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -31,21 +31,19 @@ import (
 	"gale/sdnotify"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 const usage = `usage:
   gale [serve] [-c FILE]                     run the server (default config: ./gale.yaml)
-  gale validate -c FILE                      check a config file
+  gale validate [-c] FILE                    check a config file
   gale route -c FILE METHOD URL [-H 'Name: value']... [--from ADDR]
                                              explain which route a request would take, and why
-  gale version                               print the version
+  gale version, gale --version               print the version and VCS revision
   gale schema                                print the config file's JSON Schema (draft-07)
-  gale file-server [--root DIR] [--listen ADDR] [--browse] [--domain NAME[,NAME...]]
-                                             serve a directory without a config file
+  gale file-server [--root DIR] [--listen ADDR] [--browse] [--access-log PATH|-]
+                   [--domain NAME[,NAME...]] serve a directory without a config file
                                              (--browse lists directories without an index file;
                                              --domain serves HTTPS with automatic certificates)
   gale reverse-proxy [--from ADDR|NAME[:PORT]] --to UPSTREAM[,UPSTREAM...]
+                    [--change-host-header] [--access-log PATH|-]
                                              forward every request to the upstreams
                                              (host:port, unix:/path or http://host:port);
                                              a domain name in --from serves HTTPS with an
@@ -54,6 +52,7 @@ const usage = `usage:
     --http ADDR (default ":80"), --email ADDR, --ca URL|letsencrypt|letsencrypt-staging,
     --ca-root FILE, --storage DIR
   gale hash-password [--cost N] < password   print a bcrypt hash for basic_auth
+  gale COMMAND -h                            a command's usage and flags
 `
 
 func main() {
@@ -66,6 +65,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 && isHelp(args[0]) {
+		cmd, args = "help", args[1:]
+	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		cmd, args = "version", args[1:]
 	}
 	switch cmd {
 	case "serve":
@@ -75,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "route":
 		return cmdRoute(args, stdout, stderr)
 	case "version":
+		if code, ok := noArgs("version", args, versionUsage, stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, versionString())
 		return 0
 	case "schema":
@@ -85,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReverseProxy(args, stdout, stderr)
 	case "hash-password":
 		return cmdHashPassword(args, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -94,30 +100,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func versionString() string {
-	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/panjf2000/gnet/v2" {
-				v += " (gnet " + d.Version + ")"
-			}
-		}
-		v += " " + bi.GoVersion
-	}
-	return "gale " + v
-}
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("validate", stderr)
-	file := fs.String("c", "", "config file to check")
-	if err := fs.Parse(args); err != nil || *file == "" || fs.NArg() > 0 {
-		fmt.Fprint(stderr, "usage: gale validate -c FILE\n")
+	file := fs.String("c", "", "config file to check (or give it as the argument)")
+	if code, ok := parseFlags(fs, args, validateUsage, stdout, stderr); !ok {
+		return code
+	}
+	if *file == "" && fs.NArg() == 1 {
+		*file = fs.Arg(0)
+	} else if *file == "" || fs.NArg() > 0 {
+		fmt.Fprint(stderr, validateUsage)
 		return 2
 	}
 	cfg, err := config.Load(*file)
@@ -136,9 +128,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 // (yaml-language-server reads it from a "# yaml-language-server: $schema="
 // modeline).
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprint(stderr, "usage: gale schema\n")
-		return 2
+	if code, ok := noArgs("schema", args, schemaUsage, stdout, stderr); !ok {
+		return code
 	}
 	if _, err := stdout.Write(config.JSONSchema()); err != nil {
 		fmt.Fprintf(stderr, "gale: %v\n", err)
@@ -150,8 +141,11 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", stderr)
 	file := fs.String("c", "", "config file (default ./gale.yaml if present, else serve the current directory on 127.0.0.1:8080)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprint(stderr, usage)
+	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprint(stderr, serveUsage)
 		return 2
 	}
 	var (
@@ -180,10 +174,14 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	root := fs.String("root", ".", "directory to serve")
 	listen := fs.String("listen", "", `address to listen on (default "127.0.0.1:8080"; with --domain the HTTPS address, default ":443")`)
 	browse := fs.Bool("browse", false, "list directories that have no index file")
+	accessLog := accessLogFlag(fs)
 	q := httpsFlags(fs)
 	domains := fs.String("domain", "", "serve over HTTPS with certificates obtained automatically for these names (comma-separated)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprint(stderr, usage)
+	if code, ok := parseFlags(fs, args, fileServerUsage, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprint(stderr, fileServerUsage)
 		return 2
 	}
 	addr := *listen
@@ -200,6 +198,7 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Routes[0].Static.Browse = *browse
+	useAccessLog(cfg, *accessLog)
 	return serve(cfg, "", stdout, stderr)
 }
 
@@ -240,9 +239,14 @@ func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("reverse-proxy", stderr)
 	from := fs.String("from", "127.0.0.1:8080", "address to listen on, or a domain name (NAME or NAME:PORT) to serve over HTTPS with a certificate obtained automatically")
 	to := fs.String("to", "", "upstreams, comma-separated: host:port, unix:/path or http://host:port")
+	changeHost := fs.Bool("change-host-header", false, "send the upstream's host in the Host header (default: the client's, as received)")
+	accessLog := accessLogFlag(fs)
 	q := httpsFlags(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *to == "" {
-		fmt.Fprint(stderr, "usage: gale reverse-proxy [--from ADDR|NAME[:PORT]] --to UPSTREAM[,UPSTREAM...]\n")
+	if code, ok := parseFlags(fs, args, reverseProxyUsage, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 || *to == "" {
+		fmt.Fprint(stderr, reverseProxyUsage)
 		return 2
 	}
 	name, https, isName := domainFrom(*from)
@@ -259,7 +263,24 @@ func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	cfg.Routes[0].Proxy.PreserveHost = !*changeHost
+	useAccessLog(cfg, *accessLog)
 	return serve(cfg, "", stdout, stderr)
+}
+
+// accessLogFlag adds --access-log to a quick command.
+func accessLogFlag(fs *flag.FlagSet) *string {
+	return fs.String("access-log", "", `write an access log line per request (combined format) to this file, or to stdout with "-" (default: none)`)
+}
+
+// useAccessLog turns the access log on at path ("-" is stdout; a relative
+// path is taken from the working directory, as config paths are from the
+// file's).
+func useAccessLog(cfg *config.Config, path string) {
+	if path != "" && path != "-" && !filepath.IsAbs(path) {
+		path = filepath.Join(cfg.Dir, path)
+	}
+	cfg.AccessLog.Path = path
 }
 
 // domainFrom reads --from as a domain name to serve over HTTPS: "NAME"
@@ -284,13 +305,27 @@ func fileExists(p string) bool {
 // serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
 // server was started from one), SIGUSR1 reopens the access log file (after
 // logrotate moved it, as nginx does). It tells the service manager about each
-// step (see notify).
+// step (see notify). With log.format: json everything it writes is a log
+// record, the startup summary and errors included.
 func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
+	jsonLog := cfg.Log.Format == "json"
+	if jsonLog {
+		// What libraries write through the standard log package becomes
+		// a record too.
+		slog.SetDefault(log)
+	}
+	fail := func(msg string, err error) int {
+		if jsonLog {
+			log.Error(msg, "err", err.Error())
+		} else {
+			fmt.Fprintf(stderr, "gale: %v\n", err)
+		}
+		return 1
+	}
 	srv, err := app.New(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "gale: %v\n", err)
-		return 1
+		return fail("cannot start", err)
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
@@ -301,22 +336,15 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	select {
 	case <-srv.Booted():
 	case err := <-runErr:
-		fmt.Fprintf(stderr, "gale: %v\n", err)
-		return 1
+		return fail("cannot start", err)
 	}
-	for _, u := range srv.URLs() {
-		fmt.Fprintf(stdout, "gale: listening on %s\n", u)
-	}
-	for _, line := range cfg.Summary() {
-		fmt.Fprintf(stdout, "gale: %s\n", line)
-	}
+	printStartup(cfg, srv, log, jsonLog, stdout)
 	notify(log, sdnotify.Ready)
 	for {
 		select {
 		case err := <-runErr:
 			if err != nil {
-				fmt.Fprintf(stderr, "gale: %v\n", err)
-				return 1
+				return fail("server stopped", err)
 			}
 			return 0
 		case sig := <-sigs:
@@ -345,6 +373,27 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 			}
 			log.Info("stopped")
 			return 0
+		}
+	}
+}
+
+// printStartup says where gale listens (the addresses it bound) and what
+// it understood of the config: "gale: " lines on stdout, or with JSON logs
+// one record each ("listening" with the url, "config" with the summary
+// line), listeners with the addresses they bound.
+func printStartup(cfg *config.Config, srv *app.Server, log *slog.Logger, jsonLog bool, stdout io.Writer) {
+	for _, u := range srv.URLs() {
+		if jsonLog {
+			log.Info("listening", "url", u)
+		} else {
+			fmt.Fprintf(stdout, "gale: listening on %s\n", u)
+		}
+	}
+	for _, line := range cfg.Summary(srv.Addrs()...) {
+		if jsonLog {
+			log.Info("config", "summary", line)
+		} else {
+			fmt.Fprintf(stdout, "gale: %s\n", line)
 		}
 	}
 }

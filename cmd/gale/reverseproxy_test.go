@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,4 +52,37 @@ func TestReverseProxyBinary(t *testing.T) {
 		t.Errorf("answers %v, want a/x and b/x", got)
 	}
 	p.stop(t)
+}
+
+// TestReverseProxyHostHeader: gale reverse-proxy forwards the client's
+// Host as received (Caddy's default), and the upstream's with
+// --change-host-header; --access-log writes a line per request.
+func TestReverseProxyHostHeader(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }))
+	defer up.Close()
+	upHost := strings.TrimPrefix(up.URL, "http://")
+	for _, tc := range []struct {
+		flags []string
+		want  func(client string) string
+	}{
+		{nil, func(client string) string { return client }},
+		{[]string{"--change-host-header"}, func(string) string { return upHost }},
+	} {
+		logFile := filepath.Join(t.TempDir(), "access.log")
+		args := append([]string{"reverse-proxy", "--from", "127.0.0.1:0", "--to", up.URL, "--access-log", logFile}, tc.flags...)
+		p := startGale(t, args...)
+		resp, err := http.Get(p.base + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := tc.want(strings.TrimPrefix(p.base, "http://")); string(body) != want {
+			t.Errorf("%v: upstream saw Host %q, want %q", tc.flags, body, want)
+		}
+		p.stop(t) // the access log is flushed by the time gale exits
+		if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), `"GET /x HTTP/1.1" 200 `) {
+			t.Errorf("%v: access log %q, want the request's line", tc.flags, b)
+		}
+	}
 }

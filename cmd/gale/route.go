@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -30,6 +31,9 @@ func parseRouteArgs(args []string) (routeArgs, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, inline := strings.Cut(a, "=")
+		if isHelp(a) {
+			return ra, flag.ErrHelp
+		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			ops = append(ops, a)
 			continue
@@ -61,9 +65,13 @@ func parseRouteArgs(args []string) (routeArgs, error) {
 
 // cmdRoute explains which route a request would take, without starting a
 // server: the config is loaded and its routes built as serve would (the
-// proxy handlers are stand-ins that forward nothing).
+// proxy and FastCGI handlers are stand-ins that forward nothing).
 func cmdRoute(args []string, stdout, stderr io.Writer) int {
 	ra, err := parseRouteArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, routeUsage)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gale route: %v\n%s", err, routeUsage)
 		return 2
@@ -78,9 +86,10 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}
-	rt, err := handlers.Build(cfg, handlers.WithProxy(func(*handlers.Route) (handlers.Handler, error) {
+	standIn := func(*handlers.Route) (handlers.Handler, error) {
 		return handlers.HandlerFunc(func(c *handlers.Ctx) { c.Error(502) }), nil
-	}))
+	}
+	rt, err := handlers.Build(cfg, handlers.WithProxy(standIn), handlers.WithFastCGI(standIn))
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return 1

@@ -94,3 +94,34 @@ func TestRouteUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteHandlers: gale route names a named route and says what health,
+// browsing static and FastCGI routes do.
+func TestRouteHandlers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gale.yaml")
+	conf := `listen: ["127.0.0.1:0"]
+routes:
+  - path: /healthz
+    health: ready
+  - path: /files/
+    name: files
+    static: {root: ., browse: true}
+  - path: /app/
+    fastcgi: {to: ["127.0.0.1:9000"], root: .}
+`
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/healthz", "handler: health ready\n"},
+		{"/files/a", "route: routes[1] (line 5) name files path /files/\n"},
+		{"/files/a", "handler: static, root " + dir + ", browse (lists directories without an index file)\n"},
+		{"/app/x", "handler: fastcgi to 127.0.0.1:9000, root " + dir + "\n"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run([]string{"route", "-c", file, "GET", tc.path}, &out, &errOut); code != 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("GET %s: exit %d, output:\n%s%s\nwant a line %q", tc.path, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}
