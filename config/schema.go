@@ -50,9 +50,6 @@ const (
 	defaultReadBuffer        = 64 << 10
 	defaultWriteBuffer       = 64 << 10
 	defaultMaxBufferedOutput = 256 << 10
-	defaultRequestLine       = 8 << 10
-	defaultHeaderBytes       = 16 << 10
-	defaultBodyBytes         = 10 << 20
 	defaultCacheMaxBytes     = 256 << 20
 	defaultCacheMaxFileBytes = 1 << 20
 	defaultAccessLogMaxBytes = 100 << 20
@@ -83,9 +80,9 @@ func defaults() *Config {
 			TCPNoDelay:        true,
 			ServerHeader:      "gale",
 			Limits: Limits{
-				RequestLine: defaultRequestLine,
-				HeaderBytes: defaultHeaderBytes,
-				BodyBytes:   defaultBodyBytes,
+				RequestLine: DefaultRequestLine,
+				HeaderBytes: DefaultHeaderBytes,
+				BodyBytes:   DefaultBodyBytes,
 			},
 			Timeouts: Timeouts{
 				ReadHeader: 10 * time.Second,
@@ -100,7 +97,7 @@ func defaults() *Config {
 				InitialStreamWindow:  defaultH2StreamWindow,
 				InitialConnWindow:    defaultH2ConnWindow,
 				MaxFrameSize:         defaultH2FrameSize,
-				MaxHeaderListSize:    h2HeaderList(defaultHeaderBytes),
+				MaxHeaderListSize:    h2HeaderList(DefaultHeaderBytes),
 				MaxRequests:          defaultH2Requests,
 			},
 			HTTP3: defaultHTTP3(),
