@@ -394,15 +394,15 @@ func (b *forwardBody) Next() ([]byte, bool, error) {
 	if !f.ready.Load() {
 		return nil, false, nil
 	}
+	var ce *codec.Error
 	switch {
 	case f.err == nil, f.err == io.EOF:
+	case errors.As(f.err, &ce):
+		return nil, false, ce // over limits.body_bytes (limitedBody)
 	case errors.Is(f.err, os.ErrDeadlineExceeded):
 		return nil, false, &codec.Error{Status: 408, Reason: "request body read timeout"}
 	default:
 		return nil, false, &codec.Error{Status: 400, Reason: "request body: " + f.err.Error()}
-	}
-	if f.total+int64(f.n-f.off) > f.ex.loop.Shared.Set.Load().Limits.BodyBytes {
-		return nil, false, &codec.Error{Status: 413, Reason: "request body over limits.body_bytes"}
 	}
 	return f.buf[f.off:f.n], f.err == io.EOF, nil
 }
