@@ -172,7 +172,7 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.bodyCount, _ = c.Body.(rawCounter)
 	ex.reqChunked = req.Chunked
 	ex.reqDone = !req.HasBody()
-	ex.initBodyBound(req)
+	ex.initBodyBound()
 	ex.renderRequest(c)
 	ex.lp.Stats.Requests.Add(1)
 }

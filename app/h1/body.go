@@ -28,16 +28,27 @@ type requestBody struct {
 	ended bool  // the body ends with those bytes
 	armed bool  // the request's head is consumed: the inbound buffer starts with the body
 	raw   int64 // body bytes consumed from the inbound buffer, framing included
+	bound int64 // most bytes raw may reach: a Content-Length body its length, a chunked one limits.body_bytes of payload plus wire.MaxPendingInput of framing
 }
 
 var _ handlers.BodySource = (*requestBody)(nil)
 
-// start prepares the source for req's body, bounded by limits.body_bytes.
+// start prepares the source for req's body, bounded by limits.body_bytes
+// (the codec refuses a longer one with 413).
 func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
-	b.br.Init(req, set.Limits.BodyBytes)
+	limit := set.Limits.BodyBytes
+	b.br.Init(req, limit)
 	b.ready, b.raw = 0, 0
 	b.ended = !req.HasBody()
 	b.armed = false
+	switch {
+	case req.Chunked:
+		b.bound = limit + wire.MaxPendingInput
+	case req.ContentLength > 0:
+		b.bound = min(req.ContentLength, limit)
+	default:
+		b.bound = 0
+	}
 }
 
 // arm tells the source that the request's head has left the inbound
@@ -87,3 +98,8 @@ func (b *requestBody) Consume(n int) {
 
 // Raw is how many bytes of the body, framing included, were consumed.
 func (b *requestBody) Raw() int64 { return b.raw }
+
+// RawBound is the most bytes of the client's inbound buffer the body may
+// take, framing included: a handler that holds input while it forwards
+// the body counts this much of it as the body's.
+func (b *requestBody) RawBound() int64 { return b.bound }
