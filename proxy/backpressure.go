@@ -194,18 +194,12 @@ type rawCounter interface {
 	RawBound() int64
 }
 
-// overBodyBound reports, after pumpBody consumed more of the body,
-// whether a chunked body's framing passed its bound; fault is set then.
-func (ex *exchange) overBodyBound() bool {
-	if ex.bodyCount == nil {
-		return false
+// countRaw notes, after pumpBody consumed more of the body, how many raw
+// bytes it took. (The source refuses a body past its bound with 413.)
+func (ex *exchange) countRaw() {
+	if ex.bodyCount != nil {
+		ex.bodyRaw = ex.bodyCount.Raw()
 	}
-	ex.bodyRaw = ex.bodyCount.Raw()
-	if ex.bodyRaw <= ex.bodyBound {
-		return false
-	}
-	ex.fault, ex.why = 413, "request body: too much chunked framing"
-	return true
 }
 
 // inputOverflow checks the client's unconsumed bytes against their

@@ -404,7 +404,8 @@ func (ex *exchange) pumpBody() {
 		if done {
 			ex.reqDone = true
 		}
-		if ex.overBodyBound() || len(p) == 0 {
+		ex.countRaw()
+		if len(p) == 0 {
 			break
 		}
 	}

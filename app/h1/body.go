@@ -33,6 +33,10 @@ type requestBody struct {
 
 var _ handlers.BodySource = (*requestBody)(nil)
 
+// errFraming refuses a chunked body whose framing took it past its raw
+// bound (limits.body_bytes of payload plus wire.MaxPendingInput).
+var errFraming = &codec.Error{Status: 413, Reason: "too much chunked framing"}
+
 // start prepares the source for req's body, bounded by limits.body_bytes
 // (the codec refuses a longer one with 413).
 func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
@@ -55,10 +59,15 @@ func (b *requestBody) start(req *codec.Request, set *wire.Settings) {
 // buffer, so that what follows is the body.
 func (b *requestBody) arm() { b.armed = true }
 
-// Next frames what arrived up to the next payload bytes.
+// Next frames what arrived up to the next payload bytes. Past
+// limits.body_bytes of payload (the codec's count), or past RawBound
+// with the framing, it fails with a *codec.Error 413.
 func (b *requestBody) Next() ([]byte, bool, error) {
 	if !b.armed {
 		return nil, b.ended, nil
+	}
+	if b.raw > b.bound {
+		return nil, false, errFraming
 	}
 	for b.ready == 0 && !b.ended {
 		in := b.cs.Inbound()
@@ -73,6 +82,9 @@ func (b *requestBody) Next() ([]byte, bool, error) {
 		if framing := n - len(payload); framing > 0 { // (gnet's Discard(0) drops everything)
 			b.cs.Consume(framing)
 			b.raw += int64(framing)
+			if b.raw > b.bound {
+				return nil, false, errFraming
+			}
 		}
 		b.ready, b.ended = len(payload), done
 		if n == 0 {
