@@ -44,8 +44,10 @@ type exchange struct {
 	result   atomic.Pointer[wire.CacheResult]
 	waitKey  []byte
 	resumer  resumeRun
-	fw       forward     // a forwarded exchange's two sides (forward.go); fw.ex is nil unless the configuration forwards
-	body     limitedBody // the request body, bounded by limits.body_bytes (body.go)
+	waker    wakeRun      // a forwarded exchange's resumes (forward.go)
+	wakes    atomic.Int32 // waker's runs queued and not yet run
+	fw       forward      // a forwarded exchange's two sides (forward.go); fw.ex is nil unless the configuration forwards
+	body     limitedBody  // the request body, bounded by limits.body_bytes (body.go)
 	rec      accesslog.Record
 	meter    wire.Meter // the exchange's start and route, for the metrics
 	start    int64      // when the request reached the handler (unix ns)
@@ -67,6 +69,7 @@ func newExchange(l *Listener) *exchange {
 	ex.ctx.Cache = ex
 	ex.ctx.TLS = true
 	ex.resumer.ex = ex
+	ex.waker.ex = ex
 	ex.loadDone = func(e *cache.Entry, err error) {
 		ex.result.Store(&wire.CacheResult{Entry: e, Err: err})
 		if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {

@@ -58,7 +58,9 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ex.fw.on {
 		cut := ex.fw.stream(w)
 		ex.release()
-		l.pool.Put(ex)
+		if ex.reusable() {
+			l.pool.Put(ex)
+		}
 		if cut {
 			panic(http.ErrAbortHandler) // resets the stream
 		}
