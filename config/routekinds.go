@@ -6,6 +6,9 @@ import "go.yaml.in/yaml/v3"
 // key in a route, and how its value is decoded into the Route. A route
 // has exactly one of these keys; the handler is built from the decoded
 // Route by the handlers package, whose own table has an entry per key.
+// The key's spec stays in routeKeys (keys.go), whose order is the order
+// of the route's keys in messages and the schema
+// (TestRouteKindsInKeyTable checks that every kind has its key there).
 type routeKind struct {
 	key string
 	// decode decodes n, the value of key at path, into r; s is the
