@@ -13,7 +13,11 @@
 // says so.
 package codec
 
-import "errors"
+import (
+	"errors"
+
+	"gale/config"
+)
 
 // Version is an HTTP protocol version as it appears on the request line.
 type Version uint8
@@ -43,22 +47,19 @@ type Header struct {
 	Value []byte
 }
 
-// Defaults for the zero fields of Limits.
-const (
-	DefaultRequestLine = 8 << 10  // 8 KiB
-	DefaultHeaderBytes = 16 << 10 // 16 KiB
-	DefaultMaxHeaders  = 100
-	DefaultBodyBytes   = 10 << 20 // 10 MiB
-)
+// DefaultMaxHeaders is the default of Limits.MaxHeaders.
+const DefaultMaxHeaders = 100
 
 // Limits bound what the parser accepts. Zero (or negative) fields take the
-// defaults documented on each field. Limits is read, never written, by the
+// defaults documented on each field: those of server.limits are
+// config's (config.DefaultRequestLine, DefaultHeaderBytes and
+// DefaultBodyBytes). Limits is read, never written, by the
 // codec: one value may be shared by all event loops.
 type Limits struct {
-	RequestLine int   // longest request line in bytes, CRLF excluded; 0 = 8 KiB; longer: 414
-	HeaderBytes int   // longest header block (request line through the empty line); 0 = 16 KiB; longer: 431
-	MaxHeaders  int   // most header fields; 0 = 100; more: 431
-	BodyBytes   int64 // largest request body; 0 = 10 MiB; larger: 413 (a larger Content-Length is refused by Parse)
+	RequestLine int   // longest request line in bytes, CRLF excluded; 0 = config.DefaultRequestLine; longer: 414
+	HeaderBytes int   // longest header block (request line through the empty line); 0 = config.DefaultHeaderBytes; longer: 431
+	MaxHeaders  int   // most header fields; 0 = DefaultMaxHeaders; more: 431
+	BodyBytes   int64 // largest request body; 0 = config.DefaultBodyBytes; larger: 413 (a larger Content-Length is refused by Parse)
 }
 
 // withDefaults returns a copy of *l (the zero Limits when l is nil) with the
@@ -69,16 +70,16 @@ func (l *Limits) withDefaults() Limits {
 		v = *l
 	}
 	if v.RequestLine <= 0 {
-		v.RequestLine = DefaultRequestLine
+		v.RequestLine = config.DefaultRequestLine
 	}
 	if v.HeaderBytes <= 0 {
-		v.HeaderBytes = DefaultHeaderBytes
+		v.HeaderBytes = config.DefaultHeaderBytes
 	}
 	if v.MaxHeaders <= 0 {
 		v.MaxHeaders = DefaultMaxHeaders
 	}
 	if v.BodyBytes <= 0 {
-		v.BodyBytes = DefaultBodyBytes
+		v.BodyBytes = config.DefaultBodyBytes
 	}
 	return v
 }

@@ -1,6 +1,10 @@
 package codec
 
-import "bytes"
+import (
+	"bytes"
+
+	"gale/config"
+)
 
 // Bounds on what a chunked body may carry besides its payload.
 const (
@@ -92,12 +96,12 @@ type BodyReader struct {
 }
 
 // Init prepares b for the body of r, bounded by max bytes of payload
-// (max <= 0: DefaultBodyBytes). A request without a body gives a body that
+// (max <= 0: config.DefaultBodyBytes). A request without a body gives a body that
 // is done at once. A Content-Length over max makes the first Next fail
 // with 413.
 func (b *BodyReader) Init(r *Request, max int64) {
 	if max <= 0 {
-		max = DefaultBodyBytes
+		max = config.DefaultBodyBytes
 	}
 	*b = BodyReader{max: max}
 	switch {

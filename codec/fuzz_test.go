@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"gale/config"
 )
 
 // stricterThanNetHTTP lists every class of input that Parse rejects and
@@ -63,9 +65,9 @@ var stricterThanNetHTTP = []struct {
 	{errExpectation, "expectations other than 100-continue (RFC 9110 10.1.1: 417); net/http's server does the same, ReadRequest does not",
 		[]string{"GET / HTTP/1.1\r\nHost: a\r\nExpect: nothing\r\n\r\n"}},
 	{errLineTooLong, "Limits.RequestLine (414); ReadRequest has no limit",
-		[]string{"GET /" + strings.Repeat("a", DefaultRequestLine) + " HTTP/1.1\r\nHost: a\r\n\r\n"}},
+		[]string{"GET /" + strings.Repeat("a", config.DefaultRequestLine) + " HTTP/1.1\r\nHost: a\r\n\r\n"}},
 	{errHeadTooLarge, "Limits.HeaderBytes (431); ReadRequest has no limit",
-		[]string{"GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("a", DefaultHeaderBytes) + "\r\n\r\n"}},
+		[]string{"GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("a", config.DefaultHeaderBytes) + "\r\n\r\n"}},
 	{errTooManyFields, "Limits.MaxHeaders (431); ReadRequest has no limit",
 		[]string{"GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X: y\r\n", DefaultMaxHeaders) + "\r\n"}},
 	{errBodyTooLarge, "a Content-Length over Limits.BodyBytes (413)",

@@ -172,9 +172,9 @@ var listenerKeys = sectionKey("", "A listener in object form.",
 var addressSpec = anyOf("", "", &keySpec{typ: typeString, doc: `"host:port"`}, listenerKeys)
 
 var limitsKeys = sectionKey("limits", "Size limits.",
-	sizeKey("request_line", 1, maxBuffer, "8KiB", "Longest request line."),
-	sizeKey("header_bytes", 1, maxBuffer, "16KiB", "Largest request head."),
-	sizeKey("body_bytes", 1, 1<<63-1, "10MiB", "Largest request body."),
+	sizeKey("request_line", 1, maxBuffer, formatSize(DefaultRequestLine), "Longest request line."),
+	sizeKey("header_bytes", 1, maxBuffer, formatSize(DefaultHeaderBytes), "Largest request head."),
+	sizeKey("body_bytes", 1, 1<<63-1, formatSize(DefaultBodyBytes), "Largest request body."),
 	intKey("connections", 0, 1<<31-1, "0", "Client connections open at once, tunnels included; 0 = as many as the descriptor budget allows."),
 )
 

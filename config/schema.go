@@ -50,9 +50,6 @@ const (
 	defaultReadBuffer        = 64 << 10
 	defaultWriteBuffer       = 64 << 10
 	defaultMaxBufferedOutput = 256 << 10
-	defaultRequestLine       = 8 << 10
-	defaultHeaderBytes       = 16 << 10
-	defaultBodyBytes         = 10 << 20
 	defaultCacheMaxBytes     = 256 << 20
 	defaultCacheMaxFileBytes = 1 << 20
 	defaultAccessLogMaxBytes = 100 << 20
@@ -83,9 +80,9 @@ func defaults() *Config {
 			TCPNoDelay:        true,
 			ServerHeader:      "gale",
 			Limits: Limits{
-				RequestLine: defaultRequestLine,
-				HeaderBytes: defaultHeaderBytes,
-				BodyBytes:   defaultBodyBytes,
+				RequestLine: DefaultRequestLine,
+				HeaderBytes: DefaultHeaderBytes,
+				BodyBytes:   DefaultBodyBytes,
 			},
 			Timeouts: Timeouts{
 				ReadHeader: 10 * time.Second,
@@ -100,7 +97,7 @@ func defaults() *Config {
 				InitialStreamWindow:  defaultH2StreamWindow,
 				InitialConnWindow:    defaultH2ConnWindow,
 				MaxFrameSize:         defaultH2FrameSize,
-				MaxHeaderListSize:    h2HeaderList(defaultHeaderBytes),
+				MaxHeaderListSize:    h2HeaderList(DefaultHeaderBytes),
 				MaxRequests:          defaultH2Requests,
 			},
 			HTTP3: defaultHTTP3(),
@@ -515,10 +512,6 @@ func (d *decoder) resolve(p string) string {
 	return filepath.Join(d.dir, p)
 }
 
-// handlerKinds are the keys that give a route its handler, in the order
-// messages list them.
-var handlerKinds = []string{"static", "proxy", "fastcgi", "php", "respond", "redirect", "health"}
-
 // healthKinds are the options of a health route.
 var healthKinds = []string{"live", "ready"}
 
@@ -735,30 +728,12 @@ func handlersInFileOrder(s *section) []string {
 	return kinds
 }
 
-// routeHandlerKind decodes the handler k of route r. A proxy route that
-// also has a rewrite must leave the upstream path to that rewrite alone.
+// routeHandlerKind decodes the handler k of route r (routekinds.go).
 func (d *decoder) routeHandlerKind(s *section, path, k string, r *Route) {
-	switch k {
-	case "static":
-		r.Static = d.static(s.get(k), join(path, k), &r.Match)
-	case "respond":
-		r.Respond = d.respond(s.get(k), join(path, k))
-	case "redirect":
-		r.Redirect = d.redirect(s.get(k), join(path, k), &r.Match)
-	case "health":
-		if h, ok := d.enum(s.get(k), join(path, k), healthKinds...); ok {
-			r.Health = h
-		}
-	case "fastcgi":
-		r.FastCGI = d.fastcgi(s.get(k), join(path, k), false)
-	case "php":
-		if r.FastCGI = d.fastcgi(s.get(k), join(path, k), true); r.FastCGI != nil {
-			r.Static = phpStatic(r.FastCGI.Root)
-		}
-	case "proxy":
-		r.Proxy = d.proxy(s.get(k), join(path, k))
-		if r.Proxy != nil && r.Rewrite != nil && (r.Proxy.StripPrefix || r.Proxy.Rewrite != "") {
-			d.errorf(s.key("rewrite"), join(path, "rewrite"), "the route's rewrite sets the whole path sent upstream; remove proxy.strip_prefix and proxy.rewrite")
+	for i := range routeKinds {
+		if routeKinds[i].key == k {
+			routeKinds[i].decode(d, s.get(k), join(path, k), s, r)
+			return
 		}
 	}
 }

@@ -150,9 +150,9 @@ type Server struct {
 
 // Limits bound request sizes and connection counts.
 type Limits struct {
-	RequestLine int   // bytes, default 8 KiB; always positive
-	HeaderBytes int   // bytes, default 16 KiB; always positive
-	BodyBytes   int64 // bytes, default 10 MiB; always positive
+	RequestLine int   // bytes, default DefaultRequestLine; always positive
+	HeaderBytes int   // bytes, default DefaultHeaderBytes; always positive
+	BodyBytes   int64 // bytes, default DefaultBodyBytes; always positive
 	Connections int   // client connections open at once, tunnels included; 0 = as many as the descriptor budget allows
 }
 

@@ -1,15 +1,16 @@
 package h2
 
+import "gale/config"
+
 // Defaults for the zero fields of Config.
 const (
 	DefaultMaxConcurrentStreams = 128
 	DefaultInitialStreamWindow  = 1 << 16 // 64 KiB
 	DefaultInitialConnWindow    = 1 << 20 // 1 MiB
 	DefaultMaxFrameSize         = MinMaxFrameSize
-	DefaultMaxHeaderListSize    = 16 << 10 // 16 KiB, as limits.header_bytes
-	DefaultHeaderTableSize      = 4096     // the protocol's initial value (RFC 9113 section 6.5.2)
+	DefaultMaxHeaderListSize    = config.DefaultHeaderBytes // as limits.header_bytes
+	DefaultHeaderTableSize      = 4096                      // the protocol's initial value (RFC 9113 section 6.5.2)
 	DefaultMaxRequests          = 10000
-	DefaultMaxBodyBytes         = 10 << 20 // 10 MiB, as limits.body_bytes
 )
 
 // Config holds the limits a Conn advertises in its SETTINGS frame (RFC 9113
@@ -25,7 +26,7 @@ type Config struct {
 	MaxHeaderListSize    uint32 // SETTINGS_MAX_HEADER_LIST_SIZE, the decoded size (RFC 7541 section 4.1) of a request's field list; 0 = 16 KiB; larger: Stream.TooLarge (the engine answers 431)
 	HeaderTableSize      uint32 // SETTINGS_HEADER_TABLE_SIZE, our decoder's dynamic table; 0 = 4096
 	MaxRequests          uint32 // streams one connection carries before a graceful GOAWAY; 0 = 10000
-	MaxBodyBytes         int64  // largest request body; 0 = 10 MiB; a stream whose DATA exceeds it is answered 413 (when no response started) and reset
+	MaxBodyBytes         int64  // largest request body (limits.body_bytes); 0 = config.DefaultBodyBytes; a stream whose DATA exceeds it is answered 413 (when no response started) and reset
 }
 
 // withDefaults returns a copy of *c (the zero Config when c is nil) with
@@ -44,7 +45,7 @@ func (c *Config) withDefaults() Config {
 	v.HeaderTableSize = orDefault(v.HeaderTableSize, DefaultHeaderTableSize)
 	v.MaxRequests = orDefault(v.MaxRequests, DefaultMaxRequests)
 	if v.MaxBodyBytes <= 0 {
-		v.MaxBodyBytes = DefaultMaxBodyBytes
+		v.MaxBodyBytes = config.DefaultBodyBytes
 	}
 	return v
 }

@@ -64,7 +64,6 @@ const (
 // later follows.
 type ExchangeSettings struct {
 	Server          []byte        // Server field of responses the handler renders itself (502, 504); nil = none; static memory
-	BodyBytes       int64         // largest request body (limits.body_bytes)
 	WriteTimeout    time.Duration // timeouts.write: no progress writing to the client for this long ends an off-loop copy
 	ReadBodyTimeout time.Duration // timeouts.read_body: no progress reading a request body for this long answers 408
 }

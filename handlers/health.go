@@ -3,6 +3,8 @@ package handlers
 import (
 	"fmt"
 	"sync/atomic"
+
+	"gale/config"
 )
 
 // healthHandler answers probes: a liveness route while the process runs,
@@ -16,6 +18,15 @@ type healthHandler struct {
 }
 
 var _ Handler = (*healthHandler)(nil)
+
+var _ = registerRouteKind(routeKind{
+	key:     "health",
+	present: func(rc *config.Route) bool { return rc.Health != "" },
+	build: func(rt *Router, r *Route) (err error) {
+		r.Handler, err = newHealth(r.Conf.Health, rt.opts.stopping)
+		return err
+	},
+})
 
 var (
 	valNoStore    = []byte("no-store")

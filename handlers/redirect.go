@@ -24,6 +24,15 @@ type redirectHandler struct {
 
 var _ Handler = (*redirectHandler)(nil)
 
+var _ = registerRouteKind(routeKind{
+	key:     "redirect",
+	present: func(rc *config.Route) bool { return rc.Redirect != nil },
+	build: func(_ *Router, r *Route) (err error) {
+		r.Handler, err = newRedirect(r.Conf.Redirect)
+		return err
+	},
+})
+
 var (
 	ctTextPlain = []byte("text/plain; charset=utf-8")
 	// redirectBodies are the fixed bodies of the redirect statuses.

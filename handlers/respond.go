@@ -17,6 +17,15 @@ type respondHandler struct {
 
 var _ Handler = (*respondHandler)(nil)
 
+var _ = registerRouteKind(routeKind{
+	key:     "respond",
+	present: func(rc *config.Route) bool { return rc.Respond != nil },
+	build: func(_ *Router, r *Route) (err error) {
+		r.Handler, err = newRespond(r.Conf.Respond)
+		return err
+	},
+})
+
 func newRespond(rc *config.Respond) (*respondHandler, error) {
 	status := rc.Status
 	if status == 0 {

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -344,59 +343,11 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 		}
 		r.auth = a
 	}
-	n := 0
-	if rc.Static != nil {
-		n++
-	}
-	if rc.Respond != nil {
-		n++
-	}
-	if rc.Redirect != nil {
-		n++
-	}
-	if rc.Proxy != nil {
-		n++
-	}
-	if rc.FastCGI != nil && rc.Static == nil {
-		n++
-	}
-	if rc.Health != "" {
-		n++
-	}
-	switch {
-	case n == 0:
-		return nil, ErrNoHandler
-	case n > 1:
-		return nil, ErrManyHandlers
-	}
-	var err error
-	switch {
-	case rc.FastCGI != nil:
-		err = rt.buildFastCGI(r)
-	case rc.Static != nil:
-		var s *staticHandler
-		s, err = newStatic(rc.Static, r, rt.staticEnv())
-		if err == nil {
-			rt.closer = append(rt.closer, s.close)
-			r.Handler = s
-		}
-	case rc.Respond != nil:
-		r.Handler, err = newRespond(rc.Respond)
-	case rc.Redirect != nil:
-		r.Handler, err = newRedirect(rc.Redirect)
-	case rc.Health != "":
-		r.Handler, err = newHealth(rc.Health, rt.opts.stopping)
-	case rc.Proxy != nil:
-		if rt.opts.proxy == nil {
-			return nil, ErrNoProxy
-		}
-		r.forwards = true
-		r.Handler, err = rt.opts.proxy(r)
-		if c, ok := r.Handler.(io.Closer); ok && err == nil {
-			rt.closer = append(rt.closer, c.Close)
-		}
-	}
+	kind, err := kindOf(rc)
 	if err != nil {
+		return nil, err
+	}
+	if err := kind.build(rt, r); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -3,7 +3,6 @@ package proxy
 import (
 	"github.com/panjf2000/gnet/v2"
 
-	"gale/codec"
 	"gale/handlers"
 )
 
@@ -165,21 +164,13 @@ func (ex *exchange) relayHeld() bool {
 }
 
 // initBodyBound sets how many raw bytes the request body may take,
-// framing included: a Content-Length body its length, a chunked one
-// limits.body_bytes of payload plus MaxPendingInput of framing.
-func (ex *exchange) initBodyBound(req *codec.Request) {
-	ex.bodyRaw = 0
-	max := ex.set.BodyBytes
-	if max <= 0 {
-		max = codec.DefaultBodyBytes
-	}
-	switch {
-	case req.LengthUnknown():
-		ex.bodyBound = max + MaxPendingInput
-	case req.ContentLength > 0:
-		ex.bodyBound = min(req.ContentLength, max)
-	default:
-		ex.bodyBound = 0
+// framing included, as its source says (the source enforces
+// limits.body_bytes); a source whose framing costs no inbound bytes has
+// no such bound.
+func (ex *exchange) initBodyBound() {
+	ex.bodyRaw, ex.bodyBound = 0, 0
+	if ex.bodyCount != nil {
+		ex.bodyBound = ex.bodyCount.RawBound()
 	}
 }
 
@@ -194,23 +185,21 @@ func (ex *exchange) bodyAhead() int64 {
 
 // rawCounter is a body source whose framing costs bytes of the client's
 // inbound buffer (HTTP/1.1): Raw is how many bytes of the body, framing
-// included, were consumed. The bounds here count those bytes.
+// included, were consumed, and RawBound the most it may take (a
+// Content-Length body its length, a chunked one limits.body_bytes of
+// payload plus MaxPendingInput of framing). The bounds here count those
+// bytes.
 type rawCounter interface {
 	Raw() int64
+	RawBound() int64
 }
 
-// overBodyBound reports, after pumpBody consumed more of the body,
-// whether a chunked body's framing passed its bound; fault is set then.
-func (ex *exchange) overBodyBound() bool {
-	if ex.bodyCount == nil {
-		return false
+// countRaw notes, after pumpBody consumed more of the body, how many raw
+// bytes it took. (The source refuses a body past its bound with 413.)
+func (ex *exchange) countRaw() {
+	if ex.bodyCount != nil {
+		ex.bodyRaw = ex.bodyCount.Raw()
 	}
-	ex.bodyRaw = ex.bodyCount.Raw()
-	if ex.bodyRaw <= ex.bodyBound {
-		return false
-	}
-	ex.fault, ex.why = 413, "request body: too much chunked framing"
-	return true
 }
 
 // inputOverflow checks the client's unconsumed bytes against their

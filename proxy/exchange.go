@@ -170,7 +170,7 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.bodyCount, _ = c.Body.(rawCounter)
 	ex.reqChunked = req.LengthUnknown()
 	ex.reqDone = !req.HasBody()
-	ex.initBodyBound(req)
+	ex.initBodyBound()
 	ex.renderRequest(c)
 	ex.lp.Stats.Requests.Add(1)
 }
@@ -402,7 +402,8 @@ func (ex *exchange) pumpBody() {
 		if done {
 			ex.reqDone = true
 		}
-		if ex.overBodyBound() || len(p) == 0 {
+		ex.countRaw()
+		if len(p) == 0 {
 			break
 		}
 	}

@@ -50,11 +50,6 @@ func (h *Conn) dispatchDeferred() {
 // it is run as any other.
 func (ex *exchange) dispatchNow() {
 	ex.dispatch = false
-	if ex.bodyBytes > ex.h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
-		ex.keepBody = false
-		ex.answerNow(413)
-		return
-	}
 	if !ex.h.takeShare(ex) {
 		ex.keepBody = false
 		ex.answerNow(503) // share.go

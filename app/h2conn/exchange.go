@@ -163,8 +163,8 @@ func (ex *exchange) run() {
 }
 
 // Data implements h2.Handler: request body bytes, discarded with their
-// credit returned at once. A body over limits.body_bytes is answered 413
-// without waiting for the rest.
+// credit returned at once. A body over limits.body_bytes never gets here:
+// the core answers it 413 and resets its stream (h2.Config.MaxBodyBytes).
 func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 	var ex *exchange
 	if s.Slot < len(h.ex) {
@@ -188,10 +188,6 @@ func (h *Conn) Data(s *h2.Stream, data []byte, end bool) {
 		ex.reqDone = true
 	}
 	if ex.heldData(end) || !ex.deferred {
-		return
-	}
-	if ex.bodyBytes > h.wc.Loop.Shared.Set.Load().Limits.BodyBytes {
-		ex.answerNow(413)
 		return
 	}
 	if end {

@@ -44,7 +44,10 @@ type exchange struct {
 	result   atomic.Pointer[wire.CacheResult]
 	waitKey  []byte
 	resumer  resumeRun
-	fw       forward // a forwarded exchange's two sides (forward.go); fw.ex is nil unless the configuration forwards
+	waker    wakeRun      // a forwarded exchange's resumes (forward.go)
+	wakes    atomic.Int32 // waker's runs queued and not yet run
+	fw       forward      // a forwarded exchange's two sides (forward.go); fw.ex is nil unless the configuration forwards
+	body     limitedBody  // the request body, bounded by limits.body_bytes (body.go)
 	rec      accesslog.Record
 	meter    wire.Meter // the exchange's start and route, for the metrics
 	start    int64      // when the request reached the handler (unix ns)
@@ -66,6 +69,7 @@ func newExchange(l *Listener) *exchange {
 	ex.ctx.Cache = ex
 	ex.ctx.TLS = true
 	ex.resumer.ex = ex
+	ex.waker.ex = ex
 	ex.loadDone = func(e *cache.Entry, err error) {
 		ex.result.Store(&wire.CacheResult{Entry: e, Err: err})
 		if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {
@@ -235,7 +239,7 @@ func (ex *exchange) release() {
 	c := &ex.ctx
 	c.Req, c.Route, c.Path, c.Rest = nil, nil, nil, nil
 	c.Sink, c.Body, c.Exchange = nil, nil, nil
-	ex.fw = forward{}
+	ex.fw, ex.body = forward{}, limitedBody{}
 	c.Scratch = c.Scratch[:0]
 	ex.early, ex.loop, ex.rec, ex.inBytes = 0, nil, accesslog.Record{}, 0
 	if cap(ex.buf) > keepBytes || cap(ex.req.Headers) > keepFields {

@@ -237,12 +237,31 @@ func (f *forward) waitMore() bool {
 
 // wakeLoop has the exchange resumed on its loop. A resume that arrives
 // after the exchange ended finds no continuation, or one it does not
-// disturb (Resume only looks for work).
+// disturb (Resume only looks for work). Such a resume may still be queued
+// when the request's goroutine is done with the exchange: it counts in
+// wakes until it ran, and an exchange with one outstanding is not reused
+// (reusable).
 func (ex *exchange) wakeLoop() {
-	if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {
+	ex.wakes.Add(1)
+	if ex.loop.EL.Execute(context.Background(), &ex.waker) != nil {
+		ex.wakes.Add(-1)
 		ex.fw.finishedNow() // the engine stopped: no loop runs again
 	}
 }
+
+// wakeRun is a resume queued by wakeLoop.
+type wakeRun struct{ ex *exchange }
+
+func (r *wakeRun) Run(context.Context) error {
+	r.ex.resume()
+	r.ex.wakes.Add(-1)
+	return nil
+}
+
+// reusable reports whether no resume of the exchange is still queued on
+// its loop, so that it may go back to the pool: a later use, on another
+// loop, would race with it.
+func (ex *exchange) reusable() bool { return ex.wakes.Load() == 0 }
 
 // closeOnLoop tells the exchange's handler, on its loop, that the
 // client's stream failed; the channel closes once it was told.
@@ -394,15 +413,15 @@ func (b *forwardBody) Next() ([]byte, bool, error) {
 	if !f.ready.Load() {
 		return nil, false, nil
 	}
+	var ce *codec.Error
 	switch {
 	case f.err == nil, f.err == io.EOF:
+	case errors.As(f.err, &ce):
+		return nil, false, ce // over limits.body_bytes (limitedBody)
 	case errors.Is(f.err, os.ErrDeadlineExceeded):
 		return nil, false, &codec.Error{Status: 408, Reason: "request body read timeout"}
 	default:
 		return nil, false, &codec.Error{Status: 400, Reason: "request body: " + f.err.Error()}
-	}
-	if f.total+int64(f.n-f.off) > f.ex.loop.Shared.Set.Load().Limits.BodyBytes {
-		return nil, false, &codec.Error{Status: 413, Reason: "request body over limits.body_bytes"}
 	}
 	return f.buf[f.off:f.n], f.err == io.EOF, nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"gale/codec"
 )
 
 // ServeHTTP implements http.Handler for quic-go's http3.Server: it runs
@@ -33,15 +35,16 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if hasBody(r) && ex.early == 0 {
 		ex.ctx.Req = &ex.req
+		ex.body.init(r, set.Limits.BodyBytes)
 		if set.Forwards && set.Router.ReadsBody(&ex.ctx) {
 			// Read as the handler takes it.
-			ex.fw.body = r.Body
+			ex.fw.body = &ex.body
 			ex.fw.rc, _ = w.(interface{ SetReadDeadline(time.Time) error })
 			if r.ContentLength < 0 {
 				ex.fw.peek(&ex.req)
 			}
 		} else {
-			ex.early = ex.discardBody(w, r)
+			ex.early = ex.discardBody(w)
 		}
 	}
 	if lp.EL.Execute(context.Background(), ex) != nil {
@@ -55,14 +58,16 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ex.fw.on {
 		cut := ex.fw.stream(w)
 		ex.release()
-		l.pool.Put(ex)
+		if ex.reusable() {
+			l.pool.Put(ex)
+		}
 		if cut {
 			panic(http.ErrAbortHandler) // resets the stream
 		}
 		return
 	}
 	if ex.fw.body != nil {
-		ex.discardBody(w, r) // answered at once (a 403, a 502) by a route that reads bodies
+		ex.discardBody(w) // answered at once (a 403, a 502) by a route that reads bodies
 	}
 	ex.write(w)
 	ex.release()
@@ -72,17 +77,13 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // bodyBufs are the buffers request bodies are read into and dropped.
 var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// discardBody reads r's body to its end, dropping the bytes as they
-// arrive, and returns the status to answer instead of serving the
-// request: 413 past limits.body_bytes (without reading further), 408
-// when no byte arrived for timeouts.read_body, 400 when the stream
-// failed; 0 once the body ended.
-func (ex *exchange) discardBody(w http.ResponseWriter, r *http.Request) int {
-	set := ex.loop.Shared.Set.Load()
-	limit, wait := set.Limits.BodyBytes, time.Duration(set.ReadBody)
-	if r.ContentLength > limit {
-		return 413
-	}
+// discardBody reads the request body (ex.body) to its end, dropping the
+// bytes as they arrive, and returns the status to answer instead of
+// serving the request: 413 past limits.body_bytes (without reading
+// further), 408 when no byte arrived for timeouts.read_body, 400 when the
+// stream failed; 0 once the body ended.
+func (ex *exchange) discardBody(w http.ResponseWriter) int {
+	wait := time.Duration(ex.loop.Shared.Set.Load().ReadBody)
 	rc, _ := w.(interface{ SetReadDeadline(time.Time) error })
 	bp := bodyBufs.Get().(*[]byte)
 	defer bodyBufs.Put(bp)
@@ -91,15 +92,15 @@ func (ex *exchange) discardBody(w http.ResponseWriter, r *http.Request) int {
 		if rc != nil {
 			_ = rc.SetReadDeadline(time.Now().Add(wait))
 		}
-		n, err := r.Body.Read(*bp)
+		n, err := ex.body.Read(*bp)
 		total += int64(n)
 		ex.inBytes = total
-		if total > limit {
-			return 413
-		}
+		var ce *codec.Error
 		switch {
 		case err == io.EOF:
 			return 0
+		case errors.As(err, &ce):
+			return ce.Status
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return 408
 		case err != nil:

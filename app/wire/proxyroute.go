@@ -30,7 +30,6 @@ func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 func (s *Settings) ExchangeSettings() handlers.ExchangeSettings {
 	return handlers.ExchangeSettings{
 		Server:          s.ServerHeader,
-		BodyBytes:       s.Limits.BodyBytes,
 		WriteTimeout:    time.Duration(s.Write),
 		ReadBodyTimeout: time.Duration(s.ReadBody),
 	}
