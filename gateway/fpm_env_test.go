@@ -34,7 +34,7 @@ func TestFPMEnvironment(t *testing.T) {
 routes:
   - path: /
     fastcgi:
-      to: "`+f.listen+`"
+      to: "`+f.Listen+`"
       root: www
       env: {APP_ENV: test}
 `, nil)

@@ -38,7 +38,7 @@ server: {event_loops: 1}
 routes:
   - path: /
     fastcgi:
-      to: "`+s.fpm.listen+`"
+      to: "`+s.fpm.Listen+`"
       root: www
 `, nil)
 	return s
