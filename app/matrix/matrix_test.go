@@ -150,3 +150,32 @@ func TestMatrixReference(t *testing.T) {
 		t.Run(ref.p.String(), func(t *testing.T) { runOn(t, ref.p, cells, ref.dial) })
 	}
 }
+
+// TestMatrixInterleaved runs a smaller sample of every protocol (40
+// small cells and the large ones) at once on the one event loop: ten clients interleave their requests, routes
+// queue for their FastCGI connections (max_conns 2), and the upstream
+// connections are shared out between them. The bytes are checked as in
+// TestMatrix.
+func TestMatrixInterleaved(t *testing.T) {
+	s := startSite(t)
+	for pi, p := range protos {
+		cells := cellsFor(p, pi, rand.New(rand.NewPCG(2028, uint64(pi))))
+		if !full() {
+			keep, small := cells[:0], 0
+			for _, c := range cells {
+				switch {
+				case c.large():
+					keep = append(keep, c)
+				case small < 40:
+					keep = append(keep, c)
+					small++
+				}
+			}
+			cells = keep
+		}
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			runCells(t, s, p, cells)
+		})
+	}
+}
