@@ -128,23 +128,31 @@ type want struct {
 	got      string // X-Got: what the application read; "" = not checked
 	body     []byte // the response body; nil = not checked
 	location string // "" = not checked
+	keep     bool   // the connection must stay open (HTTP/1.1)
 	alt      *want  // another acceptable answer, or nil
 }
 
 // want returns what the response to c, whose body is body, must be.
+// Over HTTP/1.1 the connection must stay open after a route that reads
+// no body (it drains the body; but with Expect: 100-continue, where the
+// answer comes before the body, it says it closes) and after a body read
+// whole, unless the application delimited its response by closing.
 func (c *cell) want(body []byte) want {
+	keep := c.proto.raw() && !c.expect
 	switch c.route.base {
 	case "static":
-		return want{status: 200, body: pattern(c.respN)}
+		return want{status: 200, body: pattern(c.respN), keep: keep}
 	case "respond":
-		return want{status: 200, body: []byte(respondBody)}
+		return want{status: 200, body: []byte(respondBody), keep: keep}
 	case "redirect":
-		return want{status: 308, location: "/elsewhere/a/b?c=d"}
+		return want{status: 308, location: "/elsewhere/a/b?c=d", keep: keep}
 	}
 	if body == nil {
 		body = []byte{}
 	}
-	ok := want{status: 200, got: digest(body), body: pattern(c.respN)}
+	// A response the application ends by closing its connection ends the
+	// client's too (package proxy).
+	ok := want{status: 200, got: digest(body), body: pattern(c.respN), keep: c.proto.raw() && c.respF != "close"}
 	if !c.route.fcgi || !c.unknown || c.body < 0 {
 		return ok
 	}

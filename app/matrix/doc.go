@@ -19,12 +19,23 @@
 // request asks for, and the client checks the length and SHA-256 of what
 // it received.
 //
+// Over HTTP/1.1 the connection must stay open after every response but
+// those that say otherwise by design (an answer before an expected body,
+// a 411, an application that closed to end its response).
+//
 // A body of unknown length (chunked, or HTTP/2 and HTTP/3 without
 // content-length) to a FastCGI route is answered 411 by design (see
-// package gateway); the matrix asserts exactly that.
+// package gateway); the matrix asserts exactly that, with the one
+// exception HTTP/3's framing makes (cells_test.go, want).
+//
+// TestMatrixInterleaved runs the protocols at once on the one loop.
+// TestMatrixReference sends the proxy cells to the net/http applications
+// directly: it proves the clients and the expectations. A known bug is a
+// test of its own that skips, saying why (known_test.go).
 //
 // By default the matrix runs a fixed sample (seeded) of the product, every
 // (protocol, route) pair with a few small cells and the large bodies on a
-// rotation; GALE_MATRIX=full runs the whole product (minutes). It skips
-// when php-fpm is not installed.
+// rotation (seconds); GALE_MATRIX=full runs the whole product (minutes).
+// GALE_MATRIX_TIMEOUT bounds each request (default 60s). It skips when
+// php-fpm is not installed.
 package matrix

@@ -3,6 +3,7 @@ package matrix
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -94,6 +95,9 @@ func (w *want) check(o *outcome) error {
 	}
 	if w.got != "" && o.got != w.got {
 		return fmt.Errorf("the application read %q, want %q", o.got, w.got)
+	}
+	if w.keep && o.closed {
+		return errors.New("the response closes the connection")
 	}
 	if w.location != "" && o.location != w.location {
 		return fmt.Errorf("Location %q, want %q", o.location, w.location)
