@@ -84,6 +84,7 @@ type cell struct {
 	respN   int    // response body bytes asked for (static: the file's size)
 	respF   string // response framing asked for
 	seed    uint64 // the body's bytes and the arrival's splits
+	noAuth  bool   // no credentials for a basic_auth route: 401
 }
 
 func (c *cell) String() string {
@@ -94,7 +95,11 @@ func (c *cell) String() string {
 	if c.body < 0 {
 		fr = "none"
 	}
-	return fmt.Sprintf("%s %s body=%d/%s expect=%v %s resp=%d/%s seed=%d", c.proto, c.route.name, c.body, fr, c.expect, c.arrival, c.respN, c.respF, c.seed)
+	name := c.route.name
+	if c.noAuth {
+		name += "(no credentials)"
+	}
+	return fmt.Sprintf("%s %s body=%d/%s expect=%v %s resp=%d/%s seed=%d", c.proto, name, c.body, fr, c.expect, c.arrival, c.respN, c.respF, c.seed)
 }
 
 // method is the request's method: GET for static routes and for requests
@@ -147,6 +152,9 @@ func (c *cell) want(body []byte) want {
 	case "redirect":
 		return want{status: 308, location: "/elsewhere/a/b?c=d", keep: keep}
 	}
+	if c.noAuth {
+		return want{status: 401, keep: keep} // refused before the body, which is drained
+	}
 	if body == nil {
 		body = []byte{}
 	}
@@ -191,7 +199,8 @@ func arrivals(p proto) []arrival {
 
 // product returns every request shape of p on r: body size x framing x
 // expectation x arrival, each with a response shape drawn by rng, then
-// every response shape of r with a small request drawn by rng.
+// every response shape of r with a small request drawn by rng, and on a
+// basic_auth route every body size without credentials.
 func product(p proto, r *route, rng *rand.Rand) []cell {
 	var out []cell
 	shape := func() (int, string) {
@@ -215,17 +224,30 @@ func product(p proto, r *route, rng *rand.Rand) []cell {
 	}
 	for _, n := range respSizes {
 		for _, f := range r.frames {
-			c := cell{proto: p, route: r, body: bodySizes[rng.IntN(4)], respN: n, respF: f, seed: rng.Uint64()}
-			if c.body >= 0 {
-				c.unknown = rng.IntN(2) == 0
-				c.expect = p.raw() && rng.IntN(2) == 0
-			}
-			as := arrivals(p)
-			c.arrival = as[rng.IntN(len(as))]
+			out = append(out, smallCell(p, r, bodySizes[rng.IntN(4)], n, f, rng))
+		}
+	}
+	if r.auth {
+		for _, body := range bodySizes {
+			c := smallCell(p, r, body, 100, r.frames[0], rng)
+			c.noAuth = true
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// smallCell returns a cell of p on r with a body of body bytes and the
+// response shape n, f, its other dimensions drawn by rng.
+func smallCell(p proto, r *route, body, n int, f string, rng *rand.Rand) cell {
+	c := cell{proto: p, route: r, body: body, respN: n, respF: f, seed: rng.Uint64()}
+	if c.body >= 0 {
+		c.unknown = rng.IntN(2) == 0
+		c.expect = p.raw() && rng.IntN(2) == 0
+	}
+	as := arrivals(p)
+	c.arrival = as[rng.IntN(len(as))]
+	return c
 }
 
 // large reports whether c moves a megabyte or more either way.

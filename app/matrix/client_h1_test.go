@@ -100,7 +100,7 @@ func (rc *rawClient) prelude() error {
 func (rc *rawClient) head(c *cell) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: matrix.test\r\nCookie: secret=head-bytes\r\nUser-Agent: matrix\r\n", c.method(), c.target())
-	if c.route.auth {
+	if c.route.auth && !c.noAuth {
 		b.WriteString("Authorization: " + rc.auth + "\r\n")
 	}
 	if c.body >= 0 {

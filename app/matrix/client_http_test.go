@@ -101,7 +101,7 @@ func (nc *netClient) do(c *cell, body []byte) (outcome, error) {
 	if c.body >= 0 {
 		req.Header.Set("Content-Type", "application/octet-stream")
 	}
-	if c.route.auth {
+	if c.route.auth && !c.noAuth {
 		req.Header.Set("Authorization", nc.auth)
 	}
 	resp, err := nc.c.Do(req)
