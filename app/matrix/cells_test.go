@@ -255,9 +255,10 @@ func (c *cell) large() bool { return c.body >= 1<<20 || c.respN >= 1<<20 }
 
 // cellsFor returns the cells of protocol p (index pi among protos), in
 // the order they run: the whole product with GALE_MATRIX=full, else a
-// fixed sample: a few small cells of every route, and five large ones on
-// a rotation of the route kinds (an 8 MiB body, two 1 MiB bodies, an
-// 8 MiB response from an application and one from a static file).
+// fixed sample: a few small cells of every route, and nine large ones:
+// an 8 MiB body and two 1 MiB bodies on a rotation of the route kinds,
+// an 8 MiB response from every route kind that has one, and an 8 MiB
+// file asked for with an 8 MiB body.
 func cellsFor(p proto, pi int, rng *rand.Rand) []cell {
 	var all []cell
 	for _, r := range routes() {
@@ -278,8 +279,11 @@ func sample(all []cell, pi int, rng *rand.Rand) []cell {
 		func(c *cell) bool { return c.body == 8<<20 && c.route.base == bases[pi%4] && c.respN < 1<<20 },
 		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+1)%4] && c.respN < 1<<20 },
 		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+2)%4] && c.respN < 1<<20 },
-		func(c *cell) bool { return c.respN == 8<<20 && c.route.base == bases[(pi+3)%4] && c.body < 1<<20 },
-		func(c *cell) bool { return c.respN == 8<<20 && c.route.base == "static" && c.body < 1<<20 },
+		// A static file sent while a large body it discards arrives.
+		func(c *cell) bool { return c.respN == 8<<20 && c.route.base == "static" && c.body == 8<<20 },
+	}
+	for _, base := range append(bases, "static") {
+		slots = append(slots, func(c *cell) bool { return c.respN == 8<<20 && c.route.base == base && c.body < 1<<20 })
 	}
 	perRoute := map[string]int{}
 	var out []cell
