@@ -545,11 +545,7 @@ func (ex *exchange) appData() gnet.Action {
 	}
 	ex.now = nanotime()
 	ex.busy = true
-	off := ex.relay(buf)
-	ex.flushPieces()
-	if !ex.clGone {
-		ex.sink.Flush()
-	}
+	off := ex.relayAll(buf)
 	leftover := off < len(buf) && ex.ended
 	if off > 0 {
 		_, _ = c.c.Discard(off) // gnet's Discard(0) would drop everything
@@ -576,6 +572,27 @@ func (ex *exchange) appData() gnet.Action {
 		ex.deadline, ex.dkind = ex.now+ex.h.headerTimeout, dlBody
 	}
 	return gnet.None
+}
+
+// relayAll relays the complete records at the start of buf, flushing
+// the client's output after each run of them, and returns the bytes they
+// took. A run that stopped for want of room goes on when the flush made
+// some (the output went into the socket): records left behind with room
+// to spare would wait for an event that may never come, the server
+// having sent its last.
+func (ex *exchange) relayAll(buf []byte) int {
+	off := 0
+	for {
+		n := ex.relay(buf[off:])
+		off += n
+		ex.flushPieces()
+		if !ex.clGone {
+			ex.sink.Flush()
+		}
+		if n == 0 || off == len(buf) || ex.ended || ex.fault != 0 || ex.clGone || ex.started && ex.sink.Room() <= 0 {
+			return off
+		}
+	}
 }
 
 // relay handles the complete records at the start of buf while the

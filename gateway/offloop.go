@@ -145,11 +145,7 @@ func (ex *exchange) offResume() {
 		return
 	}
 	ex.busy = true
-	n := ex.relay(o.buf)
-	ex.flushPieces()
-	if !ex.clGone {
-		ex.sink.Flush()
-	}
+	n := ex.relayAll(o.buf)
 	ex.busy = false
 	o.buf = o.buf[:copy(o.buf, o.buf[n:])]
 	switch {
