@@ -37,14 +37,13 @@ type client interface {
 // rawClient speaks HTTP/1.1 on a socket (TLS when cfg is set), framing
 // every byte itself.
 type rawClient struct {
-	addr    string
-	cfg     *tls.Config
-	conn    net.Conn
-	br      *bufio.Reader
-	auth    string
-	dials   int  // connections made
-	fresh   bool // nothing was sent on the connection yet
-	verbose bool // print each response head (debugging)
+	addr  string
+	cfg   *tls.Config
+	conn  net.Conn
+	br    *bufio.Reader
+	auth  string
+	dials int  // connections made
+	fresh bool // nothing was sent on the connection yet
 }
 
 func (rc *rawClient) close() {
@@ -277,9 +276,6 @@ func (rc *rawClient) read(c *cell, interim bool) (outcome, error) {
 		if resp.StatusCode == 100 && interim {
 			o.status = 100
 			return o, nil
-		}
-		if rc.verbose {
-			fmt.Printf("< %s %v\n", resp.Status, resp.Header)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			o.interim++

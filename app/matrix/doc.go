@@ -28,7 +28,9 @@
 // package gateway); the matrix asserts exactly that, with the one
 // exception HTTP/3's framing makes (cells_test.go, want).
 //
-// TestMatrixInterleaved runs the protocols at once on the one loop.
+// TestMatrixInterleaved runs the protocols at once on the one loop;
+// TestMatrixTight runs them with gale's buffers small, so that responses
+// outrun their clients and the back-pressure paths are taken.
 // TestMatrixReference sends the proxy cells to the net/http applications
 // directly: it proves the clients and the expectations. A known bug is a
 // test of its own that skips, saying why (known_test.go).

@@ -163,8 +163,9 @@ type site struct {
 // wrappers are what stands before each body-reading route kind.
 var wrappers = []string{"plain", "auth", "rl"}
 
-// startSite starts php-fpm, the two net/http applications and gale.
-func startSite(t *testing.T) *site {
+// startSite starts php-fpm, the two net/http applications and gale;
+// server holds further keys of gale's server section ("" for none).
+func startSite(t *testing.T, server string) *site {
 	t.Helper()
 	dir := t.TempDir()
 	s := &site{up1: startUpstream(t, false), up2: startUpstream(t, true)}
@@ -183,7 +184,7 @@ func startSite(t *testing.T) *site {
 		t.Fatal(err)
 	}
 	s.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:alice-pw"))
-	srv := runGale(t, dir, s.config(string(hash)))
+	srv := runGale(t, dir, s.config(string(hash), server))
 	s.plain, s.tls = srv.Addrs()[0], srv.Addrs()[1]
 	return s
 }
@@ -191,7 +192,7 @@ func startSite(t *testing.T) *site {
 // config renders gale's config: one event loop, and the routes that
 // routes() describes. The php routes' root is www too: their try_files
 // candidate {path} is the whole request path, prefix included.
-func (s *site) config(hash string) string {
+func (s *site) config(hash, server string) string {
 	var b strings.Builder
 	b.WriteString(`listen:
   - "127.0.0.1:0"
@@ -199,6 +200,7 @@ func (s *site) config(hash string) string {
 server:
   event_loops: 1
   timeouts: {read_header: 60s, read_body: 60s, write: 60s}
+` + server + `
 routes:
   - {path: /static/, static: {root: files, compress: {encodings: []}}}
   - {path: /respond, respond: {status: 200, body: "` + strings.ReplaceAll(respondBody, "\n", `\n`) + `", content_type: text/plain}}

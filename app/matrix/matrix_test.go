@@ -14,7 +14,7 @@ import (
 // protocol's cells in a row on two client connections that take turns,
 // and checks both directions byte for byte (see doc.go).
 func TestMatrix(t *testing.T) {
-	s := startSite(t)
+	s := startSite(t, "")
 	start := time.Now()
 	total := 0
 	for pi, p := range protos {
@@ -130,7 +130,7 @@ func newRng(pi int) *rand.Rand { return rand.New(rand.NewPCG(28, uint64(pi))) }
 // the h2c application. It proves the clients' framing and the cells'
 // expectations, so that a cell failing through gale is gale's.
 func TestMatrixReference(t *testing.T) {
-	s := startSite(t)
+	s := startSite(t, "")
 	for _, ref := range []struct {
 		p    proto
 		base string
@@ -161,7 +161,7 @@ func TestMatrixReference(t *testing.T) {
 // connections are shared out between them. The bytes are checked as in
 // TestMatrix.
 func TestMatrixInterleaved(t *testing.T) {
-	s := startSite(t)
+	s := startSite(t, "")
 	for pi, p := range protos {
 		cells := cellsFor(p, pi, rand.New(rand.NewPCG(2028, uint64(pi))))
 		if !full() {
@@ -181,5 +181,28 @@ func TestMatrixInterleaved(t *testing.T) {
 			t.Parallel()
 			runCells(t, s, p, cells)
 		})
+	}
+}
+
+// TestMatrixTight runs a sample with gale's buffers small (output bound,
+// socket and read buffers), so that responses outrun their clients and
+// the back-pressure paths (off-loop transfers, held and paced bodies,
+// the h2c relay) are taken again and again.
+func TestMatrixTight(t *testing.T) {
+	s := startSite(t, "  max_buffered_output: 16KiB\n  socket_send_buffer: 16KiB\n  socket_recv_buffer: 16KiB\n  read_buffer: 16KiB")
+	for pi, p := range protos {
+		cells := cellsFor(p, pi, rand.New(rand.NewPCG(4096, uint64(pi))))
+		if !full() {
+			// A response that outruns its client moves on at the sweep's
+			// pace at worst: 8 MiB ones take seconds each here.
+			keep := cells[:0]
+			for _, c := range cells {
+				if c.respN < 1<<20 {
+					keep = append(keep, c)
+				}
+			}
+			cells = keep
+		}
+		t.Run(p.String(), func(t *testing.T) { runCells(t, s, p, cells) })
 	}
 }
