@@ -34,7 +34,7 @@ func TestFPMEnvironment(t *testing.T) {
 routes:
   - path: /
     fastcgi:
-      to: "`+f.Listen+`"
+      to: "`+f.listen+`"
       root: www
       env: {APP_ENV: test}
 `, nil)

@@ -53,7 +53,7 @@ func startSite(t *testing.T, extra string) *site {
 routes:
   - path: /
     fastcgi:
-      to: "`+s.fpm.Listen+`"
+      to: "`+s.fpm.listen+`"
       root: www
 `+extra, nil)
 	return s
@@ -243,7 +243,7 @@ func TestFPMStderrLogged(t *testing.T) {
 	g := startGale(t, dir, `
 routes:
   - path: /
-    fastcgi: {to: "`+f.Listen+`", root: www}
+    fastcgi: {to: "`+f.listen+`", root: www}
 `, slog.New(slog.NewTextHandler(logs, nil)))
 	resp, body := get(t, httpClient(), g.url("/err.php?x=1"))
 	if resp.StatusCode != 200 || body != "ok" {

@@ -163,7 +163,7 @@ func TestFPMOverHTTP3(t *testing.T) {
   - {address: "127.0.0.1:0", http3: true, tls: {certificates: [{cert: "`+cert+`", key: "`+key+`"}]}}
 routes:
   - path: /
-    fastcgi: {to: "`+f.Listen+`", root: www}
+    fastcgi: {to: "`+f.listen+`", root: www}
 `, nil)
 	pool := x509.NewCertPool()
 	pem, _ := os.ReadFile(cert)
@@ -248,7 +248,7 @@ func TestFPMBasicAuth(t *testing.T) {
 routes:
   - path: /
     basic_auth: {users: {alice: "`+hash+`"}}
-    fastcgi: {to: "`+f.Listen+`", root: www}
+    fastcgi: {to: "`+f.listen+`", root: www}
 `, nil)
 	c := httpClient()
 	req, _ := http.NewRequest("GET", g.url("/env.php"), nil)

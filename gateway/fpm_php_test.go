@@ -31,7 +31,7 @@ func TestPHPPreset(t *testing.T) {
 routes:
   - path: /
     php:
-      to: "`+f.Listen+`"
+      to: "`+f.listen+`"
       root: www
 `, nil)
 	// Over HTTP/1.1, then HTTP/2 (h2c).

@@ -51,7 +51,7 @@ func TestFPMKeepConn(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "www"), scripts)
 	f := startFPM(t, dir, "a", false, 3)
-	p := startCountingProxy(t, "unix", strings.TrimPrefix(f.Listen, "unix:"))
+	p := startCountingProxy(t, "unix", strings.TrimPrefix(f.listen, "unix:"))
 	g := startGale(t, dir, `
 routes:
   - path: /
@@ -85,7 +85,7 @@ func TestFPMStalePooledConn(t *testing.T) {
 routes:
   - path: /
     fastcgi:
-      to: "`+f.Listen+`"
+      to: "`+f.listen+`"
       root: www
 `, nil)
 	c := httpClient()
@@ -109,7 +109,7 @@ server: {event_loops: 1}
 routes:
   - path: /
     fastcgi:
-      to: ["`+a.Listen+`", "`+b.Listen+`"]
+      to: ["`+a.listen+`", "`+b.listen+`"]
       root: www
       health_check: {passive: {fails: 1, cooldown: 1m}}
 `, nil)
@@ -122,7 +122,7 @@ routes:
 	if seen["a"] != 5 || seen["b"] != 5 {
 		t.Fatalf("round-robin: %v", seen)
 	}
-	b.Stop()
+	b.stop()
 	for i := 0; i < 10; i++ {
 		resp, body := get(t, c, g.url("/env.php"))
 		if resp.StatusCode != 200 || decodeEnv(t, body).Pool != "a" {
@@ -145,7 +145,7 @@ server: {event_loops: 2}
 routes:
   - path: /
     fastcgi:
-      to: "`+f.Listen+`"
+      to: "`+f.listen+`"
       root: www
       max_conns: 2
       timeouts: {response_header: 5s}

@@ -38,7 +38,7 @@ server: {event_loops: 1}
 routes:
   - path: /
     fastcgi:
-      to: "`+s.fpm.Listen+`"
+      to: "`+s.fpm.listen+`"
       root: www
 `, nil)
 	return s

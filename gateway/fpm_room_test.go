@@ -27,7 +27,7 @@ foreach (str_split(str_repeat('x', 16384 * (int)$_GET['n']), 16384) as $p) { ech
 server: {event_loops: 1, max_buffered_output: 16KiB, read_buffer: 16KiB, socket_send_buffer: 16KiB}
 routes:
   - path: /
-    fastcgi: {to: "`+f.Listen+`", root: www}
+    fastcgi: {to: "`+f.listen+`", root: www}
 `, nil)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}
 	for _, n := range []int{1, 4, 1, 4, 2, 4, 3, 64} {

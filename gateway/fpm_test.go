@@ -22,7 +22,13 @@ import (
 // front of it.
 
 // fpm is a running PHP-FPM master with one pool.
-type fpm = fpmtest.FPM
+type fpm struct {
+	*fpmtest.FPM
+	listen string // as gale's fastcgi.to takes it: "unix:/..." or "127.0.0.1:port"
+}
+
+// stop stops the master and waits for it to exit.
+func (f *fpm) stop() { f.Stop() }
 
 // lockedBuf is a strings.Builder safe for concurrent writers.
 type lockedBuf = fpmtest.LockedBuf
@@ -32,7 +38,8 @@ type lockedBuf = fpmtest.LockedBuf
 // true). name is the pool's POOL environment variable.
 func startFPM(t *testing.T, dir, name string, tcp bool, children int, extra ...string) *fpm {
 	t.Helper()
-	return fpmtest.Start(t, "gateway", dir, name, tcp, children, extra...)
+	f := fpmtest.Start(t, "gateway", dir, name, tcp, children, extra...)
+	return &fpm{FPM: f, listen: f.Listen}
 }
 
 // gale is a gale server on 127.0.0.1 for a test.

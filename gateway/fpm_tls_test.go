@@ -54,12 +54,12 @@ func TestFPMOverTLSAndTrustedProxies(t *testing.T) {
 routes:
   - path: /
     fastcgi:
-      to: "` + f.Listen + `"
+      to: "` + f.listen + `"
       root: www
       trusted_proxies: [127.0.0.1]
   - path: /untrusted/
     fastcgi:
-      to: "` + f.Listen + `"
+      to: "` + f.listen + `"
       root: www
 `
 	g := startGale(t, dir, "listen: [{address: \"127.0.0.1:0\", tls: {certificates: [{cert: "+cert+", key: "+key+"}]}}]\n"+cfg, nil)
