@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gale/config"
+	"gale/internal/poll"
 )
 
 // eventually polls cond for up to d (a failsafe: cond waits on a
@@ -33,21 +34,11 @@ func cacheIdle(t *testing.T, s *Server) {
 	eventually(t, 10*time.Second, "the file cache's workers to be idle", func() bool { return s.files.Stats().Pending == 0 })
 }
 
-// waitUntil polls cond until it holds or d has passed, and reports
-// whether it held; the caller's own checks then say what is wrong. The
-// sleep is the polling interval (from 50 µs, doubling to 10 ms: quick for
-// what comes at once, cheap for what takes long): cond reads a counter, a
-// scrape, a log or the kernel, none of which announces a change.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for pause := 50 * time.Microsecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pause)
-	}
-	return true
-}
+// waitUntil polls cond (poll.Until) until it holds or d has passed, and
+// reports whether it held; the caller's own checks then say what is
+// wrong. cond reads a counter, a scrape, a log or the kernel, none of
+// which announces a change.
+func waitUntil(d time.Duration, cond func() bool) bool { return poll.Until(d, cond) }
 
 // TestBudgetCountsUpstreamsAndTransfers: upstream connections and
 // off-loop transfers hold descriptors of the budget. A large download

@@ -22,18 +22,16 @@ import (
 // n lines, and returns them.
 func awaitLogLines(t *testing.T, path string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, _ := os.ReadFile(path)
-		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-		if len(data) > 0 && len(lines) >= n {
-			return lines
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the access log holds %d lines, want %d:\n%s", strings.Count(string(data), "\n"), n, data)
-		}
-		time.Sleep(10 * time.Millisecond) // the loops hand their lines over every sweep
+	var data []byte
+	var lines []string
+	if !waitUntil(10*time.Second, func() bool {
+		data, _ = os.ReadFile(path)
+		lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		return len(data) > 0 && len(lines) >= n
+	}) {
+		t.Fatalf("the access log holds %d lines, want %d:\n%s", strings.Count(string(data), "\n"), n, data)
 	}
+	return lines
 }
 
 // TestClientAddrOneForm: a client named as an IPv4-mapped IPv6 address (a

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gale/internal/poll"
 )
 
 func TestParseStat(t *testing.T) {
@@ -264,15 +266,9 @@ func TestProcStopKillsGroup(t *testing.T) {
 	}
 }
 
-// eventually polls cond every 10 ms for up to d. The sleep is the
-// polling interval: cond reads a file or /proc, which announce nothing.
+// eventually polls cond (poll.Must) for up to d: cond reads a file or
+// /proc, which announce nothing.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Must(t, d, what, cond)
 }

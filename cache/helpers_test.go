@@ -12,6 +12,8 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"gale/internal/poll"
 )
 
 // fakeClock is a monotonic clock tests advance by hand.
@@ -81,16 +83,10 @@ func load(t testing.TB, v *View, path, ct string, prof *Profile) *Entry {
 
 // waitIdle waits (bounded) until no job is queued or running. The
 // workers announce nothing when they go idle, so it polls their jobs
-// counter; the sleep is the polling interval, not a guess at a duration.
+// counter (poll.Must).
 func waitIdle(t testing.TB, c *Cache) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Pending != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("workers still busy: %d jobs", c.Stats().Pending)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Must(t, 10*time.Second, "the cache's workers to be idle", func() bool { return c.Stats().Pending == 0 })
 }
 
 // textBody returns n bytes of compressible text.

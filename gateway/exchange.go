@@ -571,11 +571,7 @@ func (ex *exchange) Traffic() gnet.Action {
 	}
 	ex.now = nanotime()
 	ex.busy = true
-	off := ex.relay(buf)
-	ex.flushPieces()
-	if !ex.clGone {
-		ex.sink.Flush()
-	}
+	off, full := ex.relayAll(buf)
 	leftover := off < len(buf) && ex.ended
 	if off > 0 {
 		_, _ = gc.Discard(off) // gnet's Discard(0) would drop everything
@@ -595,7 +591,7 @@ func (ex *exchange) Traffic() gnet.Action {
 		return gnet.Close
 	case ex.ended:
 		return ex.complete(leftover)
-	case ex.started && ex.sink.Room() <= 0:
+	case full:
 		return ex.hold()
 	}
 	if ex.headDone {
@@ -604,13 +600,41 @@ func (ex *exchange) Traffic() gnet.Action {
 	return gnet.None
 }
 
+// relayAll relays the complete records at the start of buf, flushing
+// the client's output after each run of them, and returns the bytes they
+// took and whether records wait for the client's room (the exchange is
+// to be held: the sweep resumes it). A run that stopped for want of room
+// goes on when the flush made some (the output went into the socket):
+// records left behind with room to spare would wait for an event that
+// may never come, the server having sent its last. The answer is the
+// relay's own, never a second look at the room, which a client's engine
+// may free concurrently (HTTP/3).
+func (ex *exchange) relayAll(buf []byte) (int, bool) {
+	off := 0
+	for {
+		n, full := ex.relay(buf[off:])
+		off += n
+		ex.flushPieces()
+		if !ex.clGone {
+			ex.sink.Flush()
+		}
+		if !full {
+			return off, false
+		}
+		if n == 0 || ex.sink.Room() <= 0 {
+			return off, true
+		}
+	}
+}
+
 // relay handles the complete records at the start of buf while the
-// client has room, and returns the bytes they took.
-func (ex *exchange) relay(buf []byte) int {
+// client has room, and returns the bytes they took and whether it
+// stopped for want of room with records left.
+func (ex *exchange) relay(buf []byte) (int, bool) {
 	off := 0
 	for off < len(buf) && !ex.ended && ex.fault == 0 && !ex.clGone {
 		if ex.started && ex.sink.Room() <= 0 {
-			break
+			return off, true
 		}
 		r, n, err := fastcgi.Parse(buf[off:])
 		if err == fastcgi.ErrNeedMore {
@@ -626,7 +650,7 @@ func (ex *exchange) relay(buf []byte) int {
 		off += n
 		ex.record(r)
 	}
-	return off
+	return off, false
 }
 
 // record handles one record of the exchange's request.

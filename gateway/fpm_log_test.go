@@ -42,15 +42,10 @@ func TestFPMBodyBytesLogged(t *testing.T) {
 	// for both lines to be written (polled, bounded), then check them.
 	file := filepath.Join(s.dir, "access.log")
 	var data []byte
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	eventually(t, 10*time.Second, "the access log lines", func() bool {
 		data, _ = os.ReadFile(file)
-		if strings.Count(string(data), "/bytes.php?client=") == len(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d access log lines:\n%s", len(want), data)
-		}
-	}
+		return strings.Count(string(data), "/bytes.php?client=") == len(want)
+	})
 	for _, w := range want {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("access log has no %q:\n%s", w, data)

@@ -145,11 +145,7 @@ func (ex *exchange) offResume() {
 		return
 	}
 	ex.busy = true
-	n := ex.relay(o.buf)
-	ex.flushPieces()
-	if !ex.clGone {
-		ex.sink.Flush()
-	}
+	n, full := ex.relayAll(o.buf)
 	ex.busy = false
 	o.buf = o.buf[:copy(o.buf, o.buf[n:])]
 	switch {
@@ -160,7 +156,7 @@ func (ex *exchange) offResume() {
 		ex.finishError(ex.fault, ex.why)
 	case ex.ended:
 		ex.finish(false)
-	case ex.started && ex.sink.Room() <= 0:
+	case full:
 		ex.held = true
 	case o.err != nil:
 		ex.h.servers[ex.srvOr()].failed(ex.now, "connection closed before FCGI_END_REQUEST")

@@ -15,6 +15,7 @@ import (
 
 	"gale/cache"
 	"gale/config"
+	"gale/internal/poll"
 )
 
 // cssBody is a compressible stylesheet of about n bytes.
@@ -48,16 +49,10 @@ func serveUntil(t *testing.T, rt *Router, c *cache.Cache, req func() *Ctx, ok fu
 
 // cacheIdle waits (bounded) until c has no load or compression queued or
 // running. The workers announce nothing when they go idle, so it polls
-// their jobs counter; the sleep is the polling interval.
+// their jobs counter (poll.Must).
 func cacheIdle(t *testing.T, c *cache.Cache) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Pending != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("cache workers still busy: %+v", c.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Must(t, 10*time.Second, "the cache's workers to be idle", func() bool { return c.Stats().Pending == 0 })
 }
 
 func gunzip(t *testing.T, b []byte) []byte {

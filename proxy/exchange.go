@@ -671,7 +671,16 @@ func (ex *exchange) check(now int64) {
 			ex.startTunnel(false)
 		}
 		return
-	case exHandoff, exPaced, exH2C:
+	case exH2C:
+		// The goroutine enforces its own deadlines. A body buffer held
+		// for want of room is relayed once there is some: an HTTP/1.1
+		// client sends nothing as its output drains, so no resume comes.
+		if hx := ex.hx; hx != nil && hx.headUp && hx.ready.Load() && ex.sink.Room() > 0 {
+			ex.now = now
+			ex.h2cBody()
+		}
+		return
+	case exHandoff, exPaced:
 		return // the goroutine enforces its own deadlines
 	}
 	if ex.resumeBody(now) {

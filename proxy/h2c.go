@@ -96,6 +96,14 @@ func (ex *exchange) beginH2C(c *handlers.Ctx) int {
 	ex.deadline, ex.dkind = 0, dlNone
 	go hx.run(up.h2t, req.WithContext(ctx), time.Duration(ex.h.headerTimeout), ex.cl)
 	if hx.pipe != nil {
+		if c.Req.Expect100 {
+			// The upstream's own 100 Continue ends in the transport, which
+			// hands no 1xx to RoundTrip's caller: answer it here, as the
+			// request is on its way (RFC 9110 section 10.1.1), or the
+			// client waits for it while the upstream waits for the body.
+			ex.sink.WriteInterim(100, nil)
+			ex.sink.Flush()
+		}
 		ex.h2cPump()
 	}
 	return 0

@@ -21,6 +21,7 @@ import (
 
 	"gale/app"
 	"gale/config"
+	"gale/internal/poll"
 )
 
 // gale is a real server on 127.0.0.1 started by a test.
@@ -276,20 +277,10 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// waitUntil polls cond until it holds or d has passed, and reports
-// whether it held. The sleep is the polling interval (from 50 µs,
-// doubling to 10 ms): cond reads a counter, a log or the kernel, none of
-// which announces a change.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for pause := 50 * time.Microsecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pause)
-	}
-	return true
-}
+// waitUntil polls cond (poll.Until) until it holds or d has passed, and
+// reports whether it held: cond reads a counter, a log or the kernel, none
+// of which announces a change.
+func waitUntil(d time.Duration, cond func() bool) bool { return poll.Until(d, cond) }
 
 // inFlight returns the bytes the TCP connection's end at from wrote and
 // its end at to has not read yet: the send queue of the one and the

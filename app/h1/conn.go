@@ -152,7 +152,7 @@ func (cs *Conn) Traffic() gnet.Action {
 	}
 	if x := cs.xfer; x != nil {
 		if !x.finished() {
-			if cs.InboundBuffered() > wire.MaxPendingInput {
+			if cs.InboundBuffered() > cs.transferInputBound() {
 				return gnet.Close
 			}
 			return gnet.None
@@ -181,6 +181,18 @@ func (cs *Conn) Traffic() gnet.Action {
 		return cs.afterLayer(cs.serve())
 	}
 	return cs.serve()
+}
+
+// transferInputBound is how many received bytes may wait while a
+// transfer is under way (the loop reads nothing then): the request's body
+// when it is still arriving (a large file asked for with a body, which is
+// discarded once the transfer ended), bounded as for a pending exchange,
+// else wire.MaxPendingInput of pipelined requests.
+func (cs *Conn) transferInputBound() int {
+	if cs.inBody {
+		return pendingInputBound(cs.loop.Shared.Set.Load())
+	}
+	return wire.MaxPendingInput
 }
 
 // serve parses and answers the requests buffered on the connection, up to

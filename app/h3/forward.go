@@ -57,6 +57,7 @@ type forward struct {
 	err        error
 	total      int64
 	ready      atomic.Bool
+	peeked     bool // peek read the first buffer: the reader waits for the loop to ask before it reads again
 	more       chan struct{}
 	quit       chan struct{}
 	readerDone chan struct{} // closed when readBody returned
@@ -187,6 +188,7 @@ func (f *forward) writeAll(w http.ResponseWriter) bool {
 // the buffer gets its length. It runs on the request's goroutine before
 // the exchange goes to the loop.
 func (f *forward) peek(req *codec.Request) {
+	f.peeked = true
 	f.read(time.Duration(f.ex.loop.Shared.Set.Load().ReadBody))
 	switch {
 	case f.n == 0 && f.err == io.EOF:
@@ -208,11 +210,15 @@ func (f *forward) read(wait time.Duration) {
 }
 
 // readBody reads the request body one buffer at a time, when the loop
-// asks, and wakes the loop with each. A buffer peek read goes first.
+// asks, and wakes the loop with each. A buffer peek read goes first: the
+// next read waits for the loop to ask, which it may have done already
+// (the handler consumed the buffer before the reader started, leaving
+// its request in more), or the reader would read twice in a row and
+// overwrite a buffer the loop has not taken.
 func (f *forward) readBody() {
 	defer close(f.readerDone)
 	wait := time.Duration(f.ex.loop.Shared.Set.Load().ReadBody)
-	if f.ready.Load() && (f.err != nil || !f.waitMore()) {
+	if f.peeked && (f.err != nil || !f.waitMore()) {
 		return
 	}
 	for {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gale/internal/poll"
 )
 
 func TestValidate(t *testing.T) {
@@ -109,16 +111,10 @@ func waitFor(t *testing.T, cond func() bool) {
 	eventually(t, 5*time.Second, "the condition", cond)
 }
 
-// eventually polls cond every 10 ms for up to d. The sleep is the
-// polling interval: cond reads a log, a file or the kernel's view of the
-// process, none of which announces a change.
+// eventually polls cond (poll.Must) for up to d: cond reads a log, a
+// file or the kernel's view of the process, none of which announces a
+// change.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Must(t, d, what, cond)
 }
