@@ -59,14 +59,15 @@ type browser struct {
 }
 
 // startBrowser runs Chromium headless as this machine's documentation
-// says (no sandbox as root, no GPU, no QUIC, nothing fetched from the
-// network by itself, a new empty profile), with extra flags, and connects
-// to its DevTools endpoint. Cleanup closes it and ends its process group.
+// says (no sandbox as root, no GPU, nothing fetched from the network by
+// itself, a new empty profile), with extra flags (--disable-quic, or
+// QUIC forced on for an origin), and connects to its DevTools endpoint.
+// Cleanup closes it and ends its process group.
 func startBrowser(t *testing.T, extra ...string) *browser {
 	t.Helper()
 	path := chromiumPath(t)
 	args := append([]string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-breakpad", "--disable-crash-reporter",
 		"--user-data-dir=" + t.TempDir(),
