@@ -144,3 +144,35 @@ func BenchmarkServeStaticRevalidate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIfNoneMatch compares If-None-Match against a version's
+// representations (heldVariant) with the comparison against the selected
+// representation alone (listMatches, as If-Match uses it), for a
+// browser's one tag and for a cache's list of three.
+func BenchmarkIfNoneMatch(b *testing.B) {
+	E := etagOf(condTime, 20000)
+	Z := variantTag(E, "zstd")
+	var ri reqInfo
+	ri.ae.Add([]byte(browserAE))
+	v := validators{etag: []byte(Z), enc: cache.Zstd, base: []byte(E),
+		codings: cache.EncodingSet(0).With(cache.Zstd).With(cache.Brotli).With(cache.Gzip)}
+	for _, tt := range []struct{ name, inm string }{
+		{"selected", Z},
+		{"identity", E},
+		{"list", `"a", ` + variantTag(E, "gzip") + ", " + Z},
+	} {
+		ri.ifNoneMatch = []byte(tt.inm)
+		b.Run(tt.name+"/variants", func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := ri.heldVariant(&v); !ok {
+					b.Fatal("no match")
+				}
+			}
+		})
+		b.Run(tt.name+"/selected only", func(b *testing.B) {
+			for b.Loop() {
+				listMatches(ri.ifNoneMatch, v.etag, false)
+			}
+		})
+	}
+}
