@@ -48,3 +48,20 @@ func TestNegotiateAllocs(t *testing.T) {
 		t.Fatalf("Negotiate: %v allocations", allocs)
 	}
 }
+
+// VariantOf and AppendVariantETag, which a revalidation runs, allocate
+// nothing.
+func TestVariantOfAllocs(t *testing.T) {
+	base := makeETag(mtime0.UnixNano(), 20000)
+	tag := append([]byte("W/"), codedETag(base, Brotli)...)
+	dst := make([]byte, 0, 64)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if enc, ok := VariantOf(tag, base); !ok || enc != Brotli {
+			t.Fatal("no match")
+		}
+		dst = AppendVariantETag(dst[:0], base, Zstd)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations; want 0", allocs)
+	}
+}

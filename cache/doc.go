@@ -106,7 +106,10 @@
 // a status line and a Date placeholder in it, which the server patches in
 // its own copy), and the same response's HTTP/2 header block pre-encoded
 // by the Profile's RenderHPACK (without Date, which the HTTP/2 engine
-// appends). The static handler's sequence is:
+// appends). A coded representation's ETag is identity's with the coding
+// appended inside the quotes (AppendVariantETag), so a revalidation can
+// name any representation of a version, made yet or not, and VariantOf
+// reads it back. The static handler's sequence is:
 //
 //	e, ok := view.Lookup(key)
 //	if !ok {

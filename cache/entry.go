@@ -326,12 +326,59 @@ func makeETag(mtime, size int64) []byte {
 // codedETag derives a coding's ETag from identity's: `"x-y"` -> `"x-y-br"`.
 // Representations differ in bytes, so they must differ in strong ETag.
 func codedETag(tag []byte, enc Encoding) []byte {
-	name := enc.String()
-	b := make([]byte, 0, len(tag)+1+len(name))
-	b = append(b, tag[:len(tag)-1]...)
-	b = append(b, '-')
-	b = append(b, name...)
-	return append(b, '"')
+	return AppendVariantETag(make([]byte, 0, len(tag)+1+len(enc.String())), tag, enc)
+}
+
+// AppendVariantETag appends the strong entity tag of the representation in
+// enc of the file version whose identity ETag is base (quotes included):
+// base itself for Identity, else base with "-<coding>" inside the quotes,
+// `"x-y"` -> `"x-y-zstd"`, as Caddy's encode module names its variants.
+// Every coded representation the cache makes or reads from a sidecar
+// carries this tag, so it is known without the representation at hand
+// (after a restart, say). It does not allocate when dst has room.
+func AppendVariantETag(dst, base []byte, enc Encoding) []byte {
+	if enc == Identity || enc >= numEncodings || len(base) < 2 {
+		return append(dst, base...)
+	}
+	dst = append(dst, base[:len(base)-1]...)
+	dst = append(dst, '-')
+	dst = append(dst, encodingNames[enc]...)
+	return append(dst, '"')
+}
+
+// VariantOf reports which representation of the file version whose
+// identity ETag is base the entity-tag tag names, under the weak
+// comparison that If-None-Match uses (RFC 9110 sections 8.8.3.2 and
+// 13.1.2): base itself (Identity), or base with a coding's suffix
+// (AppendVariantETag). A "W/" prefix on either is ignored, so a tag that
+// an intermediary weakened on its way (as nginx's gzip filter does) still
+// names its representation. It does not allocate.
+func VariantOf(tag, base []byte) (Encoding, bool) {
+	tag, base = trimWeak(tag), trimWeak(base)
+	if len(base) < 2 || len(tag) < len(base) || string(tag[:len(base)-1]) != string(base[:len(base)-1]) {
+		return Identity, false
+	}
+	rest := tag[len(base)-1:] // `"` for identity, `-<coding>"` for a variant
+	if len(rest) == 1 {
+		return Identity, rest[0] == '"'
+	}
+	if rest[0] != '-' || rest[len(rest)-1] != '"' {
+		return Identity, false
+	}
+	name := rest[1 : len(rest)-1]
+	for enc := Encoding(1); enc < numEncodings; enc++ {
+		if string(name) == encodingNames[enc] {
+			return enc, true
+		}
+	}
+	return Identity, false
+}
+
+func trimWeak(t []byte) []byte {
+	if len(t) >= 2 && t[0] == 'W' && t[1] == '/' {
+		return t[2:]
+	}
+	return t
 }
 
 // repOverhead approximates what a Rep costs besides its slices' bytes.

@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
+	"gale/cache"
 	"gale/config"
 )
 
@@ -94,5 +98,81 @@ func BenchmarkServeStatic(b *testing.B) {
 			b.Fatal(c.Resp.Status)
 		}
 		c.Resp.File.Close()
+	}
+}
+
+// BenchmarkServeStaticRevalidate measures revalidations of a cached,
+// compressed file by a browser (Accept-Encoding gzip, deflate, br, zstd)
+// holding each kind of copy: the selected representation (zstd), the
+// identity it got before the variants were made, another coding, and a
+// coding the cache has not made (its tag rendered per response).
+func BenchmarkServeStaticRevalidate(b *testing.B) {
+	css := cssBody(20000)
+	rt, _, _ := siteRouter(b, config.Static{}, cache.Options{}, condTime, map[string]string{"site.css": css, "pic.png": css})
+	E := etagOf(condTime, len(css))
+	lc := &loopConn{}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c := newCtx(request("GET", "", "/site.css", "Accept-Encoding", "zstd"))
+		c.Cache = lc
+		rt.Serve(c)
+		if bytes.Contains(c.Resp.Head, []byte("Content-Encoding: zstd")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("no zstd variant")
+		}
+		runtime.Gosched()
+	}
+	for _, tt := range []struct{ name, target, inm string }{
+		{"selected", "/site.css", variantTag(E, "zstd")},
+		{"identity", "/site.css", E},
+		{"other coding", "/site.css", variantTag(E, "gzip")},
+		{"not made", "/pic.png", variantTag(E, "br")},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			c := newCtx(request("GET", "", tt.target, "Accept-Encoding", browserAE, "If-None-Match", tt.inm))
+			c.Cache = lc
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Scratch = c.Scratch[:0]
+				c.Resp.Headers = c.Resp.Headers[:0]
+				rt.Serve(c)
+			}
+			if c.Resp.Status != 304 {
+				b.Fatal(c.Resp.Status)
+			}
+		})
+	}
+}
+
+// BenchmarkIfNoneMatch compares If-None-Match against a version's
+// representations (heldVariant) with the comparison against the selected
+// representation alone (listMatches, as If-Match uses it), for a
+// browser's one tag and for a cache's list of three.
+func BenchmarkIfNoneMatch(b *testing.B) {
+	E := etagOf(condTime, 20000)
+	Z := variantTag(E, "zstd")
+	var ri reqInfo
+	ri.ae.Add([]byte(browserAE))
+	v := validators{etag: []byte(Z), enc: cache.Zstd, base: []byte(E),
+		codings: cache.EncodingSet(0).With(cache.Zstd).With(cache.Brotli).With(cache.Gzip)}
+	for _, tt := range []struct{ name, inm string }{
+		{"selected", Z},
+		{"identity", E},
+		{"list", `"a", ` + variantTag(E, "gzip") + ", " + Z},
+	} {
+		ri.ifNoneMatch = []byte(tt.inm)
+		b.Run(tt.name+"/variants", func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := ri.heldVariant(&v); !ok {
+					b.Fatal("no match")
+				}
+			}
+		})
+		b.Run(tt.name+"/selected only", func(b *testing.B) {
+			for b.Loop() {
+				listMatches(ri.ifNoneMatch, v.etag, false)
+			}
+		})
 	}
 }

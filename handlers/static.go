@@ -64,6 +64,7 @@ type staticHandler struct {
 	respOps      *headerOps        // the route's response header rules, rendered into heads
 	keyPrefix    []byte            // prefix of this route's cache keys
 	encodings    bool              // the route serves some content coding (responses vary on Accept-Encoding)
+	codings      cache.EncodingSet // those codings, for revalidations of a variant
 
 	cache   *cache.Cache
 	prof    cache.Profile // how this route's files are represented
@@ -205,6 +206,7 @@ func (h *staticHandler) setCompression(sc *config.Static) error {
 			return fmt.Errorf("%w: compress: unknown encoding %q", ErrBadStatic, name)
 		}
 		h.prof.Encodings = append(h.prof.Encodings, enc)
+		h.codings = h.codings.With(enc)
 	}
 	h.encodings = len(h.prof.Encodings) > 0
 	h.prof.MinCompress = sc.Compress.MinBytes
@@ -563,6 +565,8 @@ func (h *staticHandler) serveEntry(c *Ctx, ri *reqInfo, e *cache.Entry) {
 		hpack:  rep.HPACK,
 		fields: rep.Fields,
 		etag:   rep.ETag,
+		enc:    rep.Encoding,
+		base:   e.ETag,
 		mtime:  e.ModTime,
 		size:   rep.Size,
 		body:   rep.Body,

@@ -11,30 +11,16 @@ import (
 	"gale/config"
 )
 
-// loopConn is a CacheAccess with a view of its own, as the server's
-// connections have one per event loop.
-type loopConn struct {
-	view *cache.View
-}
-
-func (l *loopConn) CacheView(c *cache.Cache) *cache.View {
-	if l.view == nil || l.view.Cache() != c {
-		l.view = c.NewView()
-	}
-	return l.view
-}
-func (l *loopConn) CacheDone([]byte) cache.Done                    { return func(*cache.Entry, error) {} }
-func (l *loopConn) CacheReady() bool                               { return false }
-func (l *loopConn) CacheLoaded([]byte) (*cache.Entry, error, bool) { return nil, nil, false }
-
 // A cache hit allocates nothing in the handler: identity, a compressed
-// representation, a 304, a range and an index file.
+// representation, 304s (of the selected representation and of others of
+// the version), a range and an index file.
 func TestStaticHitAllocs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	css := cssBody(20000)
 	rt, fc, _ := siteRouter(t, config.Static{CacheControl: "max-age=60"}, cache.Options{}, condTime, map[string]string{
 		"site.css":   css,
 		"index.html": "<h1>home</h1>",
+		"pic.png":    css, // never compressed: a tag of its br variant is rendered per response
 	})
 	lc := &loopConn{}
 	// Publish the compressed variants first.
@@ -53,6 +39,9 @@ func TestStaticHitAllocs(t *testing.T) {
 		{"identity", "/site.css", []string{"Accept", "*/*"}, 200},
 		{"gzip", "/site.css", []string{"Accept-Encoding", "gzip, deflate, br;q=0.5"}, 200},
 		{"304", "/site.css", []string{"If-None-Match", E}, 304},
+		{"304 of identity, zstd selected", "/site.css", []string{"If-None-Match", E, "Accept-Encoding", browserAE}, 304},
+		{"304 of another variant", "/site.css", []string{"If-None-Match", variantTag(E, "br"), "Accept-Encoding", browserAE}, 304},
+		{"304 of a variant not made", "/pic.png", []string{"If-None-Match", variantTag(E, "br"), "Accept-Encoding", browserAE}, 304},
 		{"range", "/site.css", []string{"Range", "bytes=100-199"}, 206},
 		{"index", "/", []string{"If-Modified-Since", "Thu, 29 Feb 2024 12:04:04 GMT"}, 200},
 	}

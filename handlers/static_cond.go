@@ -22,9 +22,18 @@ import (
 //     representation is sent.
 //
 // Validators are those of the representation selected by Accept-Encoding
-// (a coded representation has its own strong ETag). Dates compare at the
-// resolution of HTTP-date (seconds). Unparsable dates make their field
-// ignored.
+// (a coded representation has its own strong ETag), with one widening for
+// If-None-Match: a tag naming any representation of the file's current
+// version that the request could have been given (identity, or a coding
+// the route serves and the request accepts) matches too, and the 304
+// names that representation. A browser that fetched a file uncompressed,
+// before its compressed variants were made (or before a restart, or from
+// another replica), revalidates the copy it holds and gets 304 instead of
+// the whole file again; every representation of one version carries the
+// same content, so telling the client to keep the one it holds is true.
+// If-Match and If-Range keep strong comparison with the selected
+// representation, as RFC 9110 asks. Dates compare at the resolution of
+// HTTP-date (seconds). Unparsable dates make their field ignored.
 
 // reqInfo is what a static route reads of the request's fields, collected
 // in one pass over the header table. Slices alias the request.
@@ -95,17 +104,28 @@ const (
 	condFalse        // it does not
 )
 
+// validators are what the preconditions of a static response compare
+// with. Slices are shared, read-only.
+type validators struct {
+	etag    []byte            // the selected representation's strong ETag
+	enc     cache.Encoding    // the selected representation's coding
+	base    []byte            // the identity ETag of the file version (cache.AppendVariantETag's base)
+	codings cache.EncodingSet // the codings the route serves
+	mtime   int64             // ns since the Unix epoch
+}
+
 // preconditions evaluates If-Match, If-Unmodified-Since, If-None-Match
-// and If-Modified-Since for a GET or HEAD of a representation with this
-// ETag and modification time (nanoseconds since the Unix epoch). It
-// returns 0 (serve the representation), 304 or 412.
-func (ri *reqInfo) preconditions(etag []byte, mtime int64) int {
-	secs := unixSeconds(mtime)
+// and If-Modified-Since for a GET or HEAD of the representation v
+// describes. It returns 0 (serve the representation), 304 or 412; with
+// 304, held is the representation the client holds: the one an
+// If-None-Match tag named, else (a date, or "*") the selected one.
+func (ri *reqInfo) preconditions(v *validators) (status int, held cache.Encoding) {
+	secs := unixSeconds(v.mtime)
 	ch := condNone
 	switch {
 	case len(codec.TrimOWS(ri.ifMatch)) > 0:
 		ch = condFalse
-		if listMatches(ri.ifMatch, etag, true) {
+		if listMatches(ri.ifMatch, v.etag, true) {
 			ch = condTrue
 		}
 	case len(ri.ifUnmodSince) > 0 && secs != 0:
@@ -117,20 +137,63 @@ func (ri *reqInfo) preconditions(etag []byte, mtime int64) int {
 		}
 	}
 	if ch == condFalse {
-		return 412
+		return 412, v.enc
 	}
 	if len(codec.TrimOWS(ri.ifNoneMatch)) > 0 {
-		if listMatches(ri.ifNoneMatch, etag, false) {
-			return 304
+		if enc, ok := ri.heldVariant(v); ok {
+			return 304, enc
 		}
-		return 0
+		return 0, v.enc
 	}
 	if len(ri.ifModSince) > 0 && secs != 0 {
 		if t, ok := parseHTTPDate(ri.ifModSince); ok && secs <= t {
-			return 304
+			return 304, v.enc
 		}
 	}
-	return 0
+	return 0, v.enc
+}
+
+// heldVariant matches If-None-Match's list ("*" or tags separated by
+// commas) against the representations of v's version, weakly: the
+// selected representation's tag wins wherever it stands in the list;
+// else the first tag naming identity, or a coding the route serves and
+// the request accepts (a tag for a coding the request refuses names a
+// copy it could not use: a cache that holds it must not be told to
+// serve it). It does not allocate.
+func (ri *reqInfo) heldVariant(v *validators) (held cache.Encoding, ok bool) {
+	list := ri.ifNoneMatch
+	for {
+		list = codec.TrimOWS(list)
+		if len(list) == 0 {
+			return held, ok
+		}
+		if list[0] == ',' {
+			list = list[1:]
+			continue
+		}
+		if list[0] == '*' {
+			return v.enc, true
+		}
+		tag, rest := scanETag(list)
+		if tag == nil {
+			return held, ok
+		}
+		if weakMatch(tag, v.etag) {
+			return v.enc, true
+		}
+		if enc, named := cache.VariantOf(tag, v.base); named && !ok && ri.couldHold(v, enc) {
+			held, ok = enc, true
+		}
+		list = rest
+	}
+}
+
+// couldHold reports whether a response to this request could have been
+// the representation in enc: identity always (it is every request's
+// fallback), a coding when the route serves it and Accept-Encoding
+// accepts it.
+func (ri *reqInfo) couldHold(v *validators, enc cache.Encoding) bool {
+	return enc == cache.Identity || v.codings.Has(enc) && ri.ae.Q(enc) > 0
 }
 
 // rangeApplies reports whether a Range field is to be honoured: no

@@ -19,7 +19,7 @@ import (
 // siteRouter serves files (name -> content, all with mtime) from a temp
 // root on route "/" with sc, through a cache of its own, and returns
 // the router, the cache and the root.
-func siteRouter(t *testing.T, sc config.Static, co cache.Options, mtime time.Time, files map[string]string) (*Router, *cache.Cache, string) {
+func siteRouter(t testing.TB, sc config.Static, co cache.Options, mtime time.Time, files map[string]string) (*Router, *cache.Cache, string) {
 	t.Helper()
 	root := t.TempDir()
 	for name, body := range files {

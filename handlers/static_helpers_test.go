@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"gale/cache"
 	"gale/codec"
 )
 
@@ -75,3 +76,19 @@ func wireHeader(t *testing.T, c *Ctx, name string) string {
 	resp, _ := wire(t, c)
 	return resp.Header.Get(name)
 }
+
+// loopConn is a CacheAccess with a view of its own, as the server's
+// connections have one per event loop.
+type loopConn struct {
+	view *cache.View
+}
+
+func (l *loopConn) CacheView(c *cache.Cache) *cache.View {
+	if l.view == nil || l.view.Cache() != c {
+		l.view = c.NewView()
+	}
+	return l.view
+}
+func (l *loopConn) CacheDone([]byte) cache.Done                    { return func(*cache.Entry, error) {} }
+func (l *loopConn) CacheReady() bool                               { return false }
+func (l *loopConn) CacheLoaded([]byte) (*cache.Entry, error, bool) { return nil, nil, false }

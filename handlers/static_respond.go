@@ -18,6 +18,8 @@ type fileRep struct {
 	hpack   []byte         // the same head as an HTTP/2 header block (Response.HPACK); nil with head
 	fields  []codec.Header // the representation's fields, as cache.Rep.Fields (Content-Length is skipped)
 	etag    []byte         // strong ETag
+	enc     cache.Encoding // the representation's coding
+	base    []byte         // identity's ETag for the same file version (etag when enc is Identity)
 	mtime   int64          // ns since the Unix epoch
 	size    int64          // body length
 	body    []byte         // the body in memory; nil: read it from file
@@ -57,6 +59,7 @@ func (h *staticHandler) openedRep(c *Ctx, fr *fileRep, f *os.File, fi os.FileInf
 	m := len(c.Scratch)
 	c.Scratch = cache.AppendETag(c.Scratch, mtime, fr.size)
 	fr.etag = c.scratchSince(m)
+	fr.base = fr.etag
 	m = len(c.Scratch)
 	c.Scratch = codec.AppendHTTPDate(c.Scratch, fi.ModTime())
 	lm := c.scratchSince(m)
@@ -77,11 +80,12 @@ func (h *staticHandler) openedRep(c *Ctx, fr *fileRep, f *os.File, fi os.FileInf
 // respond answers a GET or HEAD for fr: 304 or 412 by the preconditions,
 // 206 or 416 by Range, else 200.
 func (h *staticHandler) respond(c *Ctx, ri *reqInfo, fr *fileRep) {
-	switch ri.preconditions(fr.etag, fr.mtime) {
+	v := validators{etag: fr.etag, enc: fr.enc, base: fr.base, codings: h.codings, mtime: fr.mtime}
+	switch status, held := ri.preconditions(&v); status {
 	case 304:
 		fr.closeFile()
 		c.Resp.Status = 304
-		c.Resp.Add(hdrETag, fr.etag)
+		c.Resp.Add(hdrETag, fr.heldETag(c, held))
 		h.addCommon(c, fr)
 		return
 	case 412:
@@ -142,6 +146,24 @@ func (h *staticHandler) addCommon(c *Ctx, fr *fileRep) {
 	if h.cacheControl != nil {
 		c.Resp.Add(hdrCacheControl, h.cacheControl)
 	}
+}
+
+// heldETag returns the ETag of fr's file version in enc, for a 304 that
+// tells the client to keep the representation it holds: fr's own, one
+// the cache has made, or one rendered in Ctx.Scratch (its variants are
+// not made yet, as after a restart).
+func (fr *fileRep) heldETag(c *Ctx, enc cache.Encoding) []byte {
+	if enc == fr.enc {
+		return fr.etag
+	}
+	if fr.entry != nil {
+		if r := fr.entry.Rep(enc); r != nil {
+			return r.ETag
+		}
+	}
+	m := len(c.Scratch)
+	c.Scratch = cache.AppendVariantETag(c.Scratch, fr.base, enc)
+	return c.scratchSince(m)
 }
 
 // field returns the value of fr's field named name, or nil.
