@@ -33,7 +33,7 @@ type Handler struct {
 	route   *handlers.Route
 	conf    *config.FastCGI
 	servers []*server
-	leastC  bool // least-connections, else round-robin
+	policy  upstream.Policy // load_balancing: round-robin or least-connections
 	root    []byte
 	split   [][]byte // lower case
 	index   []byte
@@ -67,9 +67,7 @@ type server struct {
 	address string
 	raw     string
 
-	failStart atomic.Int64
-	fails     atomic.Int32
-	downUntil atomic.Int64
+	passive upstream.Health
 }
 
 // New compiles the fastcgi route rt (rt.Conf.FastCGI set) into a
@@ -85,7 +83,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 	h := &Handler{
 		route:          rt,
 		conf:           fc,
-		leastC:         fc.LoadBalancing == "least-connections",
+		policy:         upstream.PolicyOf(fc.LoadBalancing),
 		root:           []byte(fc.Root),
 		index:          []byte(fc.Index),
 		trusted:        fc.TrustedProxies,
@@ -126,35 +124,19 @@ func (h *Handler) logger() *slog.Logger { return h.log.Load() }
 // available reports whether s is in service at now: no passive cooldown
 // runs. Safe for concurrent use.
 func (s *server) available(now int64) bool {
-	until := s.downUntil.Load()
-	if until == 0 {
-		return true
-	}
-	if now < until {
-		return false
-	}
-	if s.downUntil.CompareAndSwap(until, 0) {
+	ok, back := s.passive.Available(now)
+	if back {
 		s.h.logf(slog.LevelInfo, "fastcgi server back in service", s, "reason", "passive cooldown over")
 	}
-	return true
+	return ok
 }
 
 // failed records a failure of a real request (passive health).
 func (s *server) failed(now int64, why string) {
 	p := &s.h.conf.Passive
-	if p.Fails <= 0 {
-		return
-	}
-	start := s.failStart.Load()
-	if now-start > int64(p.Window) && s.failStart.CompareAndSwap(start, now) {
-		s.fails.Store(0)
-	}
-	if n := s.fails.Add(1); int(n) >= p.Fails && s.downUntil.Load() == 0 {
-		if s.downUntil.CompareAndSwap(0, now+int64(p.Cooldown)) {
-			s.fails.Store(0)
-			s.h.logf(slog.LevelWarn, "fastcgi server out of service", s, "reason", why,
-				"failures", int(n), "for", p.Cooldown.String())
-		}
+	if n := s.passive.Failed(now, p); n > 0 {
+		s.h.logf(slog.LevelWarn, "fastcgi server out of service", s, "reason", why,
+			"failures", n, "for", p.Cooldown.String())
 	}
 }
 
@@ -167,42 +149,18 @@ func (h *Handler) logf(level slog.Level, msg string, s *server, args ...any) {
 	l.Log(context.Background(), level, msg, args...)
 }
 
-// pick chooses a server for a request on lp among those in service and
-// not yet tried (a bit mask); when none in service is left, among the
-// untried ones; -1 when every server was tried.
+// pick chooses a server for a request on lp by the route's policy,
+// among those in service and not yet tried (a bit mask; see
+// upstream.Candidates); -1 when every server was tried.
 func (h *Handler) pick(lp *loop, tried uint64, now int64) int {
-	n := len(h.servers)
-	var avail uint64
+	var inService uint64
 	for i, s := range h.servers {
-		if tried&(1<<i) == 0 && s.available(now) {
-			avail |= 1 << i
+		if s.available(now) {
+			inService |= 1 << i
 		}
 	}
-	if avail == 0 {
-		avail = ^tried & (1<<n - 1)
-		if n == 64 {
-			avail = ^tried
-		}
-		if avail == 0 {
-			return -1
-		}
-	}
-	start := int(lp.rr % uint32(n))
-	lp.rr++
-	best := -1
-	for k := 0; k < n; k++ {
-		i := (start + k) % n
-		if avail&(1<<i) == 0 {
-			continue
-		}
-		if !h.leastC {
-			return i
-		}
-		if best < 0 || lp.pools[i].Active < lp.pools[best].Active {
-			best = i
-		}
-	}
-	return best
+	c := upstream.Choice{Turn: &lp.rr, Load: func(i int) int { return lp.pools[i].Active }}
+	return h.policy.Choose(upstream.Candidates(len(h.servers), inService, tried), len(h.servers), c)
 }
 
 // loopFor returns the route's state on the event loop of up (the

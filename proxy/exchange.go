@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/bits"
 	"net"
 	"net/netip"
 	"time"
@@ -643,7 +644,7 @@ func (ex *exchange) retryOrFail(status int, why string) {
 	if ex.attempts <= ex.h.retries {
 		ex.retrying()
 		tried := ex.tried
-		if popcount(tried) >= len(ex.h.ups) {
+		if bits.OnesCount64(tried) >= len(ex.h.ups) {
 			ex.tried = 0 // every upstream was tried: start over
 		}
 		ex.busy = true

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math/bits"
 	"net"
 	"net/http"
 	"net/url"
@@ -359,7 +360,7 @@ func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
 	ex.fail(FailConnect)
 	ex.up.failed(ex.now, "h2c: "+hx.err.Error())
 	ex.retrying()
-	if popcount(ex.tried) >= len(ex.h.ups) {
+	if bits.OnesCount64(ex.tried) >= len(ex.h.ups) {
 		ex.tried = 0 // every upstream was tried: start over
 	}
 	ex.hx = nil
