@@ -44,8 +44,9 @@ const maxStderr = 8 << 10
 // it inside the write, which calls back into the exchange. While busy,
 // such callbacks only set clGone or lostConn; settle acts on them.
 type exchange struct {
+	upstream.Slot // its place in the loop's exchanges in flight
+
 	lp   *loop
-	idx  int
 	h    *Handler
 	cl   handlers.Exchange
 	sink handlers.ResponseSink
@@ -101,7 +102,7 @@ type exchange struct {
 }
 
 func newExchange(lp *loop) *exchange {
-	ex := &exchange{lp: lp, idx: -1, srv: -1}
+	ex := &exchange{lp: lp, srv: -1}
 	ex.resp.Headers = make([]codec.Header, 0, 16)
 	ex.head.Fields = make([]codec.Header, 0, 16)
 	ex.req = make([]byte, 0, 2<<10)
@@ -112,7 +113,6 @@ func newExchange(lp *loop) *exchange {
 func (ex *exchange) reset() {
 	*ex = exchange{
 		lp:        ex.lp,
-		idx:       -1,
 		srv:       -1,
 		req:       ex.req[:0],
 		env:       envScratch{name: ex.env.name[:0], val: ex.env.val[:0]},

@@ -157,7 +157,7 @@ func (ex *exchange) relayHeld() bool {
 	ex.upClosing = true
 	gen := ex.gen
 	ex.upstreamData()
-	if ex.gen != gen || ex.idx < 0 {
+	if ex.gen != gen || !ex.Listed() {
 		return true
 	}
 	ex.upClosing = false

@@ -61,8 +61,9 @@ var errLost = errors.New("proxy: upstream connection closed")
 // exchange. While busy, such callbacks only set clGone or ucLost; the
 // outer code acts on them when it is done (settle).
 type exchange struct {
+	upstream.Slot // its place in the loop's exchanges in flight
+
 	lp   *Loop
-	idx  int // position in lp.active; -1 when not active
 	h    *Handler
 	cl   handlers.Exchange
 	sink handlers.ResponseSink // where the response goes (the client's engine frames it)
@@ -142,7 +143,6 @@ type exchange struct {
 func (ex *exchange) reset() {
 	*ex = exchange{
 		lp:   ex.lp,
-		idx:  -1,
 		gen:  ex.gen + 1,
 		head: ex.head[:0],
 		host: ex.host[:0],
