@@ -67,9 +67,9 @@ func (ex *exchange) resumeBody(now int64) bool {
 		return false
 	}
 	ex.now = now
-	ex.busy = true
+	ex.Busy = true
 	ex.pumpBody()
-	ex.busy = false
+	ex.Busy = false
 	return ex.settle()
 }
 
@@ -209,7 +209,7 @@ func (ex *exchange) overBodyBound() bool {
 	if ex.bodyRaw <= ex.bodyBound {
 		return false
 	}
-	ex.fault, ex.why = 413, "request body: too much chunked framing"
+	ex.Fault, ex.Why = 413, "request body: too much chunked framing"
 	return true
 }
 
@@ -229,7 +229,7 @@ func (ex *exchange) inputOverflow() bool {
 	if ahead > 0 && ex.bodyBound > 0 && ex.reqChunked && ex.state == exActive {
 		// The end of a chunked body is not known before it is framed:
 		// the body may be what is too long.
-		ex.fault, ex.why = 413, "request body: more held than its bound while the upstream was not taking it"
+		ex.Fault, ex.Why = 413, "request body: more held than its bound while the upstream was not taking it"
 		ex.settle()
 		return false
 	}

@@ -234,7 +234,7 @@ func (ex *exchange) h2cPump() {
 	for !ex.reqDone {
 		p, done, err := ex.body.Next()
 		if err != nil {
-			ex.fault, ex.why = 400, "request body: "+err.Error()
+			ex.Fault, ex.Why = 400, "request body: "+err.Error()
 			return
 		}
 		n := pipe.write(p)
@@ -315,16 +315,16 @@ func (ex *exchange) h2cHead(c *handlers.Ctx) {
 	hs = appendHTTPFields(hs, resp.Header, false)
 	ex.h.route.ApplyResponseHeaders(ex.respFor(hs))
 	hs = ex.lp.resp.Headers
-	ex.busy = true
+	ex.Busy = true
 	ex.sink.WriteHead(handlers.Head{Status: resp.StatusCode, Fields: hs, Length: resp.ContentLength})
 	ex.sink.Flush()
-	ex.busy = false
+	ex.Busy = false
 	ex.lp.resp.Headers = nil
 	clear(hs)
 	ex.lp.hdrs = hs[:0]
 	ex.started = true
 	ex.rstate = rsBody
-	if ex.clGone {
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}
@@ -379,13 +379,13 @@ func (ex *exchange) respFor(hs []codec.Header) *handlers.Response {
 // h2cBody relays a body buffer, and ends the response with the body.
 func (ex *exchange) h2cBody() {
 	hx := ex.hx
-	ex.busy = true
+	ex.Busy = true
 	if hx.n > 0 {
 		ex.sink.WriteBody(hx.buf[:hx.n]) // the client's engine counts it
 		ex.sink.Flush()
 	}
-	ex.busy = false
-	if ex.clGone {
+	ex.Busy = false
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}

@@ -134,21 +134,21 @@ func (ex *exchange) pacedResume() {
 		return
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	if p.end > p.start {
 		p.start = ex.relayBody(p.buf[:p.end], p.start)
-		if !ex.clGone {
+		if !ex.ClientGone {
 			ex.sink.Flush()
 		}
 	}
-	ex.busy = false
+	ex.Busy = false
 	switch {
-	case ex.clGone:
+	case ex.ClientGone:
 		ex.abort()
-	case ex.fault != 0:
-		ex.fault = 0
+	case ex.Fault != 0:
+		ex.Fault = 0
 		ex.pacedEnd(false)
-		ex.finishTruncated(ex.why)
+		ex.finishTruncated(ex.Why)
 	case ex.rstate == rsDone:
 		ex.pacedEnd(p.start == p.end && p.err == nil)
 		ex.finish()
