@@ -818,15 +818,9 @@ func (ex *exchange) finishError(status int, why string) {
 	}
 	ex.status = status
 	r := &ex.resp
-	r.Reset()
-	r.Status = status
-	if len(ex.set.Server) > 0 {
-		r.Add(hdrServer, ex.set.Server)
-	}
-	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
-	r.Add(hdrNosniff, valNosniff)
+	r.SetError(status, ex.json, ex.set.Server)
 	ex.h.route.ApplyResponseHeaders(r)
-	body := codec.ErrorBody(status, ex.json)
+	body := r.Body
 	ex.Busy = true
 	ex.sink.WriteHead(handlers.Head{Status: status, Fields: r.Headers, Length: int64(len(body)), Close: !ex.reqDone})
 	ex.sink.WriteBody(body)
@@ -839,12 +833,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish(false)
 }
 
-var (
-	hdrContentType = []byte("Content-Type")
-	hdrServer      = []byte("Server")
-	hdrNosniff     = []byte("X-Content-Type-Options")
-	valNosniff     = []byte("nosniff")
-)
+var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

@@ -964,11 +964,8 @@ func (ex *exchange) finishError(status int, why string) {
 	}
 	lp := ex.lp
 	r := &lp.resp
-	r.Reset()
-	r.Status = status
-	body := codec.ErrorBody(status, ex.json)
-	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
-	r.Add(hdrNosniff, valNosniff)
+	r.SetError(status, ex.json, nil) // Server goes first, after the rules
+	body := r.Body
 	ex.h.route.ApplyResponseHeaders(r)
 	hs := lp.hdrs[:0]
 	if len(ex.set.Server) > 0 {
@@ -990,12 +987,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish()
 }
 
-var (
-	hdrContentType = []byte("Content-Type")
-	hdrServer      = []byte("Server")
-	hdrNosniff     = []byte("X-Content-Type-Options")
-	valNosniff     = []byte("nosniff")
-)
+var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {
