@@ -558,8 +558,9 @@ func trailerNamesFraming(hs []Header) bool {
 	return false
 }
 
-// parseLength parses a Content-Length value: 1*DIGIT that fits an int64.
-func parseLength(v []byte) (int64, bool) {
+// ParseLength parses a Content-Length value: 1*DIGIT that fits an int64
+// (RFC 9110 section 8.6), whichever protocol carried it.
+func ParseLength(v []byte) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
