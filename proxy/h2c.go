@@ -164,10 +164,8 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 	})
 	resp, err := tr.RoundTrip(req)
 	timer.Stop()
-	hx.resp, hx.err = resp, err
-	hx.ready.Store(true)
-	wake.Wake()
-	if err != nil {
+	hx.resp = resp
+	if !hx.handOver(wake, err) {
 		return
 	}
 	defer resp.Body.Close()
@@ -180,13 +178,21 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 		timer.Reset(timeout) // the longest pause between two reads of the body
 		n, err := resp.Body.Read(hx.buf[:])
 		timer.Stop()
-		hx.n, hx.err = n, err
-		hx.ready.Store(true)
-		wake.Wake()
-		if err != nil {
+		hx.n = n
+		if !hx.handOver(wake, err) {
 			return
 		}
 	}
+}
+
+// handOver hands the loop what the goroutine got (set before it) and err,
+// and wakes the loop's exchange; it reports whether the goroutine goes on
+// (err is nil).
+func (hx *h2cStream) handOver(wake handlers.Exchange, err error) bool {
+	hx.err = err
+	hx.ready.Store(true)
+	wake.Wake()
+	return err == nil
 }
 
 // stop ends the goroutine and the upstream stream (on the loop;
