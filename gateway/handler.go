@@ -14,6 +14,7 @@ import (
 	"gale/fastcgi"
 	"gale/fds"
 	"gale/handlers"
+	"gale/perloop"
 	"gale/proxy"
 	"gale/upstream"
 )
@@ -50,12 +51,10 @@ type Handler struct {
 	budget *fds.Budget
 	log    atomic.Pointer[slog.Logger]
 
-	loops    sync.Map // gnet.EventLoop -> *loop
-	loopList atomic.Pointer[[]*loop]
-	loopMu   sync.Mutex
-	ticking  sync.Once
-	stop     chan struct{}
-	closed   atomic.Bool
+	loops   perloop.Map[*loop]
+	ticking sync.Once
+	stop    chan struct{}
+	closed  atomic.Bool
 }
 
 // server is one FastCGI server of a route, with its passive health
@@ -167,23 +166,7 @@ func (h *Handler) pick(lp *loop, tried uint64, now int64) int {
 // upstream core's state of that loop), made on first use (which starts
 // the route's sweeps).
 func (h *Handler) loopFor(up *upstream.Loop) *loop {
-	el := up.EventLoop()
-	if v, ok := h.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	h.loopMu.Lock()
-	defer h.loopMu.Unlock()
-	if v, ok := h.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	lp := newLoop(h, up)
-	h.loops.Store(el, lp)
-	var list []*loop
-	if cur := h.loopList.Load(); cur != nil {
-		list = append(list, *cur...)
-	}
-	list = append(list, lp)
-	h.loopList.Store(&list)
+	lp := h.loops.Get(up.EventLoop(), func() *loop { return newLoop(h, up) })
 	h.ticking.Do(func() { go h.tick() })
 	return lp
 }
@@ -198,9 +181,8 @@ func (h *Handler) tick() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for range t.C {
-		cur := h.loopList.Load()
 		live, running := false, false
-		for _, lp := range *cur {
+		for _, lp := range h.loops.All() {
 			if lp.el == nil || lp.el.Execute(context.Background(), lp.sweepFn) != nil {
 				continue // the engine stopped: nothing of the loop is left
 			}
