@@ -27,26 +27,14 @@ func threadTimes(pids []int) map[int]threadStart {
 	out := map[int]threadStart{}
 	for _, pid := range pids {
 		dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-			if err != nil {
-				continue
-			}
+		eachProcFile(dir, "schedstat", func(tid int, b []byte) {
 			ns, _, err := parseSchedstat(b)
 			if err != nil {
-				continue
+				return
 			}
-			comm, _ := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+			comm, _ := os.ReadFile(filepath.Join(dir, strconv.Itoa(tid), "comm"))
 			out[tid] = threadStart{name: strings.TrimSpace(string(comm)), ns: ns}
-		}
+		})
 	}
 	return out
 }
