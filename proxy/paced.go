@@ -116,13 +116,9 @@ func (ex *exchange) startPaced() gnet.Action {
 	}
 	p.end = copy(p.buf[:], rest)
 	ex.pace = p
-	ex.state = exPaced
-	ex.deadline, ex.dkind = 0, dlNone
-	ex.dropConn(false)
-	uc.Drop()
-	ex.lp.Stats.Paced.Add(1)
+	act := ex.goOffLoop(uc, exPaced, &ex.lp.Stats.Paced)
 	go p.run()
-	return gnet.Close
+	return act
 }
 
 // pacedResume runs on the loop whenever the client's engine resumes the
