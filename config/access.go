@@ -134,11 +134,7 @@ func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
 			rl.IPv6Prefix = int(b)
 		}
 	}
-	if v := s.get("max_keys"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_keys"), minRateKeys, maxRateKeys); ok {
-			rl.MaxKeys = int(k)
-		}
-	}
+	d.setCount(s, "max_keys", &rl.MaxKeys, minRateKeys, maxRateKeys)
 	return rl
 }
 
