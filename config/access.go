@@ -120,13 +120,8 @@ func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
 		}
 	}
 	if v := s.get("header"); v != nil {
-		p := join(path, "header")
-		if h, ok := d.str(v, p); ok {
-			if msg := checkHeaderName(h); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				rl.Header = textproto.CanonicalMIMEHeaderKey(h)
-			}
+		if h, ok := d.checkedStr(v, join(path, "header"), checkHeaderName); ok {
+			rl.Header = textproto.CanonicalMIMEHeaderKey(h)
 		}
 	}
 	if v := s.get("ipv6_prefix"); v != nil {

@@ -325,13 +325,8 @@ func (d *decoder) healthCheck(n *yaml.Node, path string, h *HealthCheck) {
 		return
 	}
 	if v := s.get("path"); v != nil {
-		hp := join(path, "path")
-		if p, ok := d.str(v, hp); ok {
-			if msg := checkHealthPath(p); msg != "" {
-				d.errorf(deref(v), hp, "%s", msg)
-			} else {
-				h.Path = p
-			}
+		if p, ok := d.checkedStr(v, join(path, "path"), checkHealthPath); ok {
+			h.Path = p
 		}
 	}
 	d.setDuration(s, "interval", &h.Interval)
