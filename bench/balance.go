@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -53,15 +53,7 @@ func busiestThreads(before, after map[int]threadStart, n int) []threadCPU {
 		total += d
 		out = append(out, threadCPU{TID: tid, Name: a.name, CPUSeconds: d / 1e9})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CPUSeconds != out[j].CPUSeconds {
-			return out[i].CPUSeconds > out[j].CPUSeconds
-		}
-		return out[i].TID < out[j].TID
-	})
-	if len(out) > n {
-		out = out[:n]
-	}
+	out = topN(out, n, func(t threadCPU) float64 { return t.CPUSeconds }, func(a, b threadCPU) int { return cmp.Compare(a.TID, b.TID) })
 	for i := range out {
 		if total > 0 {
 			out[i].Share = out[i].CPUSeconds * 1e9 / total
