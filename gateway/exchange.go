@@ -293,14 +293,9 @@ func (ex *exchange) dialNew() {
 // dropConn detaches the exchange from its connection, closing it when
 // closeIt is set (a connection still dialing joins the pool once open).
 func (ex *exchange) dropConn(closeIt bool) {
-	c := ex.conn
-	if c == nil {
-		return
-	}
-	ex.conn = nil
-	c.Detach(ex)
-	if closeIt && !c.Dialing() {
-		c.Close()
+	if c := ex.conn; c != nil {
+		ex.conn = nil
+		c.Abandon(ex, closeIt)
 	}
 }
 

@@ -311,14 +311,9 @@ func (ex *exchange) dialNew(now int64) {
 // joins the pool once open). Inside the connection's own OnTraffic, pass
 // closeIt false, mark it closed, and return gnet.Close instead.
 func (ex *exchange) dropConn(closeIt bool) {
-	uc := ex.uc
-	if uc == nil {
-		return
-	}
-	ex.uc = nil
-	uc.Detach(ex)
-	if closeIt && !uc.Dialing() {
-		uc.Close()
+	if uc := ex.uc; uc != nil {
+		ex.uc = nil
+		uc.Abandon(ex, closeIt)
 	}
 }
 
