@@ -59,10 +59,14 @@ func (r *Request) clear() {
 
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
-func (r *Request) Header(name string) []byte {
-	for i := range r.Headers {
-		if EqualFold(r.Headers[i].Name, name) {
-			return r.Headers[i].Value
+func (r *Request) Header(name string) []byte { return headerValue(r.Headers, name) }
+
+// headerValue returns the value of the first field of hs named name
+// (ASCII case-insensitive), or nil.
+func headerValue(hs []Header, name string) []byte {
+	for i := range hs {
+		if EqualFold(hs[i].Name, name) {
+			return hs[i].Value
 		}
 	}
 	return nil
