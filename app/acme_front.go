@@ -51,8 +51,9 @@ func (s *Server) newACMEFront(next handlers.Handler) *acmeFront {
 }
 
 var (
-	ctKeyAuth = []byte("text/plain")
-	body503   = []byte("Service Unavailable\n")
+	ctKeyAuth      = []byte("text/plain")
+	hdrContentType = []byte("Content-Type")
+	body503        = []byte("Service Unavailable\n")
 )
 
 // Serve implements handlers.Handler.

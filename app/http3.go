@@ -32,7 +32,8 @@ func (s *Server) Loops() []*wire.Loop {
 	return nil
 }
 
-// addWireLoop publishes l to Loops. The caller holds s.loopMu.
+// addWireLoop publishes l to Loops. It runs as l is made, under the
+// lock of s.loops.
 func (s *Server) addWireLoop(l *loop) {
 	list := append(append([]*wire.Loop(nil), s.Loops()...), &l.Loop)
 	s.wireLoops.Store(&list)

@@ -188,14 +188,20 @@ func (s *Server) attachTransport(c gnet.Conn) {
 			cs.toHTTPS = li.toHTTPS
 		}
 	}
-	var redirect handlers.Handler
+	cs.h1.SetListener(cs.tls != nil, cs.redirect(), cs.protos.H1())
+}
+
+// redirect returns what answers the connection's requests before the
+// routes: the listener's front (ACME challenges, then the redirect to
+// https), or its redirect to https; nil for none.
+func (cs *conn) redirect() handlers.Handler {
 	switch {
 	case cs.li != nil && cs.li.front != nil:
-		redirect = cs.li.front
+		return cs.li.front
 	case cs.toHTTPS != nil:
-		redirect = cs.toHTTPS
+		return cs.toHTTPS
 	}
-	cs.h1.SetListener(cs.tls != nil, redirect, cs.protos.H1())
+	return nil
 }
 
 // watchCertificates polls the TLS listeners' certificate files every

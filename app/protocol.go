@@ -8,7 +8,6 @@ import (
 
 	"gale/app/h2conn"
 	"gale/app/wire"
-	"gale/handlers"
 )
 
 // http2On reports whether new connections may speak HTTP/2 (the TLS
@@ -82,13 +81,6 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 // startH2 makes cs an HTTP/2 connection; st is its TLS session's state,
 // nil for h2c.
 func (cs *conn) startH2(set *wire.Settings, st *tls.ConnectionState) {
-	var redirect handlers.Handler
-	switch {
-	case cs.li != nil && cs.li.front != nil:
-		redirect = cs.li.front
-	case cs.toHTTPS != nil:
-		redirect = cs.toHTTPS
-	}
-	cs.h2 = h2conn.New(&cs.Conn, set, redirect, st)
+	cs.h2 = h2conn.New(&cs.Conn, set, cs.redirect(), st)
 	cs.h2.SetAltSvc(cs.altH2)
 }

@@ -5,15 +5,7 @@ import (
 	"gale/handlers"
 )
 
-var (
-	hdrLocation    = []byte("Location")
-	hdrContentType = []byte("Content-Type")
-	ctTextPlain    = []byte("text/plain; charset=utf-8")
-	bodyMovedPerm  = []byte("Moved Permanently\n")
-	bodyPermRedir  = []byte("Permanent Redirect\n")
-	httpsScheme    = "https://"
-	slash          = []byte("/")
-)
+var slash = []byte("/")
 
 // Serve answers a request on a redirect_to_https listener with a redirect
 // to the same host, path and query over https: 301 for GET and HEAD, 308
@@ -28,7 +20,7 @@ func (h *httpsRedirect) Serve(ctx *handlers.Ctx) {
 		return
 	}
 	mark := len(ctx.Scratch)
-	s := append(ctx.Scratch, httpsScheme...)
+	s := append(ctx.Scratch, "https://"...)
 	s = append(s, host...)
 	s = append(s, h.port...)
 	path := req.Path
@@ -42,14 +34,11 @@ func (h *httpsRedirect) Serve(ctx *handlers.Ctx) {
 	}
 	ctx.Scratch = s
 	n := len(s)
-	ctx.Resp.Status = 308
-	ctx.Resp.Body = bodyPermRedir
+	status := 308
 	if m := string(req.Method); m == "GET" || m == "HEAD" {
-		ctx.Resp.Status = 301
-		ctx.Resp.Body = bodyMovedPerm
+		status = 301
 	}
-	ctx.Resp.Add(hdrLocation, s[mark:n:n])
-	ctx.Resp.Add(hdrContentType, ctTextPlain)
+	ctx.Redirect(status, s[mark:n:n])
 }
 
 // hostOnly returns the host of a Host value without its port and

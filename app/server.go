@@ -34,6 +34,7 @@ import (
 	"gale/cache"
 	"gale/config"
 	"gale/handlers"
+	"gale/perloop"
 )
 
 // tick is how often the timeout sweep runs on every loop. Timeouts are
@@ -67,10 +68,8 @@ type Server struct {
 	booted  chan struct{}
 	stopped chan struct{}
 
-	loops     sync.Map // gnet.EventLoop -> *loop
-	loopList  atomic.Pointer[[]*loop]
+	loops     perloop.Map[*loop]
 	wireLoops atomic.Pointer[[]*wire.Loop] // the same loops' services, for HTTP/3 (http3.go)
-	loopMu    sync.Mutex                   // guards registration into loopList
 
 	open     atomic.Int64 // client connections open in gnet across loops (for stop)
 	stopping *atomic.Bool // a stop began: health ready routes answer 503 (set before the drain delay; sh.Draining follows it)
@@ -379,30 +378,16 @@ func (s *Server) Stats() StatsSnapshot {
 	return d
 }
 
-func (s *Server) loopSlice() []*loop {
-	if p := s.loopList.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+func (s *Server) loopSlice() []*loop { return s.loops.All() }
 
 // loopFor returns the state of event loop el, creating it on first use.
 // Only OnOpen calls it, on el itself.
 func (s *Server) loopFor(el gnet.EventLoop) *loop {
-	if v, ok := s.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	s.loopMu.Lock()
-	defer s.loopMu.Unlock()
-	if v, ok := s.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	l := newLoop(s, el)
-	s.loops.Store(el, l)
-	list := append(append([]*loop(nil), s.loopSlice()...), l)
-	s.loopList.Store(&list)
-	s.addWireLoop(l)
-	return l
+	return s.loops.Get(el, func() *loop {
+		l := newLoop(s, el)
+		s.addWireLoop(l)
+		return l
+	})
 }
 
 // OnOpen implements gnet.EventHandler.

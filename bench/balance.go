@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -27,26 +27,14 @@ func threadTimes(pids []int) map[int]threadStart {
 	out := map[int]threadStart{}
 	for _, pid := range pids {
 		dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-			if err != nil {
-				continue
-			}
+		eachProcFile(dir, "schedstat", func(tid int, b []byte) {
 			ns, _, err := parseSchedstat(b)
 			if err != nil {
-				continue
+				return
 			}
-			comm, _ := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+			comm, _ := os.ReadFile(filepath.Join(dir, strconv.Itoa(tid), "comm"))
 			out[tid] = threadStart{name: strings.TrimSpace(string(comm)), ns: ns}
-		}
+		})
 	}
 	return out
 }
@@ -65,15 +53,7 @@ func busiestThreads(before, after map[int]threadStart, n int) []threadCPU {
 		total += d
 		out = append(out, threadCPU{TID: tid, Name: a.name, CPUSeconds: d / 1e9})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CPUSeconds != out[j].CPUSeconds {
-			return out[i].CPUSeconds > out[j].CPUSeconds
-		}
-		return out[i].TID < out[j].TID
-	})
-	if len(out) > n {
-		out = out[:n]
-	}
+	out = topN(out, n, func(t threadCPU) float64 { return t.CPUSeconds }, func(a, b threadCPU) int { return cmp.Compare(a.TID, b.TID) })
 	for i := range out {
 		if total > 0 {
 			out[i].Share = out[i].CPUSeconds * 1e9 / total

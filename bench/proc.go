@@ -106,29 +106,36 @@ func parseStatus(b []byte) (memStatus, error) {
 // procRoot is the proc file system; tests point it elsewhere.
 var procRoot = "/proc"
 
+// eachProcFile calls f with the number and the contents of file in each
+// numbered entry of dir (processes in /proc, threads in /proc/PID/task),
+// passing over those that vanish while being read.
+func eachProcFile(dir, file string, f func(id int, b []byte)) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		id, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), file))
+		if err != nil {
+			continue
+		}
+		f(id, b)
+	}
+}
+
 // descendants returns root and every process whose parent chain leads to
 // root, sorted. Processes that vanish while being read are left out.
 func descendants(root int) []int {
-	ents, err := os.ReadDir(procRoot)
-	if err != nil {
-		return []int{root}
-	}
 	children := map[int][]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	eachProcFile(procRoot, "stat", func(pid int, b []byte) {
+		if st, err := parseStat(b); err == nil {
+			children[st.PPID] = append(children[st.PPID], pid)
 		}
-		b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		st, err := parseStat(b)
-		if err != nil {
-			continue
-		}
-		children[st.PPID] = append(children[st.PPID], pid)
-	}
+	})
 	out := []int{root}
 	for i := 0; i < len(out) && i < 10000; i++ {
 		out = append(out, children[out[i]]...)

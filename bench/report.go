@@ -369,52 +369,57 @@ func writeRatioTable(b *strings.Builder, ratios []ratioRow, peers []string) {
 	b.WriteString("## gale relative to each peer\n\n")
 	b.WriteString("Ratio of medians, gale ÷ peer, with (rounds in which gale was ahead / rounds both ran). req/s above 1 and CPU/req below 1 favour gale. " +
 		"Counts of rounds are observations, not confidence intervals: a small lead with overlapping ranges is not a ranking.\n\n")
-	b.WriteString("| workload |")
-	for _, p := range peers {
-		fmt.Fprintf(b, " vs %s req/s | vs %s CPU/req |", p, p)
-	}
-	b.WriteString("\n|---|")
-	for range peers {
-		b.WriteString("---:|---:|")
-	}
-	b.WriteString("\n")
-	for _, rr := range ratios {
-		fmt.Fprintf(b, "| %s |", rr.workload)
-		for _, p := range peers {
-			h, ok := rr.cells[p]
-			if !ok || !h.Comparable {
-				b.WriteString(" — | — |")
-				continue
-			}
-			fmt.Fprintf(b, " %s | %s |", fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds), fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds))
+	writePeerTable(b, ratios, peers, 2, func(p string) string {
+		return " vs " + p + " req/s | vs " + p + " CPU/req |"
+	}, func(h headToHead) (string, bool) {
+		if !h.Comparable {
+			return "", false
 		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
+		return " " + fmtRatio(h.RPSRatio, h.FasterIn, h.Rounds) + " | " + fmtRatio(h.CPURatio, h.CheaperIn, h.Rounds) + " |", true
+	})
 }
 
 // writeRoundRatioTable writes gale's CPU per request over each peer's
 // within each round, a row per workload.
 func writeRoundRatioTable(b *strings.Builder, ratios []ratioRow, peers []string) {
 	b.WriteString("CPU per request, gale ÷ peer within each round (a round measures every server on a workload one after the other, so slow drifts of the machine cancel): median (min–max) over rounds.\n\n")
+	writePeerTable(b, ratios, peers, 1, func(p string) string {
+		return " vs " + p + " |"
+	}, func(h headToHead) (string, bool) {
+		if !h.Comparable || h.CPUPerRound.N == 0 {
+			return "", false
+		}
+		return fmt.Sprintf(" %s× (%s–%s) |", fmtF(h.CPUPerRound.Median, 2), fmtF(h.CPUPerRound.Min, 2), fmtF(h.CPUPerRound.Max, 2)), true
+	})
+}
+
+// writePeerTable writes a table of gale against each peer, a row per
+// workload: cols columns per peer, headed by head(peer) and filled by
+// cell(gale against the peer), or dashes where the peer did not run the
+// workload or cell has nothing comparable.
+func writePeerTable(b *strings.Builder, ratios []ratioRow, peers []string, cols int,
+	head func(peer string) string, cell func(h headToHead) (string, bool)) {
 	b.WriteString("| workload |")
 	for _, p := range peers {
-		fmt.Fprintf(b, " vs %s |", p)
+		b.WriteString(head(p))
 	}
 	b.WriteString("\n|---|")
 	for range peers {
-		b.WriteString("---:|")
+		b.WriteString(strings.Repeat("---:|", cols))
 	}
 	b.WriteString("\n")
 	for _, rr := range ratios {
 		fmt.Fprintf(b, "| %s |", rr.workload)
 		for _, p := range peers {
 			h, ok := rr.cells[p]
-			if !ok || !h.Comparable || h.CPUPerRound.N == 0 {
-				b.WriteString(" — |")
-				continue
+			var text string
+			if ok {
+				text, ok = cell(h)
 			}
-			fmt.Fprintf(b, " %s× (%s–%s) |", fmtF(h.CPUPerRound.Median, 2), fmtF(h.CPUPerRound.Min, 2), fmtF(h.CPUPerRound.Max, 2))
+			if !ok {
+				text = strings.Repeat(" — |", cols)
+			}
+			b.WriteString(text)
 		}
 		b.WriteString("\n")
 	}

@@ -26,6 +26,16 @@ import (
 // errUsage marks a command-line error (exit status 2).
 var errUsage = errors.New("bench: usage")
 
+// failed reports err and returns the exit status it calls for: 2 for a
+// command-line error, else 1.
+func failed(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
 // options are the settings shared by the comparison and the sweep.
 type options struct {
 	Servers      []string          `json:"servers"`
@@ -1222,11 +1232,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	r, err := newRunner(ctx, o, stdout, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
+		return failed(stderr, err)
 	}
 	defer stopAllProcs()
 	for _, n := range early {

@@ -265,28 +265,33 @@ func (l *soakLoad) tlsFull() error {
 		return err
 	}
 	defer c.Close()
-	return l.rawExchange(c, "GET /respond HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", []byte("soak\n"), 1)
+	return l.respondOnce(c)
 }
 
 // oneRequest opens a plain connection for one request.
-func (l *soakLoad) oneRequest() error {
-	c, err := net.DialTimeout("tcp", l.env.plain, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func (l *soakLoad) oneRequest() error { return l.onPlain(l.respondOnce) }
+
+// respondOnce asks c for /respond and for the connection's close.
+func (l *soakLoad) respondOnce(c net.Conn) error {
 	return l.rawExchange(c, "GET /respond HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", []byte("soak\n"), 1)
 }
 
 // pipelined sends three requests in one write and reads three answers.
 func (l *soakLoad) pipelined() error {
+	return l.onPlain(func(c net.Conn) error {
+		req := "GET /respond HTTP/1.1\r\nHost: x\r\n\r\nGET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /up/echo-get HTTP/1.1\r\nHost: x\r\n\r\n"
+		return l.rawExchange(c, req, []byte("soak\n"), 3, l.env.files["/small.txt"], soakUpstreamBody)
+	})
+}
+
+// onPlain runs f on a new plain connection, closed after it.
+func (l *soakLoad) onPlain(f func(c net.Conn) error) error {
 	c, err := net.DialTimeout("tcp", l.env.plain, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	req := "GET /respond HTTP/1.1\r\nHost: x\r\n\r\nGET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /up/echo-get HTTP/1.1\r\nHost: x\r\n\r\n"
-	return l.rawExchange(c, req, []byte("soak\n"), 3, l.env.files["/small.txt"], soakUpstreamBody)
+	return f(c)
 }
 
 // rawExchange writes req and checks n responses, the i-th against

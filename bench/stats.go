@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -49,4 +51,13 @@ func ratio(a, b float64) float64 {
 		return math.NaN()
 	}
 	return a / b
+}
+
+// topN sorts s by weight, heaviest first, ties in the order tie gives,
+// and returns its first n.
+func topN[T any, W cmp.Ordered](s []T, n int, weight func(T) W, tie func(a, b T) int) []T {
+	slices.SortFunc(s, func(a, b T) int {
+		return cmp.Or(cmp.Compare(weight(b), weight(a)), tie(a, b))
+	})
+	return s[:min(n, len(s))]
 }

@@ -152,11 +152,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	r, err := newRunner(ctx, a.o, stdout, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
+		return failed(stderr, err)
 	}
 	defer stopAllProcs()
 	dims, err := sweepDimensions(r.opts.Workers, a.varies)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -47,15 +47,7 @@ func parseAccessLog(rd io.Reader, top int) ([]weightedPath, error) {
 	for p, n := range counts {
 		out = append(out, weightedPath{Path: p, Weight: n})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Weight != out[j].Weight {
-			return out[i].Weight > out[j].Weight
-		}
-		return out[i].Path < out[j].Path
-	})
-	if len(out) > top {
-		out = out[:top]
-	}
+	out = topN(out, top, func(w weightedPath) int { return w.Weight }, func(a, b weightedPath) int { return cmp.Compare(a.Path, b.Path) })
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no GET or HEAD request lines found in the access log", errUsage)
 	}

@@ -120,7 +120,7 @@ func (f *framing) see(name, value []byte) fieldFault {
 			if f.lengths > 1 {
 				return faultDupLength
 			}
-			n, ok := parseLength(value)
+			n, ok := ParseLength(value)
 			if !ok {
 				return faultBadLength
 			}

@@ -68,10 +68,14 @@ func (r *Request) clear() {
 
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
-func (r *Request) Header(name string) []byte {
-	for i := range r.Headers {
-		if EqualFold(r.Headers[i].Name, name) {
-			return r.Headers[i].Value
+func (r *Request) Header(name string) []byte { return headerValue(r.Headers, name) }
+
+// headerValue returns the value of the first field of hs named name
+// (ASCII case-insensitive), or nil.
+func headerValue(hs []Header, name string) []byte {
+	for i := range hs {
+		if EqualFold(hs[i].Name, name) {
+			return hs[i].Value
 		}
 	}
 	return nil
@@ -572,8 +576,9 @@ func trailerNamesFraming(hs []Header) bool {
 	return false
 }
 
-// parseLength parses a Content-Length value: 1*DIGIT that fits an int64.
-func parseLength(v []byte) (int64, bool) {
+// ParseLength parses a Content-Length value: 1*DIGIT that fits an int64
+// (RFC 9110 section 8.6), whichever protocol carried it.
+func ParseLength(v []byte) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}

@@ -47,14 +47,7 @@ func (r *Response) clear() {
 
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
-func (r *Response) Header(name string) []byte {
-	for i := range r.Headers {
-		if EqualFold(r.Headers[i].Name, name) {
-			return r.Headers[i].Value
-		}
-	}
-	return nil
-}
+func (r *Response) Header(name string) []byte { return headerValue(r.Headers, name) }
 
 // BodyKind says how a response body is delimited (RFC 9112 section 6.3).
 type BodyKind uint8

@@ -1,5 +1,7 @@
 package codec
 
+import "strings"
+
 // Byte classes, one 256-entry table for all of them (STYLE.md practice 3):
 // charClass[c]&cX != 0 says c belongs to class X. Bytes >= 0x80 belong only
 // to cValue (obs-text).
@@ -65,7 +67,7 @@ var charClass = func() (t [256]uint8) {
 		alpha := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 		digit := '0' <= b && b <= '9'
 		var k uint8
-		if alpha || digit || isByteIn(b, "!#$%&'*+-.^_`|~") {
+		if alpha || digit || strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0 {
 			k |= cToken
 		}
 		if b == ' ' || b == '\t' || 0x21 <= b && b <= 0x7e || b >= 0x80 {
@@ -74,7 +76,7 @@ var charClass = func() (t [256]uint8) {
 		if 0x21 <= b && b <= 0x7e && b != '#' || b >= 0x80 {
 			k |= cTarget
 		}
-		if alpha || digit || isByteIn(b, "-._~!$&'()*+,;=") {
+		if alpha || digit || strings.IndexByte("-._~!$&'()*+,;=", b) >= 0 {
 			k |= cRegName
 		}
 		if digit || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F' {
@@ -90,15 +92,6 @@ var charClass = func() (t [256]uint8) {
 	}
 	return t
 }()
-
-func isByteIn(b byte, set string) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == b {
-			return true
-		}
-	}
-	return false
-}
 
 // unhex returns the value of the hex digit c (which must be one).
 func unhex(c byte) byte {

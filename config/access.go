@@ -120,13 +120,8 @@ func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
 		}
 	}
 	if v := s.get("header"); v != nil {
-		p := join(path, "header")
-		if h, ok := d.str(v, p); ok {
-			if msg := checkHeaderName(h); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				rl.Header = textproto.CanonicalMIMEHeaderKey(h)
-			}
+		if h, ok := d.checkedStr(v, join(path, "header"), checkHeaderName); ok {
+			rl.Header = textproto.CanonicalMIMEHeaderKey(h)
 		}
 	}
 	if v := s.get("ipv6_prefix"); v != nil {
@@ -134,11 +129,7 @@ func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
 			rl.IPv6Prefix = int(b)
 		}
 	}
-	if v := s.get("max_keys"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_keys"), minRateKeys, maxRateKeys); ok {
-			rl.MaxKeys = int(k)
-		}
-	}
+	d.setCount(s, "max_keys", &rl.MaxKeys, minRateKeys, maxRateKeys)
 	return rl
 }
 

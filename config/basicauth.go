@@ -46,15 +46,9 @@ func (d *decoder) basicAuth(n *yaml.Node, path string) *BasicAuth {
 		list, _ := d.pairs(v, join(path, "users"))
 		for _, e := range list {
 			p := mapKey(join(path, "users"), e.key.Value)
-			hash, ok := d.str(e.val, p)
-			if !ok {
-				continue
+			if hash, ok := d.checkedStr(e.val, p, checkBcrypt); ok {
+				ba.Users[e.key.Value] = hash
 			}
-			if msg := checkBcrypt(hash); msg != "" {
-				d.errorf(deref(e.val), p, "%s", msg)
-				continue
-			}
-			ba.Users[e.key.Value] = hash
 		}
 	}
 	if v := s.get("htpasswd"); v != nil {

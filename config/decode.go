@@ -447,6 +447,30 @@ func (d *decoder) boolean(n *yaml.Node, path string) (bool, bool) {
 	return false, false
 }
 
+// checkedStr decodes n as a string that check accepts (check returns
+// what is wrong with it, or ""), reporting what it does not at path.
+func (d *decoder) checkedStr(n *yaml.Node, path string, check func(string) string) (string, bool) {
+	v, ok := d.str(n, path)
+	if !ok {
+		return "", false
+	}
+	if msg := check(v); msg != "" {
+		d.errorf(deref(n), path, "%s", msg)
+		return "", false
+	}
+	return v, true
+}
+
+// setCount decodes key name of s, when present, as a whole number
+// within [lo, hi] into *dst.
+func (d *decoder) setCount(s *section, name string, dst *int, lo, hi int64) {
+	if v := s.get(name); v != nil {
+		if n, ok := d.integer(v, join(s.path, name), lo, hi); ok {
+			*dst = int(n)
+		}
+	}
+}
+
 // integer decodes a whole number within [lo, hi].
 func (d *decoder) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) {
 	n = deref(n)

@@ -88,27 +88,13 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	}
 	d.fastcgiScripts(s, path, f)
 	d.setEnum(s, "load_balancing", &f.LoadBalancing, keys.options("load_balancing")...)
-	if v := s.get("max_conns"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_conns"), 1, maxFastCGIConns); ok {
-			f.MaxConns = int(k)
-		}
-	}
+	d.setCount(s, "max_conns", &f.MaxConns, 1, maxFastCGIConns)
 	d.setBool(s, "keep_alive", &f.KeepAlive)
-	if v := s.get("timeouts"); v != nil {
-		if t := d.section(v, join(path, "timeouts"), fastcgiTimeoutsKeys.names()...); t != nil {
-			d.setDuration(t, "connect", &f.Timeouts.Connect)
-			d.setDuration(t, "response_header", &f.Timeouts.ResponseHeader)
-			d.setDuration(t, "idle", &f.Timeouts.Idle)
-		}
-	}
+	d.upstreamTimeouts(s, &f.Timeouts, fastcgiTimeoutsKeys.names())
 	if v := s.get("health_check"); v != nil {
 		d.fastcgiHealth(v, join(path, "health_check"), &f.Passive)
 	}
-	if v := s.get("retries"); v != nil {
-		if k, ok := d.integer(v, join(path, "retries"), 0, maxProxyRetries); ok {
-			f.Retries = int(k)
-		}
-	}
+	d.setCount(s, "retries", &f.Retries, 0, maxProxyRetries)
 	if v := s.get("trusted_proxies"); v != nil {
 		f.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
 	}
@@ -183,18 +169,7 @@ func (d *decoder) fastcgiHealth(n *yaml.Node, path string, p *PassiveHealth) {
 	if s == nil {
 		return
 	}
-	if v := s.get("passive"); v != nil {
-		pp := join(path, "passive")
-		if ps := d.section(v, pp, passiveKeys.names()...); ps != nil {
-			if v := ps.get("fails"); v != nil {
-				if k, ok := d.integer(v, join(pp, "fails"), 0, 1000); ok {
-					p.Fails = int(k)
-				}
-			}
-			d.setDuration(ps, "window", &p.Window)
-			d.setDuration(ps, "cooldown", &p.Cooldown)
-		}
-	}
+	d.passiveHealth(s, p)
 }
 
 // reservedEnv are the variables the server sets itself: env may not

@@ -85,31 +85,13 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	}
 	d.setEnum(s, "load_balancing", &p.LoadBalancing, proxyKeys.options("load_balancing")...)
 	d.setEnum(s, "protocol", &p.Protocol, proxyKeys.options("protocol")...)
-	if v := s.get("max_idle_per_upstream"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_idle_per_upstream"), 0, maxIdlePerUpstreamCap); ok {
-			p.MaxIdlePerUpstream = int(k)
-		}
-	}
-	if v := s.get("max_conns"); v != nil {
-		if k, ok := d.integer(v, join(path, "max_conns"), 0, maxProxyConns); ok {
-			p.MaxConns = int(k)
-		}
-	}
-	if v := s.get("timeouts"); v != nil {
-		if t := d.section(v, join(path, "timeouts"), proxyTimeoutsKeys.names()...); t != nil {
-			d.setDuration(t, "connect", &p.Timeouts.Connect)
-			d.setDuration(t, "response_header", &p.Timeouts.ResponseHeader)
-			d.setDuration(t, "idle", &p.Timeouts.Idle)
-		}
-	}
+	d.setCount(s, "max_idle_per_upstream", &p.MaxIdlePerUpstream, 0, maxIdlePerUpstreamCap)
+	d.setCount(s, "max_conns", &p.MaxConns, 0, maxProxyConns)
+	d.upstreamTimeouts(s, &p.Timeouts, proxyTimeoutsKeys.names())
 	if v := s.get("health_check"); v != nil {
 		d.healthCheck(v, join(path, "health_check"), &p.HealthCheck)
 	}
-	if v := s.get("retries"); v != nil {
-		if k, ok := d.integer(v, join(path, "retries"), 0, maxProxyRetries); ok {
-			p.Retries = int(k)
-		}
-	}
+	d.setCount(s, "retries", &p.Retries, 0, maxProxyRetries)
 	if v := s.get("trusted_proxies"); v != nil {
 		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
 	}
@@ -343,42 +325,38 @@ func (d *decoder) healthCheck(n *yaml.Node, path string, h *HealthCheck) {
 		return
 	}
 	if v := s.get("path"); v != nil {
-		hp := join(path, "path")
-		if p, ok := d.str(v, hp); ok {
-			if msg := checkHealthPath(p); msg != "" {
-				d.errorf(deref(v), hp, "%s", msg)
-			} else {
-				h.Path = p
-			}
+		if p, ok := d.checkedStr(v, join(path, "path"), checkHealthPath); ok {
+			h.Path = p
 		}
 	}
 	d.setDuration(s, "interval", &h.Interval)
 	d.setDuration(s, "timeout", &h.Timeout)
-	if v := s.get("expect_status"); v != nil {
-		if k, ok := d.integer(v, join(path, "expect_status"), 100, 599); ok {
-			h.ExpectStatus = int(k)
-		}
-	}
-	if v := s.get("fails"); v != nil {
-		if k, ok := d.integer(v, join(path, "fails"), 1, 1000); ok {
-			h.Fails = int(k)
-		}
-	}
-	if v := s.get("passes"); v != nil {
-		if k, ok := d.integer(v, join(path, "passes"), 1, 1000); ok {
-			h.Passes = int(k)
-		}
-	}
+	d.setCount(s, "expect_status", &h.ExpectStatus, 100, 599)
+	d.setCount(s, "fails", &h.Fails, 1, 1000)
+	d.setCount(s, "passes", &h.Passes, 1, 1000)
+	d.passiveHealth(s, &h.Passive)
+}
+
+// passiveHealth decodes the passive key of health_check section s, of
+// proxy and fastcgi routes alike.
+func (d *decoder) passiveHealth(s *section, p *PassiveHealth) {
 	if v := s.get("passive"); v != nil {
-		pp := join(path, "passive")
-		if ps := d.section(v, pp, passiveKeys.names()...); ps != nil {
-			if v := ps.get("fails"); v != nil {
-				if k, ok := d.integer(v, join(pp, "fails"), 0, 1000); ok {
-					h.Passive.Fails = int(k)
-				}
-			}
-			d.setDuration(ps, "window", &h.Passive.Window)
-			d.setDuration(ps, "cooldown", &h.Passive.Cooldown)
+		if ps := d.section(v, join(s.path, "passive"), passiveKeys.names()...); ps != nil {
+			d.setCount(ps, "fails", &p.Fails, 0, 1000)
+			d.setDuration(ps, "window", &p.Window)
+			d.setDuration(ps, "cooldown", &p.Cooldown)
+		}
+	}
+}
+
+// upstreamTimeouts decodes the timeouts key of route section s, of proxy
+// and fastcgi routes alike (known names the keys of each).
+func (d *decoder) upstreamTimeouts(s *section, t *ProxyTimeouts, known []string) {
+	if v := s.get("timeouts"); v != nil {
+		if ts := d.section(v, join(s.path, "timeouts"), known...); ts != nil {
+			d.setDuration(ts, "connect", &t.Connect)
+			d.setDuration(ts, "response_header", &t.ResponseHeader)
+			d.setDuration(ts, "idle", &t.Idle)
 		}
 	}
 }

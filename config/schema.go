@@ -764,12 +764,8 @@ const errHostRule = "Host cannot be added or removed by header rules (a request 
 
 // headerName decodes, validates and canonicalises one header name.
 func (d *decoder) headerName(n *yaml.Node, path string) (string, bool) {
-	name, ok := d.str(n, path)
+	name, ok := d.checkedStr(n, path, checkHeaderName)
 	if !ok {
-		return "", false
-	}
-	if msg := checkHeaderName(name); msg != "" {
-		d.errorf(deref(n), path, "%s", msg)
 		return "", false
 	}
 	canon := textproto.CanonicalMIMEHeaderKey(name)

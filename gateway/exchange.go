@@ -42,10 +42,11 @@ const maxStderr = 8 << 10
 //
 // Callbacks nest: a failing write on either connection makes gnet close
 // it inside the write, which calls back into the exchange. While busy,
-// such callbacks only set clGone or lostConn; settle acts on them.
+// such callbacks only record it (upstream.Deferred); settle acts on it.
 type exchange struct {
+	upstream.Slot // its place in the loop's exchanges in flight
+
 	lp   *loop
-	idx  int
 	h    *Handler
 	cl   handlers.Exchange
 	sink handlers.ResponseSink
@@ -90,18 +91,13 @@ type exchange struct {
 	held     bool
 	waiting  bool // in its pool's waiting list
 
-	busy     bool
-	clGone   bool
-	lostConn bool
-	lostErr  error
-	fault    int
-	why      string
+	upstream.Deferred // what callbacks found while busy (settle)
 
 	off *offReader // the connection left gnet (offloop.go)
 }
 
 func newExchange(lp *loop) *exchange {
-	ex := &exchange{lp: lp, idx: -1, srv: -1}
+	ex := &exchange{lp: lp, srv: -1}
 	ex.resp.Headers = make([]codec.Header, 0, 16)
 	ex.head.Fields = make([]codec.Header, 0, 16)
 	ex.req = make([]byte, 0, 2<<10)
@@ -112,7 +108,6 @@ func newExchange(lp *loop) *exchange {
 func (ex *exchange) reset() {
 	*ex = exchange{
 		lp:        ex.lp,
-		idx:       -1,
 		srv:       -1,
 		req:       ex.req[:0],
 		env:       envScratch{name: ex.env.name[:0], val: ex.env.val[:0]},
@@ -162,9 +157,9 @@ func (ex *exchange) begin() int {
 	if !ex.attempt(false) {
 		return 502
 	}
-	if ex.fault != 0 {
+	if ex.Fault != 0 {
 		ex.dropConn(true)
-		return ex.fault
+		return ex.Fault
 	}
 	return 0
 }
@@ -191,15 +186,15 @@ func (ex *exchange) attempt(fresh bool) bool {
 			}
 			ex.attach(c)
 			ex.lp.stats.Reused.Add(1)
-			ex.busy = true
+			ex.Busy = true
 			ok := ex.send()
-			ex.busy = false
+			ex.Busy = false
 			if ok {
 				return true
 			}
 			ex.dropConn(false) // stale: closed as the request was written
-			ex.lostConn, ex.lostErr = false, nil
-			if ex.fault != 0 {
+			ex.ForgetConn()
+			if ex.Fault != 0 {
 				return true
 			}
 		}
@@ -229,18 +224,20 @@ func (ex *exchange) Dequeued(c *upstream.Conn) {
 	ex.deadline, ex.dkind = 0, dlNone
 	if c == nil {
 		ex.dialNew()
-		if ex.fault != 0 {
+		if ex.Fault != 0 {
 			ex.settle()
 		}
 		return
 	}
 	ex.attach(c)
 	ex.lp.stats.Reused.Add(1)
-	ex.busy = true
+	ex.Busy = true
 	if !ex.send() {
-		ex.lostConn = ex.lostConn || c.Closed()
+		if c.Closed() {
+			ex.ConnLost(nil)
+		}
 	}
-	ex.busy = false
+	ex.Busy = false
 	ex.settle()
 }
 
@@ -283,7 +280,7 @@ func (ex *exchange) dialNew() {
 		ex.queue(p)
 		return
 	case upstream.ErrBudget:
-		ex.fault, ex.why = 503, err.Error()
+		ex.Fault, ex.Why = 503, err.Error()
 		return
 	}
 	if !c.Dialing() {
@@ -296,14 +293,9 @@ func (ex *exchange) dialNew() {
 // dropConn detaches the exchange from its connection, closing it when
 // closeIt is set (a connection still dialing joins the pool once open).
 func (ex *exchange) dropConn(closeIt bool) {
-	c := ex.conn
-	if c == nil {
-		return
-	}
-	ex.conn = nil
-	c.Detach(ex)
-	if closeIt && !c.Dialing() {
-		c.Close()
+	if c := ex.conn; c != nil {
+		ex.conn = nil
+		c.Abandon(ex, closeIt)
 	}
 }
 
@@ -327,19 +319,19 @@ func (ex *exchange) send() bool {
 		ex.pumpBody()
 	}
 	ex.requestDeadline()
-	return !ex.lostConn
+	return !ex.ConnGone()
 }
 
 // pumpBody sends the request body the client's engine has de-framed as
 // FCGI_STDIN records, and the empty record that ends it.
 func (ex *exchange) pumpBody() {
-	for !ex.reqDone && ex.conn != nil && ex.conn.Gnet() != nil && !ex.lostConn {
+	for !ex.reqDone && ex.conn != nil && ex.conn.Gnet() != nil && !ex.ConnGone() {
 		p, done, err := ex.body.Next()
 		if err != nil {
-			ex.fault, ex.why = 400, "request body: "+err.Error()
+			ex.Fault, ex.Why = 400, "request body: "+err.Error()
 			var ce *codec.Error
 			if errors.As(err, &ce) {
-				ex.fault = ce.Status
+				ex.Fault = ce.Status
 			}
 			return
 		}
@@ -387,9 +379,9 @@ func (ex *exchange) Connected(c *upstream.Conn) {
 		ex.attach(c)
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	ex.send()
-	ex.busy = false
+	ex.Busy = false
 	ex.settle()
 }
 
@@ -414,11 +406,11 @@ func (ex *exchange) retryOr(status int, why string, timedOut bool) {
 		status = 504
 	}
 	if ex.attempts <= ex.h.retries && ex.attempt(false) {
-		if ex.fault == 0 {
+		if ex.Fault == 0 {
 			return
 		}
-		status, why = ex.fault, ex.why
-		ex.fault = 0
+		status, why = ex.Fault, ex.Why
+		ex.Fault = 0
 	}
 	ex.dropConn(true)
 	ex.finishError(status, why)
@@ -429,9 +421,9 @@ func (ex *exchange) retryOr(status int, why string, timedOut bool) {
 func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 	ex.now = nanotime()
 	if !ex.reqDone && ex.conn != nil && ex.conn.Busy() {
-		ex.busy = true
+		ex.Busy = true
 		ex.pumpBody()
-		ex.busy = false
+		ex.Busy = false
 		if ex.settle() {
 			return handlers.Waiting
 		}
@@ -449,11 +441,9 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 
 // Closed implements handlers.Pending: the client connection closed.
 func (ex *exchange) Closed() {
-	if ex.busy {
-		ex.clGone = true
-		return
+	if !ex.ClientClosed() {
+		ex.abort()
 	}
-	ex.abort()
 }
 
 // abort drops the exchange when the client is gone; its connection
@@ -468,11 +458,9 @@ func (ex *exchange) abort() {
 
 // Lost implements upstream.User: the connection closed while in use.
 func (ex *exchange) Lost(err error) {
-	if ex.busy {
-		ex.lostConn, ex.lostErr = true, err
-		return
+	if !ex.ConnLost(err) {
+		ex.lost(err)
 	}
-	ex.lost(err)
 }
 
 // lost handles a connection closed before FCGI_END_REQUEST: a stale
@@ -487,7 +475,7 @@ func (ex *exchange) lost(err error) {
 	if !ex.gotBytes && ex.lastReused && ex.safe && !ex.started {
 		ex.reqDone = false
 		ex.attempt(true)
-		if ex.fault == 0 {
+		if ex.Fault == 0 {
 			return
 		}
 	}
@@ -500,23 +488,12 @@ func (ex *exchange) srvOr() int { return max(ex.srv, 0) }
 
 // settle acts on what a busy section found. It reports whether the
 // exchange ended.
-func (ex *exchange) settle() bool {
-	switch {
-	case ex.clGone:
-		ex.abort()
-		return true
-	case ex.fault != 0:
-		status := ex.fault
-		ex.fault = 0
-		ex.dropConn(true)
-		ex.finishError(status, ex.why)
-		return true
-	case ex.lostConn:
-		ex.lostConn = false
-		ex.lost(ex.lostErr)
-		return true
-	}
-	return false
+func (ex *exchange) settle() bool { return ex.Settle(ex.abort, ex.failNow, ex.lost) }
+
+// failNow answers status for a fault, closing the connection.
+func (ex *exchange) failNow(status int, why string) {
+	ex.dropConn(true)
+	ex.finishError(status, why)
 }
 
 // check runs from the sweep: deadlines, and relaying held for a client
@@ -570,24 +547,24 @@ func (ex *exchange) Traffic() gnet.Action {
 		return ex.hold()
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	off, full := ex.relayAll(buf)
 	leftover := off < len(buf) && ex.ended
 	if off > 0 {
 		_, _ = gc.Discard(off) // gnet's Discard(0) would drop everything
 	}
-	ex.busy = false
+	ex.Busy = false
 	switch {
-	case ex.clGone:
+	case ex.ClientGone:
 		ex.dropConn(false)
 		c.Drop()
 		ex.abort()
 		return gnet.Close
-	case ex.fault != 0:
-		ex.h.servers[ex.srvOr()].failed(ex.now, ex.why)
+	case ex.Fault != 0:
+		ex.h.servers[ex.srvOr()].failed(ex.now, ex.Why)
 		ex.dropConn(false)
 		c.Drop()
-		ex.finishError(ex.fault, ex.why)
+		ex.finishError(ex.Fault, ex.Why)
 		return gnet.Close
 	case ex.ended:
 		return ex.complete(leftover)
@@ -615,7 +592,7 @@ func (ex *exchange) relayAll(buf []byte) (int, bool) {
 		n, full := ex.relay(buf[off:])
 		off += n
 		ex.flushPieces()
-		if !ex.clGone {
+		if !ex.ClientGone {
 			ex.sink.Flush()
 		}
 		if !full {
@@ -632,7 +609,7 @@ func (ex *exchange) relayAll(buf []byte) (int, bool) {
 // stopped for want of room with records left.
 func (ex *exchange) relay(buf []byte) (int, bool) {
 	off := 0
-	for off < len(buf) && !ex.ended && ex.fault == 0 && !ex.clGone {
+	for off < len(buf) && !ex.ended && ex.Fault == 0 && !ex.ClientGone {
 		if ex.started && ex.sink.Room() <= 0 {
 			return off, true
 		}
@@ -644,7 +621,7 @@ func (ex *exchange) relay(buf []byte) (int, bool) {
 			err = errors.New("fastcgi: record for another request")
 		}
 		if err != nil {
-			ex.fault, ex.why = 502, err.Error()
+			ex.Fault, ex.Why = 502, err.Error()
 			break
 		}
 		off += n
@@ -664,18 +641,18 @@ func (ex *exchange) record(r fastcgi.Record) {
 		_, proto, err := fastcgi.ParseEndRequest(r.Content)
 		switch {
 		case err != nil:
-			ex.fault, ex.why = 502, err.Error()
+			ex.Fault, ex.Why = 502, err.Error()
 		case proto == fastcgi.StatusOverloaded:
-			ex.fault, ex.why = 503, "the application is overloaded"
+			ex.Fault, ex.Why = 503, "the application is overloaded"
 		case proto != fastcgi.StatusRequestComplete:
-			ex.fault, ex.why = 502, "the application refused the request"
+			ex.Fault, ex.Why = 502, "the application refused the request"
 		case !ex.headDone:
-			ex.fault, ex.why = 502, "the response ended without a CGI head"
+			ex.Fault, ex.Why = 502, "the response ended without a CGI head"
 		default:
 			ex.ended = true
 		}
 	default:
-		ex.fault, ex.why = 502, "unexpected management record"
+		ex.Fault, ex.Why = 502, "unexpected management record"
 	}
 }
 
@@ -698,7 +675,7 @@ func (ex *exchange) stdout(p []byte) {
 		}
 		return
 	case err != nil:
-		ex.fault, ex.why = 502, err.Error()
+		ex.Fault, ex.Why = 502, err.Error()
 		return
 	}
 	ex.headDone, ex.headWait = true, true
@@ -756,7 +733,7 @@ func (ex *exchange) bodyPiece(p []byte) {
 // flushPieces writes a waiting head (with the body's length when the
 // response ended) and the pieces gathered behind it.
 func (ex *exchange) flushPieces() {
-	if !ex.headWait || ex.fault != 0 || ex.clGone {
+	if !ex.headWait || ex.Fault != 0 || ex.ClientGone {
 		return
 	}
 	ex.headWait = false
@@ -824,14 +801,14 @@ func (ex *exchange) finish(cut bool) {
 	if !ex.started {
 		res.Status = 502
 	}
-	ex.busy = true
+	ex.Busy = true
 	if cut {
 		ex.sink.Abort()
 	} else {
 		ex.sink.Finish(nil)
 	}
-	ex.busy = false
-	if ex.clGone {
+	ex.Busy = false
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}
@@ -860,20 +837,14 @@ func (ex *exchange) finishError(status int, why string) {
 	}
 	ex.status = status
 	r := &ex.resp
-	r.Reset()
-	r.Status = status
-	if len(ex.set.Server) > 0 {
-		r.Add(hdrServer, ex.set.Server)
-	}
-	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
-	r.Add(hdrNosniff, valNosniff)
+	r.SetError(status, ex.json, ex.set.Server)
 	ex.h.route.ApplyResponseHeaders(r)
-	body := codec.ErrorBody(status, ex.json)
-	ex.busy = true
+	body := r.Body
+	ex.Busy = true
 	ex.sink.WriteHead(handlers.Head{Status: status, Fields: r.Headers, Length: int64(len(body)), Close: !ex.reqDone})
 	ex.sink.WriteBody(body)
-	ex.busy = false
-	if ex.clGone {
+	ex.Busy = false
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}
@@ -881,12 +852,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish(false)
 }
 
-var (
-	hdrContentType = []byte("Content-Type")
-	hdrServer      = []byte("Server")
-	hdrNosniff     = []byte("X-Content-Type-Options")
-	valNosniff     = []byte("nosniff")
-)
+var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

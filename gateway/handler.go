@@ -14,6 +14,7 @@ import (
 	"gale/fastcgi"
 	"gale/fds"
 	"gale/handlers"
+	"gale/perloop"
 	"gale/proxy"
 	"gale/upstream"
 )
@@ -33,7 +34,7 @@ type Handler struct {
 	route   *handlers.Route
 	conf    *config.FastCGI
 	servers []*server
-	leastC  bool // least-connections, else round-robin
+	policy  upstream.Policy // load_balancing: round-robin or least-connections
 	root    []byte
 	split   [][]byte // lower case
 	index   []byte
@@ -50,12 +51,10 @@ type Handler struct {
 	budget *fds.Budget
 	log    atomic.Pointer[slog.Logger]
 
-	loops    sync.Map // gnet.EventLoop -> *loop
-	loopList atomic.Pointer[[]*loop]
-	loopMu   sync.Mutex
-	ticking  sync.Once
-	stop     chan struct{}
-	closed   atomic.Bool
+	loops   perloop.Map[*loop]
+	ticking sync.Once
+	stop    chan struct{}
+	closed  atomic.Bool
 }
 
 // server is one FastCGI server of a route, with its passive health
@@ -67,10 +66,8 @@ type server struct {
 	address string
 	raw     string
 
-	failStart atomic.Int64
-	fails     atomic.Int32
-	downUntil atomic.Int64
-	flog      upstream.FailureLog // at most one failure line a second
+	passive upstream.Health
+	flog    upstream.FailureLog // at most one failure line a second
 }
 
 // New compiles the fastcgi route rt (rt.Conf.FastCGI set) into a
@@ -86,7 +83,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 	h := &Handler{
 		route:          rt,
 		conf:           fc,
-		leastC:         fc.LoadBalancing == "least-connections",
+		policy:         upstream.PolicyOf(fc.LoadBalancing),
 		root:           []byte(fc.Root),
 		index:          []byte(fc.Index),
 		trusted:        fc.TrustedProxies,
@@ -127,17 +124,11 @@ func (h *Handler) logger() *slog.Logger { return h.log.Load() }
 // available reports whether s is in service at now: no passive cooldown
 // runs. Safe for concurrent use.
 func (s *server) available(now int64) bool {
-	until := s.downUntil.Load()
-	if until == 0 {
-		return true
-	}
-	if now < until {
-		return false
-	}
-	if s.downUntil.CompareAndSwap(until, 0) {
+	ok, back := s.passive.Available(now)
+	if back {
 		s.h.logf(slog.LevelInfo, "fastcgi server back in service", s, "reason", "passive cooldown over")
 	}
-	return true
+	return ok
 }
 
 // failed records a failure of a real request (passive health) and logs
@@ -150,19 +141,9 @@ func (s *server) failed(now int64, why string) {
 		s.h.logf(slog.LevelWarn, "fastcgi server failed", s, "reason", why)
 	}
 	p := &s.h.conf.Passive
-	if p.Fails <= 0 {
-		return
-	}
-	start := s.failStart.Load()
-	if now-start > int64(p.Window) && s.failStart.CompareAndSwap(start, now) {
-		s.fails.Store(0)
-	}
-	if n := s.fails.Add(1); int(n) >= p.Fails && s.downUntil.Load() == 0 {
-		if s.downUntil.CompareAndSwap(0, now+int64(p.Cooldown)) {
-			s.fails.Store(0)
-			s.h.logf(slog.LevelWarn, "fastcgi server out of service", s, "reason", why,
-				"failures", int(n), "for", p.Cooldown.String())
-		}
+	if n := s.passive.Failed(now, p); n > 0 {
+		s.h.logf(slog.LevelWarn, "fastcgi server out of service", s, "reason", why,
+			"failures", n, "for", p.Cooldown.String())
 	}
 }
 
@@ -175,65 +156,25 @@ func (h *Handler) logf(level slog.Level, msg string, s *server, args ...any) {
 	l.Log(context.Background(), level, msg, args...)
 }
 
-// pick chooses a server for a request on lp among those in service and
-// not yet tried (a bit mask); when none in service is left, among the
-// untried ones; -1 when every server was tried.
+// pick chooses a server for a request on lp by the route's policy,
+// among those in service and not yet tried (a bit mask; see
+// upstream.Candidates); -1 when every server was tried.
 func (h *Handler) pick(lp *loop, tried uint64, now int64) int {
-	n := len(h.servers)
-	var avail uint64
+	var inService uint64
 	for i, s := range h.servers {
-		if tried&(1<<i) == 0 && s.available(now) {
-			avail |= 1 << i
+		if s.available(now) {
+			inService |= 1 << i
 		}
 	}
-	if avail == 0 {
-		avail = ^tried & (1<<n - 1)
-		if n == 64 {
-			avail = ^tried
-		}
-		if avail == 0 {
-			return -1
-		}
-	}
-	start := int(lp.rr % uint32(n))
-	lp.rr++
-	best := -1
-	for k := 0; k < n; k++ {
-		i := (start + k) % n
-		if avail&(1<<i) == 0 {
-			continue
-		}
-		if !h.leastC {
-			return i
-		}
-		if best < 0 || lp.pools[i].Active < lp.pools[best].Active {
-			best = i
-		}
-	}
-	return best
+	c := upstream.Choice{Turn: &lp.rr, Load: func(i int) int { return lp.pools[i].Active }}
+	return h.policy.Choose(upstream.Candidates(len(h.servers), inService, tried), len(h.servers), c)
 }
 
 // loopFor returns the route's state on the event loop of up (the
 // upstream core's state of that loop), made on first use (which starts
 // the route's sweeps).
 func (h *Handler) loopFor(up *upstream.Loop) *loop {
-	el := up.EventLoop()
-	if v, ok := h.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	h.loopMu.Lock()
-	defer h.loopMu.Unlock()
-	if v, ok := h.loops.Load(el); ok {
-		return v.(*loop)
-	}
-	lp := newLoop(h, up)
-	h.loops.Store(el, lp)
-	var list []*loop
-	if cur := h.loopList.Load(); cur != nil {
-		list = append(list, *cur...)
-	}
-	list = append(list, lp)
-	h.loopList.Store(&list)
+	lp := h.loops.Get(up.EventLoop(), func() *loop { return newLoop(h, up) })
 	h.ticking.Do(func() { go h.tick() })
 	return lp
 }
@@ -248,9 +189,8 @@ func (h *Handler) tick() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for range t.C {
-		cur := h.loopList.Load()
 		live, running := false, false
-		for _, lp := range *cur {
+		for _, lp := range h.loops.All() {
 			if lp.el == nil || lp.el.Execute(context.Background(), lp.sweepFn) != nil {
 				continue // the engine stopped: nothing of the loop is left
 			}

@@ -16,19 +16,17 @@ import (
 // Touched only on its loop, but live (read by the route's ticker) and
 // stats.
 type loop struct {
-	h       *Handler
-	el      gnet.EventLoop
-	up      *upstream.Loop
-	pools   []*upstream.Pool  // per server, by index
-	active  []*exchange       // exchanges in flight; exchange.idx is the position
-	free    []*exchange       // recycled
-	victims []*exchange       // scratch for the sweep
-	rr      uint32            // round-robin position
-	pairs   []byte            // the FCGI_PARAMS stream being built
-	live    atomic.Bool       // exchanges exist: the route's ticker must go on
-	stats   Stats             // written by the loop only, read anywhere
-	conns   upstream.Counters // the connections this route dialed on the loop
-	sweepFn gnet.Runnable
+	h         *Handler
+	el        gnet.EventLoop
+	up        *upstream.Loop
+	pools     []*upstream.Pool              // per server, by index
+	exchanges upstream.Exchanges[*exchange] // in flight, and kept for reuse
+	rr        uint32                        // round-robin position
+	pairs     []byte                        // the FCGI_PARAMS stream being built
+	live      atomic.Bool                   // exchanges exist: the route's ticker must go on
+	stats     Stats                         // written by the loop only, read anywhere
+	conns     upstream.Counters             // the connections this route dialed on the loop
+	sweepFn   gnet.Runnable
 }
 
 // limits are the route's settings for its servers' pools: max_conns
@@ -55,6 +53,7 @@ func (h *Handler) limits() upstream.Limits {
 
 func newLoop(h *Handler, up *upstream.Loop) *loop {
 	lp := &loop{h: h, el: up.EventLoop(), up: up, pairs: make([]byte, 0, 4<<10)}
+	lp.exchanges.New = func() *exchange { return newExchange(lp) }
 	for _, srv := range h.servers {
 		lp.pools = append(lp.pools, up.Pool(upstream.Key{Proto: "fastcgi", Network: srv.network, Address: srv.address}))
 	}
@@ -74,50 +73,27 @@ func (lp *loop) pool(srv int) *upstream.Pool {
 }
 
 func (lp *loop) getExchange() *exchange {
-	var ex *exchange
-	if n := len(lp.free); n > 0 {
-		ex = lp.free[n-1]
-		lp.free[n-1] = nil
-		lp.free = lp.free[:n-1]
-	} else {
-		ex = newExchange(lp)
-	}
-	ex.idx = len(lp.active)
-	lp.active = append(lp.active, ex)
 	lp.live.Store(true)
-	return ex
+	return lp.exchanges.Get()
 }
 
-// putExchange removes ex from the active list and recycles it, unless an
-// off-loop reader still holds it.
+// putExchange removes ex from the exchanges in flight and keeps it for
+// reuse, unless an off-loop reader still holds it.
 func (lp *loop) putExchange(ex *exchange) {
-	if i := ex.idx; i >= 0 && i < len(lp.active) && lp.active[i] == ex {
-		last := len(lp.active) - 1
-		lp.active[i] = lp.active[last]
-		lp.active[i].idx = i
-		lp.active[last] = nil
-		lp.active = lp.active[:last]
-	}
-	ex.idx = -1
+	lp.exchanges.Remove(ex)
 	ex.release()
 	if ex.off != nil {
 		ex.off.stop()
 		return // a goroutine may still reference it; the GC takes it
 	}
 	ex.reset()
-	lp.free = append(lp.free, ex)
+	lp.exchanges.Keep(ex)
 }
 
 // sweep enforces the exchanges' deadlines and resumes held ones whose
 // client caught up. Idle connections are the upstream core's: its loop
 // sweep closes them.
 func (lp *loop) sweep(now int64) {
-	lp.victims = append(lp.victims[:0], lp.active...)
-	for i, ex := range lp.victims {
-		lp.victims[i] = nil
-		if ex.idx >= 0 {
-			ex.check(now)
-		}
-	}
-	lp.live.Store(len(lp.active) > 0)
+	lp.exchanges.Sweep(now, (*exchange).check)
+	lp.live.Store(lp.exchanges.Len() > 0)
 }

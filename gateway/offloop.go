@@ -144,16 +144,16 @@ func (ex *exchange) offResume() {
 		ex.held = true
 		return
 	}
-	ex.busy = true
+	ex.Busy = true
 	n, full := ex.relayAll(o.buf)
-	ex.busy = false
+	ex.Busy = false
 	o.buf = o.buf[:copy(o.buf, o.buf[n:])]
 	switch {
-	case ex.clGone:
+	case ex.ClientGone:
 		ex.abort()
-	case ex.fault != 0:
-		ex.h.servers[ex.srvOr()].failed(ex.now, ex.why)
-		ex.finishError(ex.fault, ex.why)
+	case ex.Fault != 0:
+		ex.h.servers[ex.srvOr()].failed(ex.now, ex.Why)
+		ex.finishError(ex.Fault, ex.Why)
 	case ex.ended:
 		ex.finish(false)
 	case full:

@@ -21,11 +21,7 @@ type StatsSnapshot struct {
 // Stats adds the route's counters, over every loop, to d. Safe for
 // concurrent use.
 func (h *Handler) Stats(d *StatsSnapshot) {
-	cur := h.loopList.Load()
-	if cur == nil {
-		return
-	}
-	for _, lp := range *cur {
+	for _, lp := range h.loops.All() {
 		s := &lp.stats
 		d.Requests += s.Requests.Load()
 		d.Dials += lp.conns.Dials.Load()

@@ -208,7 +208,7 @@ func (c *Conn) buildRequest(end, tooLarge bool) *Error {
 				host = emptyValue
 			}
 		case "content-length":
-			n, ok := parseLength(f.Value)
+			n, ok := codec.ParseLength(f.Value)
 			if !ok || r.ContentLength >= 0 {
 				return errContentLength
 			}
@@ -382,22 +382,6 @@ func validPercent(t []byte) bool {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// parseLength parses a content-length value: 1*DIGIT fitting an int64
-// (RFC 9110 section 8.6).
-func parseLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 // ValidOriginPath reports whether p is a request path as :path carries it

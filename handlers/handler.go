@@ -221,16 +221,28 @@ func (c *Ctx) Error(status int) {
 		_ = c.Resp.File.Close()
 	}
 	closeConn := c.Resp.Close
-	c.Resp.Reset()
-	c.Resp.Close = closeConn
 	asJSON := false
 	if c.Req != nil {
 		asJSON = codec.AcceptsJSONOnly(c.Req.Header("Accept"))
 	}
-	c.Resp.Status = status
-	c.Resp.Add(hdrContentType, codec.ErrorContentType(asJSON))
-	c.Resp.Add(hdrNosniff, valNosniff)
-	c.Resp.Body = codec.ErrorBody(status, asJSON)
+	c.Resp.SetError(status, asJSON, nil)
+	c.Resp.Close = closeConn
+}
+
+// SetError makes r, reset, the fixed answer for status: server as its
+// Server field when not empty, then codec.ErrorBody's Content-Type and
+// "X-Content-Type-Options: nosniff", and codec.ErrorBody as its body (a
+// JSON one when asJSON). It does not allocate once r.Headers has room
+// for three fields.
+func (r *Response) SetError(status int, asJSON bool, server []byte) {
+	r.Reset()
+	r.Status = status
+	if len(server) > 0 {
+		r.Add(hdrServer, server)
+	}
+	r.Add(hdrContentType, codec.ErrorContentType(asJSON))
+	r.Add(hdrNosniff, valNosniff)
+	r.Body = codec.ErrorBody(status, asJSON)
 }
 
 // scratchSince returns what was appended to c.Scratch since mark, capped so

@@ -30,7 +30,6 @@ var _ = registerRouteKind(routeKind{
 
 var (
 	valNoStore    = []byte("no-store")
-	valTextPlain  = []byte("text/plain; charset=utf-8")
 	valAllowProbe = []byte("GET, HEAD")
 	bodyOK        = []byte("ok\n")
 	bodyStopping  = []byte("stopping\n")
@@ -58,6 +57,6 @@ func (h *healthHandler) Serve(c *Ctx) {
 	if h.ready && h.stopping != nil && h.stopping.Load() {
 		c.Resp.Status, c.Resp.Body = 503, bodyStopping
 	}
-	c.Resp.Add(hdrContentType, valTextPlain)
+	c.Resp.Add(hdrContentType, ctTextPlain)
 	c.Resp.Add(hdrCacheControl, valNoStore)
 }

@@ -1,6 +1,10 @@
 package handlers
 
-import "gale/codec"
+import (
+	"strings"
+
+	"gale/codec"
+)
 
 // The normal form of a request path. Routing, header rules, the static
 // handler, redirects and the reverse proxy all read one spelling of the
@@ -80,23 +84,14 @@ const (
 var pathClass = func() (t [256]uint8) {
 	for c := 0; c < 256; c++ {
 		b := byte(c)
-		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || isByteIn(b, "-._~") {
+		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-._~", b) >= 0 {
 			t[c] = pcUnreserved | pcRaw
-		} else if isByteIn(b, "!$&'()*+,;=:@") {
+		} else if strings.IndexByte("!$&'()*+,;=:@", b) >= 0 {
 			t[c] = pcRaw
 		}
 	}
 	return t
 }()
-
-func isByteIn(b byte, set string) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == b {
-			return true
-		}
-	}
-	return false
-}
 
 // normalizePath sets c.Path to the routing form of c.Req.Path and
 // c.WirePath to its wire form when that differs: the request's own bytes

@@ -18,7 +18,6 @@ type redirectHandler struct {
 	query     []byte // To's query without "?" (nil for none)
 	fragment  []byte // To's fragment with "#" (nil for none)
 	keepPath  bool
-	body      []byte           // fixed text, never echoing the request
 	target    *config.Template // To with placeholders; nil = base, query and fragment
 }
 
@@ -50,8 +49,7 @@ func newRedirect(rc *config.Redirect) (*redirectHandler, error) {
 	if status == 0 {
 		status = 308
 	}
-	body, ok := redirectBodies[status]
-	if !ok {
+	if _, ok := redirectBodies[status]; !ok {
 		return nil, fmt.Errorf("%w: status %d (want 301, 302, 303, 307 or 308)", ErrBadRedirect, status)
 	}
 	to := rc.To
@@ -63,7 +61,7 @@ func newRedirect(rc *config.Redirect) (*redirectHandler, error) {
 			return nil, fmt.Errorf("%w: target %q has a space or control byte", ErrBadRedirect, to)
 		}
 	}
-	h := &redirectHandler{status: status, keepPath: rc.KeepPath, body: body, target: rc.Target}
+	h := &redirectHandler{status: status, keepPath: rc.KeepPath, target: rc.Target}
 	if i := strings.IndexByte(to, '#'); i >= 0 {
 		h.fragment = []byte(to[i:])
 		to = to[:i]
@@ -111,10 +109,7 @@ func (h *redirectHandler) Serve(c *Ctx) {
 	}
 	s = append(s, h.fragment...)
 	c.Scratch = s
-	c.Resp.Status = h.status
-	c.Resp.Add(hdrLocation, c.scratchSince(mark))
-	c.Resp.Add(hdrContentType, ctTextPlain)
-	c.Resp.Body = h.body
+	c.Redirect(h.status, c.scratchSince(mark))
 }
 
 // serveTemplate answers with the expansion of a To with placeholders. A
@@ -132,8 +127,16 @@ func (h *redirectHandler) serveTemplate(c *Ctx) {
 		}
 		loc = loc[i-1:]
 	}
-	c.Resp.Status = h.status
-	c.Resp.Add(hdrLocation, loc)
+	c.Redirect(h.status, loc)
+}
+
+// Redirect answers with a redirect status (301, 302, 303, 307 or 308) to
+// location, with a fixed text body that never echoes the request.
+// location must stay valid until the response is written (what Scratch
+// holds does).
+func (c *Ctx) Redirect(status int, location []byte) {
+	c.Resp.Status = status
+	c.Resp.Add(hdrLocation, location)
 	c.Resp.Add(hdrContentType, ctTextPlain)
-	c.Resp.Body = h.body
+	c.Resp.Body = redirectBodies[status]
 }

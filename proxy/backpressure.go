@@ -66,9 +66,9 @@ func (ex *exchange) resumeBody(now int64) bool {
 		return false
 	}
 	ex.now = now
-	ex.busy = true
+	ex.Busy = true
 	ex.pumpBody()
-	ex.busy = false
+	ex.Busy = false
 	return ex.settle()
 }
 
@@ -156,7 +156,7 @@ func (ex *exchange) relayHeld() bool {
 	ex.upClosing = true
 	gen := ex.gen
 	ex.upstreamData()
-	if ex.gen != gen || ex.idx < 0 {
+	if ex.gen != gen || !ex.Listed() {
 		return true
 	}
 	ex.upClosing = false
@@ -218,7 +218,7 @@ func (ex *exchange) inputOverflow() bool {
 	if ahead > 0 && ex.bodyBound > 0 && ex.reqChunked && ex.state == exActive {
 		// The end of a chunked body is not known before it is framed:
 		// the body may be what is too long.
-		ex.fault, ex.why = 413, "request body: more held than its bound while the upstream was not taking it"
+		ex.Fault, ex.Why = 413, "request body: more held than its bound while the upstream was not taking it"
 		ex.settle()
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/bits"
 	"net"
 	"net/netip"
 	"time"
@@ -57,11 +58,12 @@ var errLost = errors.New("proxy: upstream connection closed")
 //
 // Callbacks can nest: a failing Write on either connection makes gnet
 // close that connection inside the Write, which calls back into the
-// exchange. While busy, such callbacks only set clGone or ucLost; the
-// outer code acts on them when it is done (settle).
+// exchange. While busy, such callbacks only record it (upstream.Deferred);
+// the outer code acts on it when it is done (settle).
 type exchange struct {
+	upstream.Slot // its place in the loop's exchanges in flight
+
 	lp   *Loop
-	idx  int // position in lp.active; -1 when not active
 	h    *Handler
 	cl   handlers.Exchange
 	sink handlers.ResponseSink // where the response goes (the client's engine frames it)
@@ -70,13 +72,8 @@ type exchange struct {
 	pool *upstream.Pool
 	uc   *upstream.Conn
 
-	state  uint8
-	busy   bool
-	clGone bool  // the client closed during a busy section
-	ucLost bool  // the upstream connection closed during a busy section
-	ucErr  error // why
-	fault  int   // a failure found during a busy section: the status to answer (0 = none)
-	why    string
+	state             uint8
+	upstream.Deferred // what callbacks found while busy (settle)
 
 	// The request.
 	head        []byte     // request line, then the header lines after Host and the empty line
@@ -140,7 +137,6 @@ type exchange struct {
 func (ex *exchange) reset() {
 	*ex = exchange{
 		lp:   ex.lp,
-		idx:  -1,
 		gen:  ex.gen + 1,
 		head: ex.head[:0],
 		host: ex.host[:0],
@@ -193,11 +189,11 @@ func (ex *exchange) begin() int {
 	if !ex.attempt(false) {
 		return 502
 	}
-	if ex.fault != 0 {
+	if ex.Fault != 0 {
 		// The pooled connection died as the head was written, and the
 		// request may not be repeated.
 		ex.dropConn(false)
-		return ex.fault
+		return ex.Fault
 	}
 	return 0
 }
@@ -223,7 +219,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 				return true
 			}
 			if !ex.safe || ex.attempts > ex.h.retries {
-				ex.fault, ex.why = 502, "pooled connection closed as the request was written"
+				ex.Fault, ex.Why = 502, "pooled connection closed as the request was written"
 				return true
 			}
 			ex.retrying()
@@ -245,16 +241,16 @@ func (ex *exchange) attempt(fresh bool) bool {
 func (ex *exchange) sendPooled(uc *upstream.Conn, pump bool) bool {
 	ex.lp.Stats.Reused.Add(1)
 	ex.attach(uc)
-	was := ex.busy
-	ex.busy = true
+	was := ex.Busy
+	ex.Busy = true
 	ok := ex.send()
 	if ok && pump && !ex.reqDone {
 		ex.pumpBody()
 	}
-	ex.busy = was
+	ex.Busy = was
 	if !ok {
 		ex.dropConn(false)
-		ex.ucLost, ex.ucErr = false, nil
+		ex.ForgetConn()
 	}
 	return ok
 }
@@ -297,7 +293,7 @@ func (ex *exchange) dialNew(now int64) {
 		ex.queue(now)
 		return
 	case upstream.ErrBudget:
-		ex.fault, ex.why = 503, errBudget.Error()
+		ex.Fault, ex.Why = 503, errBudget.Error()
 		ex.refused()
 		return
 	}
@@ -313,14 +309,9 @@ func (ex *exchange) dialNew(now int64) {
 // joins the pool once open). Inside the connection's own OnTraffic, pass
 // closeIt false, mark it closed, and return gnet.Close instead.
 func (ex *exchange) dropConn(closeIt bool) {
-	uc := ex.uc
-	if uc == nil {
-		return
-	}
-	ex.uc = nil
-	uc.Detach(ex)
-	if closeIt && !uc.Dialing() {
-		uc.Close()
+	if uc := ex.uc; uc != nil {
+		ex.uc = nil
+		uc.Abandon(ex, closeIt)
 	}
 }
 
@@ -349,11 +340,11 @@ func (ex *exchange) Connected(uc *upstream.Conn) {
 		ex.attach(uc)
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	if ex.send() && !ex.reqDone {
 		ex.pumpBody()
 	}
-	ex.busy = false
+	ex.Busy = false
 	ex.settle()
 }
 
@@ -379,7 +370,7 @@ func (ex *exchange) pumpBody() {
 			if errors.As(berr, &ce) {
 				status = ce.Status
 			}
-			ex.fault, ex.why = status, "request body: "+berr.Error()
+			ex.Fault, ex.Why = status, "request body: "+berr.Error()
 			break
 		}
 		if len(p) > reframeBytes && chunked {
@@ -480,9 +471,9 @@ func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 		}
 		if !ex.reqDone && ex.uc != nil && ex.uc.Busy() && ex.rstate != rsTunnel {
 			ex.now = nanotime()
-			ex.busy = true
+			ex.Busy = true
 			ex.pumpBody()
-			ex.busy = false
+			ex.Busy = false
 			if ex.settle() {
 				return handlers.Waiting
 			}
@@ -497,11 +488,9 @@ func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 
 // Closed implements handlers.Pending: the client connection closed.
 func (ex *exchange) Closed() {
-	if ex.busy {
-		ex.clGone = true
-		return
+	if !ex.ClientClosed() {
+		ex.abort()
 	}
-	ex.abort()
 }
 
 // abort drops the exchange when the client is gone: nothing more is
@@ -543,37 +532,24 @@ func (ex *exchange) release() {
 // settle acts on what a busy section found: the client gone, the
 // upstream connection lost, or a fault. It reports whether the exchange
 // ended (it must not be touched then).
-func (ex *exchange) settle() bool {
-	switch {
-	case ex.clGone:
-		ex.abort()
-		return true
-	case ex.fault != 0:
-		status := ex.fault
-		ex.fault = 0
-		ex.dropConn(true)
-		ex.finishError(status, ex.why)
-		return true
-	case ex.ucLost:
-		ex.ucLost = false
-		ex.lost(ex.ucErr)
-		return true
-	}
-	return false
+func (ex *exchange) settle() bool { return ex.Settle(ex.abort, ex.failNow, ex.lost) }
+
+// failNow answers status for a fault, closing the connection.
+func (ex *exchange) failNow(status int, why string) {
+	ex.dropConn(true)
+	ex.finishError(status, why)
 }
 
 // Lost implements upstream.User: the connection closed (OnClose, which
 // already detached it) while the exchange used it.
 func (ex *exchange) Lost(err error) {
-	if ex.held && !ex.busy && ex.uc != nil && ex.relayHeld() {
+	if ex.held && !ex.Busy && ex.uc != nil && ex.relayHeld() {
 		return
 	}
 	ex.uc = nil
-	if ex.busy {
-		ex.ucLost, ex.ucErr = true, err
-		return
+	if !ex.ConnLost(err) {
+		ex.lost(err)
 	}
-	ex.lost(err)
 }
 
 // lost handles the loss of the exchange's connection.
@@ -603,9 +579,9 @@ func (ex *exchange) lost(err error) {
 	if !ex.gotBytes && ex.pool != nil && ex.lastReused && ex.safe && ex.attempts <= ex.h.retries {
 		// A pooled connection the upstream closed as we used it.
 		ex.retrying()
-		ex.busy = true
+		ex.Busy = true
 		ex.attempt(true)
-		ex.busy = false
+		ex.Busy = false
 		ex.settle()
 		return
 	}
@@ -642,12 +618,12 @@ func (ex *exchange) retryOrFail(status int, why string) {
 	if ex.attempts <= ex.h.retries {
 		ex.retrying()
 		tried := ex.tried
-		if popcount(tried) >= len(ex.h.ups) {
+		if bits.OnesCount64(tried) >= len(ex.h.ups) {
 			ex.tried = 0 // every upstream was tried: start over
 		}
-		ex.busy = true
+		ex.Busy = true
 		ok := ex.attempt(false)
-		ex.busy = false
+		ex.Busy = false
 		if ok {
 			ex.settle()
 			return
@@ -757,7 +733,7 @@ func (ex *exchange) upstreamData() gnet.Action {
 		return ex.hold()
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	off := 0
 	bad := ""
 loop:
@@ -799,7 +775,7 @@ loop:
 			}
 		case rsBody:
 			off = ex.relayBody(buf, off)
-			if ex.fault != 0 {
+			if ex.Fault != 0 {
 				break loop
 			}
 			if ex.rstate != rsDone {
@@ -810,15 +786,15 @@ loop:
 			break loop
 		}
 	}
-	if !ex.clGone {
+	if !ex.ClientGone {
 		ex.sink.Flush()
 	}
 	leftover := off < len(buf) && ex.rstate == rsDone
 	_, _ = gc.Discard(off) // after a 101, the tunnel's first bytes stay buffered
-	ex.busy = false
+	ex.Busy = false
 
 	switch {
-	case ex.clGone:
+	case ex.ClientGone:
 		ex.dropConn(false)
 		uc.Drop()
 		ex.abort()
@@ -834,11 +810,11 @@ loop:
 			ex.finishError(502, "bad response: "+bad)
 		}
 		return gnet.Close
-	case ex.fault != 0:
-		ex.fault = 0
+	case ex.Fault != 0:
+		ex.Fault = 0
 		ex.dropConn(false)
 		uc.Drop()
-		ex.finishTruncated(ex.why)
+		ex.finishTruncated(ex.Why)
 		return gnet.Close
 	case ex.rstate == rsDone:
 		return ex.complete(leftover)
@@ -880,7 +856,7 @@ func (ex *exchange) relayBody(buf []byte, off int) int {
 	for off < len(buf) {
 		n, payload, done, err := ex.rbody.Next(buf[off:])
 		if err != nil {
-			ex.fault, ex.why = 502, "response body: "+err.Error()
+			ex.Fault, ex.Why = 502, "response body: "+err.Error()
 			return len(buf)
 		}
 		off += n
@@ -938,8 +914,8 @@ func (ex *exchange) finish() {
 // client closed meanwhile (a failed write): the exchange was dropped
 // then and must not be touched.
 func (ex *exchange) endSink(cut bool) bool {
-	was := ex.busy
-	ex.busy = true
+	was := ex.Busy
+	ex.Busy = true
 	if c, ok := ex.sink.(handlers.Canceler); cut && ok && ex.cancelled {
 		c.Cancel()
 	} else if cut {
@@ -947,8 +923,8 @@ func (ex *exchange) endSink(cut bool) bool {
 	} else {
 		ex.sink.Finish(ex.trailers)
 	}
-	ex.busy = was
-	if ex.clGone {
+	ex.Busy = was
+	if ex.ClientGone {
 		ex.abort()
 		return false
 	}
@@ -993,24 +969,21 @@ func (ex *exchange) finishError(status int, why string) {
 	}
 	lp := ex.lp
 	r := &lp.resp
-	r.Reset()
-	r.Status = status
-	body := codec.ErrorBody(status, ex.json)
-	r.Add(hdrContentType, codec.ErrorContentType(ex.json))
-	r.Add(hdrNosniff, valNosniff)
+	r.SetError(status, ex.json, nil) // Server goes first, after the rules
+	body := r.Body
 	ex.h.route.ApplyResponseHeaders(r)
 	hs := lp.hdrs[:0]
 	if len(ex.set.Server) > 0 {
 		hs = append(hs, codec.Header{Name: hdrServer, Value: ex.set.Server})
 	}
 	hs = append(hs, r.Headers...)
-	ex.busy = true
+	ex.Busy = true
 	ex.sink.WriteHead(handlers.Head{Status: status, Fields: hs, Length: int64(len(body)), Close: ex.closeClient})
 	ex.sink.WriteBody(body)
 	clear(hs)
 	lp.hdrs = hs[:0]
-	ex.busy = false
-	if ex.clGone {
+	ex.Busy = false
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}
@@ -1019,12 +992,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish()
 }
 
-var (
-	hdrContentType = []byte("Content-Type")
-	hdrServer      = []byte("Server")
-	hdrNosniff     = []byte("X-Content-Type-Options")
-	valNosniff     = []byte("nosniff")
-)
+var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math/bits"
 	"net"
 	"net/http"
 	"net/url"
@@ -171,10 +172,8 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 	})
 	resp, err := tr.RoundTrip(req)
 	timer.Stop()
-	hx.resp, hx.err = resp, err
-	hx.ready.Store(true)
-	wake.Wake()
-	if err != nil {
+	hx.resp = resp
+	if !hx.handOver(wake, err) {
 		return
 	}
 	defer resp.Body.Close()
@@ -187,13 +186,21 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 		timer.Reset(timeout) // the longest pause between two reads of the body
 		n, err := resp.Body.Read(hx.buf[:])
 		timer.Stop()
-		hx.n, hx.err = n, err
-		hx.ready.Store(true)
-		wake.Wake()
-		if err != nil {
+		hx.n = n
+		if !hx.handOver(wake, err) {
 			return
 		}
 	}
+}
+
+// handOver hands the loop what the goroutine got (set before it) and err,
+// and wakes the loop's exchange; it reports whether the goroutine goes on
+// (err is nil).
+func (hx *h2cStream) handOver(wake handlers.Exchange, err error) bool {
+	hx.err = err
+	hx.ready.Store(true)
+	wake.Wake()
+	return err == nil
 }
 
 // stop ends the goroutine and the upstream stream (on the loop;
@@ -241,7 +248,7 @@ func (ex *exchange) h2cPump() {
 	for !ex.reqDone {
 		p, done, err := ex.body.Next()
 		if err != nil {
-			ex.fault, ex.why = 400, "request body: "+err.Error()
+			ex.Fault, ex.Why = 400, "request body: "+err.Error()
 			return
 		}
 		n := pipe.write(p)
@@ -322,16 +329,16 @@ func (ex *exchange) h2cHead(c *handlers.Ctx) {
 	hs = appendHTTPFields(hs, resp.Header, false)
 	ex.h.route.ApplyResponseHeaders(ex.respFor(hs))
 	hs = ex.lp.resp.Headers
-	ex.busy = true
+	ex.Busy = true
 	ex.sink.WriteHead(handlers.Head{Status: resp.StatusCode, Fields: hs, Length: resp.ContentLength})
 	ex.sink.Flush()
-	ex.busy = false
+	ex.Busy = false
 	ex.lp.resp.Headers = nil
 	clear(hs)
 	ex.lp.hdrs = hs[:0]
 	ex.started = true
 	ex.rstate = rsBody
-	if ex.clGone {
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}
@@ -367,7 +374,7 @@ func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
 	ex.fail(FailConnect)
 	ex.up.failed(ex.now, "h2c: "+hx.err.Error())
 	ex.retrying()
-	if popcount(ex.tried) >= len(ex.h.ups) {
+	if bits.OnesCount64(ex.tried) >= len(ex.h.ups) {
 		ex.tried = 0 // every upstream was tried: start over
 	}
 	ex.hx = nil
@@ -386,13 +393,13 @@ func (ex *exchange) respFor(hs []codec.Header) *handlers.Response {
 // h2cBody relays a body buffer, and ends the response with the body.
 func (ex *exchange) h2cBody() {
 	hx := ex.hx
-	ex.busy = true
+	ex.Busy = true
 	if hx.n > 0 {
 		ex.sink.WriteBody(hx.buf[:hx.n]) // the client's engine counts it
 		ex.sink.Flush()
 	}
-	ex.busy = false
-	if ex.clGone {
+	ex.Busy = false
+	if ex.ClientGone {
 		ex.abort()
 		return
 	}

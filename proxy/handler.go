@@ -31,7 +31,7 @@ type Handler struct {
 	route   *handlers.Route
 	conf    *config.Proxy
 	ups     []*Upstream
-	policy  uint8
+	policy  upstream.Policy
 	rewrite []byte // replacement of the route's prefix; nil = path unchanged
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
@@ -58,13 +58,6 @@ type rrSlot struct {
 	n uint32
 	_ [60]byte
 }
-
-const (
-	policyRoundRobin uint8 = iota
-	policyLeastConn
-	policyRandomTwo
-	policyIPHash
-)
 
 // New compiles the proxy route rt (rt.Conf.Proxy set) into a Handler. It
 // starts nothing: call Start to run active health checks.
@@ -107,14 +100,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 	case pc.Rewrite != "":
 		h.rewrite = []byte(pc.Rewrite)
 	}
-	switch pc.LoadBalancing {
-	case "least-connections":
-		h.policy = policyLeastConn
-	case "random-two":
-		h.policy = policyRandomTwo
-	case "client-ip-hash":
-		h.policy = policyIPHash
-	}
+	h.policy = upstream.PolicyOf(pc.LoadBalancing)
 	for i, u := range pc.To {
 		h.ups = append(h.ups, &Upstream{
 			h:       h,
@@ -182,74 +168,28 @@ func (h *Handler) logf(level slog.Level, msg string, u *Upstream, args ...any) {
 
 // pick chooses an upstream for a request on loop lp by the route's
 // policy, among those in service and not yet tried (tried is a bit mask
-// of upstream indexes). When none in service is left it chooses among the
-// untried ones regardless of health (a request should rather try than
-// fail outright); nil when every upstream was tried.
+// of upstream indexes; see upstream.Candidates); nil when every upstream
+// was tried.
 func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstream {
-	n := len(h.ups)
-	var avail uint64
+	var inService uint64
 	for i, u := range h.ups {
-		if tried&(1<<i) == 0 && u.Available(now) {
-			avail |= 1 << i
+		if u.Available(now) {
+			inService |= 1 << i
 		}
 	}
-	if avail == 0 {
-		avail = ^tried & (1<<n - 1)
-		if n == 64 {
-			avail = ^tried
-		}
-		if avail == 0 {
-			return nil
-		}
+	c := upstream.Choice{
+		Turn: &h.slot(lp).n,
+		Load: func(i int) int { return lp.pool(h.ups[i]).Active },
+		Rand: lp.rand,
 	}
-	slot := h.slot(lp)
-	switch h.policy {
-	case policyLeastConn:
-		start := int(slot.n % uint32(n))
-		slot.n++
-		var best *Upstream
-		bestN := 0
-		for k := 0; k < n; k++ {
-			i := (start + k) % n
-			if avail&(1<<i) == 0 {
-				continue
-			}
-			u := h.ups[i]
-			if c := lp.pool(u).Active; best == nil || c < bestN {
-				best, bestN = u, c
-			}
-		}
-		return best
-	case policyRandomTwo:
-		cnt := popcount(avail)
-		a := nthBit(avail, int(lp.rand()%uint64(cnt)))
-		if cnt == 1 {
-			return h.ups[a]
-		}
-		b := nthBit(avail&^(1<<a), int(lp.rand()%uint64(cnt-1)))
-		ua, ub := h.ups[a], h.ups[b]
-		if lp.pool(ub).Active < lp.pool(ua).Active {
-			return ub
-		}
-		return ua
-	case policyIPHash:
-		start := int(hashAddr(ip) % uint64(n))
-		for k := 0; k < n; k++ {
-			if i := (start + k) % n; avail&(1<<i) != 0 {
-				return h.ups[i]
-			}
-		}
-		return nil
-	default: // round-robin
-		start := int(slot.n % uint32(n))
-		slot.n++
-		for k := 0; k < n; k++ {
-			if i := (start + k) % n; avail&(1<<i) != 0 {
-				return h.ups[i]
-			}
-		}
+	if h.policy == upstream.IPHash {
+		c.Hash = hashAddr(ip)
+	}
+	i := h.policy.Choose(upstream.Candidates(len(h.ups), inService, tried), len(h.ups), c)
+	if i < 0 {
 		return nil
 	}
+	return h.ups[i]
 }
 
 // slot returns loop lp's round-robin counter for the route. A loop beyond
@@ -265,27 +205,6 @@ func (h *Handler) slot(lp *Loop) *rrSlot {
 		lp.rr[h] = s
 	}
 	return s
-}
-
-func popcount(x uint64) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
-}
-
-// nthBit returns the index of the k-th (from 0) set bit of x.
-func nthBit(x uint64, k int) int {
-	for i := 0; i < 64; i++ {
-		if x&(1<<i) != 0 {
-			if k == 0 {
-				return i
-			}
-			k--
-		}
-	}
-	return 0
 }
 
 // hashAddr is FNV-1a over the 16-byte form of a (IPv4 mapped), so the

@@ -21,11 +21,9 @@ type Loop struct {
 	idx int
 	log *slog.Logger
 
-	active  []*exchange                  // exchanges in flight, for the sweep; exchange.idx is the position
-	free    []*exchange                  // recycled exchanges
-	extra   map[*Upstream]*upstream.Pool // pools of upstreams whose per-loop slots do not reach this loop
-	rr      map[*Handler]*rrSlot         // likewise for round-robin counters
-	victims []*exchange                  // scratch for the sweep
+	exchanges upstream.Exchanges[*exchange] // in flight, for the sweep, and kept for reuse
+	extra     map[*Upstream]*upstream.Pool  // pools of upstreams whose per-loop slots do not reach this loop
+	rr        map[*Handler]*rrSlot          // likewise for round-robin counters
 
 	buf   []byte            // rendering of upstream request heads and re-framed request bodies on their way out
 	vbuf  []byte            // header values built for a request (X-Forwarded-For)
@@ -112,6 +110,11 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger, g *upstream.Group) *L
 		rng:   uint64(time.Now().UnixNano())*2 + uint64(idx)*0x9e3779b97f4a7c15 + 1,
 	}
 	lp.resp.Headers = make([]codec.Header, 0, 32)
+	lp.exchanges.New = func() *exchange {
+		ex := &exchange{lp: lp}
+		ex.resp.ContentLength = -1
+		return ex
+	}
 	lp.up = upstream.NewLoop(el, g)
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		lp.Sweep(time.Now().UnixNano())
@@ -168,38 +171,19 @@ func (lp *Loop) pool(u *Upstream) *upstream.Pool {
 	return p
 }
 
-func (lp *Loop) getExchange() *exchange {
-	var ex *exchange
-	if n := len(lp.free); n > 0 {
-		ex = lp.free[n-1]
-		lp.free[n-1] = nil
-		lp.free = lp.free[:n-1]
-	} else {
-		ex = &exchange{lp: lp}
-		ex.resp.ContentLength = -1
-	}
-	ex.idx = len(lp.active)
-	lp.active = append(lp.active, ex)
-	return ex
-}
+func (lp *Loop) getExchange() *exchange { return lp.exchanges.Get() }
 
-// putExchange removes ex from the active list and recycles it, unless a
-// goroutine still holds it (an off-loop copy that was abandoned).
+// putExchange removes ex from the exchanges in flight and keeps it for
+// reuse, unless a goroutine still holds it (an off-loop copy that was
+// abandoned).
 func (lp *Loop) putExchange(ex *exchange) {
-	if i := ex.idx; i >= 0 && i < len(lp.active) && lp.active[i] == ex {
-		last := len(lp.active) - 1
-		lp.active[i] = lp.active[last]
-		lp.active[i].idx = i
-		lp.active[last] = nil
-		lp.active = lp.active[:last]
-	}
-	ex.idx = -1
+	lp.exchanges.Remove(ex)
 	ex.release()
 	if ex.x != nil && ex.x.running() {
 		return // the goroutine still references it; the GC takes it
 	}
 	ex.reset()
-	lp.free = append(lp.free, ex)
+	lp.exchanges.Keep(ex)
 }
 
 // Sweep runs on the loop every tick: it enforces the exchanges' timeouts,
@@ -207,13 +191,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 // connections idle for longer than their route's idle timeout.
 func (lp *Loop) Sweep(now int64) {
 	lp.up.Sweep(now)
-	lp.victims = append(lp.victims[:0], lp.active...)
-	for i, ex := range lp.victims {
-		lp.victims[i] = nil
-		if ex.idx >= 0 {
-			ex.check(now)
-		}
-	}
+	lp.exchanges.Sweep(now, (*exchange).check)
 	for h := range lp.rr {
 		if h.closed.Load() {
 			delete(lp.rr, h)

@@ -116,13 +116,9 @@ func (ex *exchange) startPaced() gnet.Action {
 	}
 	p.end = copy(p.buf[:], rest)
 	ex.pace = p
-	ex.state = exPaced
-	ex.deadline, ex.dkind = 0, dlNone
-	ex.dropConn(false)
-	uc.Drop()
-	ex.lp.Stats.Paced.Add(1)
+	act := ex.goOffLoop(uc, exPaced, &ex.lp.Stats.Paced)
 	go p.run()
-	return gnet.Close
+	return act
 }
 
 // pacedResume runs on the loop whenever the client's engine resumes the
@@ -134,21 +130,21 @@ func (ex *exchange) pacedResume() {
 		return
 	}
 	ex.now = nanotime()
-	ex.busy = true
+	ex.Busy = true
 	if p.end > p.start {
 		p.start = ex.relayBody(p.buf[:p.end], p.start)
-		if !ex.clGone {
+		if !ex.ClientGone {
 			ex.sink.Flush()
 		}
 	}
-	ex.busy = false
+	ex.Busy = false
 	switch {
-	case ex.clGone:
+	case ex.ClientGone:
 		ex.abort()
-	case ex.fault != 0:
-		ex.fault = 0
+	case ex.Fault != 0:
+		ex.Fault = 0
 		ex.pacedEnd(false)
-		ex.finishTruncated(ex.why)
+		ex.finishTruncated(ex.Why)
 	case ex.rstate == rsDone:
 		ex.pacedEnd(p.start == p.end && p.err == nil)
 		ex.finish()

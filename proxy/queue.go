@@ -34,7 +34,7 @@ func (ex *exchange) Dequeued(uc *upstream.Conn) {
 	}
 	if !ex.sendPooled(uc, true) {
 		if !ex.safe {
-			ex.fault, ex.why = 502, "pooled connection closed as the request was written"
+			ex.Fault, ex.Why = 502, "pooled connection closed as the request was written"
 		} else {
 			ex.retrying()
 			ex.dialNew(ex.now)

@@ -6,6 +6,7 @@ import (
 
 	"gale/codec"
 	"gale/handlers"
+	"gale/upstream"
 )
 
 // This file rewrites heads on their way through: the request into the
@@ -371,7 +372,7 @@ func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fw
 				v = append(v, ", "...)
 			}
 		}
-		if h.policy == policyIPHash {
+		if h.policy == upstream.IPHash {
 			ex.clientIP = h.forwardedClient(v, ex.ip)
 		}
 	}

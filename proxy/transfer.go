@@ -145,11 +145,20 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		read:      time.Duration(ex.h.headerTimeout),
 	}
 	ex.x = x
-	ex.state = exHandoffWait
+	return ex.goOffLoop(uc, exHandoffWait, &ex.lp.Stats.Handoffs)
+}
+
+// goOffLoop lets the exchange's connection uc go from the loop to the
+// goroutine that copies its body off the loop (with a duplicate of its
+// socket): the exchange enters state, with the goroutine's timeouts in
+// place of its deadline, and count counts it. Its OnTraffic returns the
+// result, which closes the loop's descriptor.
+func (ex *exchange) goOffLoop(uc *upstream.Conn, state uint8, count *atomic.Uint64) gnet.Action {
+	ex.state = state
 	ex.deadline, ex.dkind = 0, dlNone
 	ex.dropConn(false)
 	uc.Drop()
-	ex.lp.Stats.Handoffs.Add(1)
+	count.Add(1)
 	return gnet.Close
 }
 

@@ -1,6 +1,10 @@
 package proxy
 
-import "gale/codec"
+import (
+	"iter"
+
+	"gale/codec"
+)
 
 // This file decides which protocol switches (Upgrade, RFC 9110 section
 // 7.8) a proxy route lets through. A switch turns the client's
@@ -45,17 +49,8 @@ func (h *Handler) upgradeAllowed(tok []byte) bool {
 // offersUpgrade reports whether one of the client's Upgrade fields names
 // a protocol the route allows.
 func (h *Handler) offersUpgrade(hs []codec.Header) bool {
-	for i := range hs {
-		if !codec.EqualFold(hs[i].Name, "upgrade") {
-			continue
-		}
-		for rest := hs[i].Value; len(rest) > 0; {
-			var tok []byte
-			tok, rest = nextToken(rest)
-			if len(tok) > 0 && h.upgradeAllowed(tok) {
-				return true
-			}
-		}
+	for range h.upgrades(hs) {
+		return true
 	}
 	return false
 }
@@ -64,24 +59,33 @@ func (h *Handler) offersUpgrade(hs []codec.Header) bool {
 // that the route allows, in the client's order, separated by ", ".
 func (h *Handler) appendUpgrades(b []byte, hs []codec.Header) []byte {
 	first := true
-	for i := range hs {
-		if !codec.EqualFold(hs[i].Name, "upgrade") {
-			continue
+	for tok := range h.upgrades(hs) {
+		if !first {
+			b = append(b, ", "...)
 		}
-		for rest := hs[i].Value; len(rest) > 0; {
-			var tok []byte
-			tok, rest = nextToken(rest)
-			if len(tok) == 0 || !h.upgradeAllowed(tok) {
-				continue
-			}
-			if !first {
-				b = append(b, ", "...)
-			}
-			first = false
-			b = append(b, tok...)
-		}
+		first = false
+		b = append(b, tok...)
 	}
 	return b
+}
+
+// upgrades yields the protocols of the client's Upgrade fields that the
+// route allows, in the client's order.
+func (h *Handler) upgrades(hs []codec.Header) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for i := range hs {
+			if !codec.EqualFold(hs[i].Name, "upgrade") {
+				continue
+			}
+			for rest := hs[i].Value; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextToken(rest)
+				if len(tok) > 0 && h.upgradeAllowed(tok) && !yield(tok) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // upgradeGranted reports whether the Upgrade value of a 101 response

@@ -45,11 +45,8 @@ type Upstream struct {
 	h2t   *http2.Transport                // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
 
 	// Passive health: failures of real requests within a window take the
-	// upstream out until downUntil.
-	failStart   atomic.Int64 // start of the current failure window (unix ns)
-	fails       atomic.Int32 // failures in the current window
-	downUntil   atomic.Int64 // out of service until then (unix ns); 0 = in service
-	passiveDown atomic.Bool  // taken out by passive health and not yet reported back
+	// upstream out for a cooldown.
+	passive upstream.Health
 
 	// Active health: consecutive check results flip activeDown.
 	activeDown atomic.Bool
@@ -69,43 +66,22 @@ func (u *Upstream) Available(now int64) bool {
 	if u.activeDown.Load() {
 		return false
 	}
-	until := u.downUntil.Load()
-	if until == 0 {
-		return true
-	}
-	if now < until {
-		return false
-	}
-	if u.passiveDown.CompareAndSwap(true, false) {
+	ok, back := u.passive.Available(now)
+	if back {
 		u.h.logf(slog.LevelInfo, "upstream back in service", u, "reason", "passive cooldown over")
 	}
-	u.downUntil.CompareAndSwap(until, 0)
-	return true
+	return ok
 }
 
 // failed records a failure of a real request (passive health): Fails of
 // them within Window take the upstream out for Cooldown. Safe for
-// concurrent use; a race between loops may count a failure in a window
-// that just ended, which only errs towards caution.
+// concurrent use.
 func (u *Upstream) failed(now int64, why string) {
 	u.logFailure(now, why)
 	p := &u.h.conf.HealthCheck.Passive
-	if p.Fails <= 0 {
-		return
-	}
-	start := u.failStart.Load()
-	if now-start > int64(p.Window) {
-		if u.failStart.CompareAndSwap(start, now) {
-			u.fails.Store(0)
-		}
-	}
-	if n := u.fails.Add(1); int(n) >= p.Fails && u.downUntil.Load() == 0 {
-		if u.downUntil.CompareAndSwap(0, now+int64(p.Cooldown)) {
-			u.passiveDown.Store(true)
-			u.fails.Store(0)
-			u.h.logf(slog.LevelWarn, "upstream out of service", u, "reason", why,
-				"failures", int(n), "window", p.Window.String(), "for", p.Cooldown.String())
-		}
+	if n := u.passive.Failed(now, p); n > 0 {
+		u.h.logf(slog.LevelWarn, "upstream out of service", u, "reason", why,
+			"failures", n, "window", p.Window.String(), "for", p.Cooldown.String())
 	}
 }
 

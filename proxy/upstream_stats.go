@@ -75,8 +75,7 @@ func (u *Upstream) Healthy(now int64) bool {
 	if u.activeDown.Load() {
 		return false
 	}
-	until := u.downUntil.Load()
-	return until == 0 || now >= until
+	return u.passive.Healthy(now)
 }
 
 // fail counts a failed attempt of ex at its current upstream.

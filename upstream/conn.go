@@ -83,6 +83,15 @@ func (c *Conn) Detach(u User) {
 	}
 }
 
+// Abandon detaches u and, when closeIt is set, closes the connection,
+// unless it is still dialing: then it joins the pool once open.
+func (c *Conn) Abandon(u User, closeIt bool) {
+	c.Detach(u)
+	if closeIt && !c.Dialing() {
+		c.Close()
+	}
+}
+
 // Close closes a connection no user uses; OnClose follows (possibly at
 // once).
 func (c *Conn) Close() {

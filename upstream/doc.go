@@ -23,6 +23,14 @@
 // event of the connection goes to it; an idle connection that receives
 // bytes was told nothing to answer, and is closed.
 //
+// # Around the connections
+//
+// What every kind does around its connections lives here too: choosing a
+// server by the route's policy among those in service (Policy.Choose,
+// Candidates) with passive health (Health); the loop's exchanges in
+// flight, for its sweep, and those kept for reuse (Exchanges, Slot); and
+// the rule for callbacks that land while an exchange is busy (Deferred).
+//
 // # Descriptors
 //
 // A dial takes two descriptors from the server's budget: the connection's

@@ -110,26 +110,27 @@ const headFlags = unix.MSG_MORE | unix.MSG_NOSIGNAL
 // returns how much it took (0 when it took nothing or failed: whoever
 // writes the rest meets the error again).
 func sendMore(fd int, b []byte) int {
-	n := 0
-	for n < len(b) {
-		m, err := unix.SendmsgN(fd, b[n:], nil, nil, headFlags)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || m <= 0 {
-			break
-		}
-		n += m
-	}
-	return n
+	return sendAll(len(b), func(sent int) (int, error) {
+		return unix.SendmsgN(fd, b[sent:], nil, nil, headFlags)
+	})
 }
 
 // sendBlobNow sends up to n bytes of b from off to the non-blocking
 // socket fd with sendfile and returns how much it took.
 func sendBlobNow(fd int, b *cache.Blob, off int64, n int) int {
+	return sendAll(n, func(sent int) (int, error) {
+		return b.SendTo(fd, &off, n-sent)
+	})
+}
+
+// sendAll calls send, given how much went so far, until n bytes went,
+// again when a signal interrupted it; it stops at the first call that
+// fails or takes nothing (whoever writes the rest meets the error
+// again), and returns how much went.
+func sendAll(n int, send func(sent int) (int, error)) int {
 	sent := 0
 	for sent < n {
-		m, err := b.SendTo(fd, &off, n-sent)
+		m, err := send(sent)
 		if err == unix.EINTR {
 			continue
 		}

@@ -24,30 +24,42 @@ func AddrKey(a netip.Addr) netip.Addr {
 // update. A key leaves its shard's map with its last count, so the maps
 // hold at most what is held. Safe for concurrent use.
 type AddrCounts struct {
-	seed   maphash.Seed
-	shards [addrShards]addrShard
-}
-
-const addrShards = 64
-
-type addrShard struct {
-	mu sync.Mutex
-	n  map[netip.Addr]int64
-	_  [48]byte // a shard per cache line
+	addrMap[int64]
 }
 
 // NewAddrCounts returns empty counts.
 func NewAddrCounts() *AddrCounts {
-	c := &AddrCounts{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].n = map[netip.Addr]int64{}
-	}
+	c := &AddrCounts{}
+	c.init()
 	return c
 }
 
-func (c *AddrCounts) shard(key netip.Addr) *addrShard {
+// addrMap is a map by address key shared by the loops, in shards with a
+// lock each, held for a map update.
+type addrMap[V any] struct {
+	seed   maphash.Seed
+	shards [addrShards]addrShard[V]
+}
+
+const addrShards = 64
+
+type addrShard[V any] struct {
+	mu sync.Mutex
+	m  map[netip.Addr]V
+	_  [48]byte // a shard per cache line
+}
+
+func (a *addrMap[V]) init() {
+	a.seed = maphash.MakeSeed()
+	for i := range a.shards {
+		a.shards[i].m = map[netip.Addr]V{}
+	}
+}
+
+// shard returns the shard of key; lock it to use its map.
+func (a *addrMap[V]) shard(key netip.Addr) *addrShard[V] {
 	b := key.As16()
-	return &c.shards[maphash.Bytes(c.seed, b[:])%addrShards]
+	return &a.shards[maphash.Bytes(a.seed, b[:])%addrShards]
 }
 
 // Acquire counts one more for key, unless it holds max already.
@@ -55,10 +67,10 @@ func (c *AddrCounts) Acquire(key netip.Addr, max int64) bool {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n[key] >= max {
+	if s.m[key] >= max {
 		return false
 	}
-	s.n[key]++
+	s.m[key]++
 	return true
 }
 
@@ -66,10 +78,10 @@ func (c *AddrCounts) Acquire(key netip.Addr, max int64) bool {
 func (c *AddrCounts) Release(key netip.Addr) {
 	s := c.shard(key)
 	s.mu.Lock()
-	if s.n[key] <= 1 {
-		delete(s.n, key)
+	if s.m[key] <= 1 {
+		delete(s.m, key)
 	} else {
-		s.n[key]--
+		s.m[key]--
 	}
 	s.mu.Unlock()
 }
@@ -80,7 +92,7 @@ func (c *AddrCounts) Keys() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.n)
+		n += len(s.m)
 		s.mu.Unlock()
 	}
 	return n

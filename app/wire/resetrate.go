@@ -1,9 +1,7 @@
 package wire
 
 import (
-	"hash/maphash"
 	"net/netip"
-	"sync"
 )
 
 // Rapid Reset (CVE-2023-44487) spread over connections: an HTTP/2
@@ -76,30 +74,16 @@ func (r *Rate) TakeResets(n, now int64) bool { return r.take(loopResets, n, now)
 // maxRateKeys addresses: a new one past that, after the full ones are
 // forgotten, is refused. Safe for concurrent use.
 type ResetRates struct {
-	seed   maphash.Seed
-	o      rateOf
-	shards [addrShards]rateShard
-}
-
-type rateShard struct {
-	mu  sync.Mutex
-	tat map[netip.Addr]Rate
-	_   [48]byte // a shard per cache line
+	addrMap[Rate] // each address's theoretical arrival time
+	o             rateOf
 }
 
 // NewResetRates returns the budgets, all full, of AddrResetBurst resets
 // refilled at AddrResetRate a second.
 func NewResetRates() *ResetRates {
-	r := &ResetRates{seed: maphash.MakeSeed(), o: newRateOf(AddrResetRate, AddrResetBurst)}
-	for i := range r.shards {
-		r.shards[i].tat = map[netip.Addr]Rate{}
-	}
+	r := &ResetRates{o: newRateOf(AddrResetRate, AddrResetBurst)}
+	r.init()
 	return r
-}
-
-func (r *ResetRates) shard(key netip.Addr) *rateShard {
-	b := key.As16()
-	return &r.shards[maphash.Bytes(r.seed, b[:])%addrShards]
 }
 
 // Take charges n resets to key's budget at now (unix ns), and reports
@@ -108,12 +92,12 @@ func (r *ResetRates) Take(key netip.Addr, n, now int64) bool {
 	s := r.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt, ok := s.tat[key]
-	if !ok && len(s.tat) >= maxRateKeys && !s.forget(now) {
+	rt, ok := s.m[key]
+	if !ok && len(s.m) >= maxRateKeys && !forgetFull(s, now) {
 		return false
 	}
 	held := rt.take(r.o, n, now)
-	s.tat[key] = rt
+	s.m[key] = rt
 	return held
 }
 
@@ -121,18 +105,18 @@ func (r *ResetRates) Take(key netip.Addr, n, now int64) bool {
 func (r *ResetRates) Room(key netip.Addr, now int64) int64 {
 	s := r.shard(key)
 	s.mu.Lock()
-	rt := s.tat[key]
+	rt := s.m[key]
 	s.mu.Unlock()
 	return rt.room(r.o, now)
 }
 
-// forget drops the addresses whose budget is full again, and reports
-// whether that made room.
-func (s *rateShard) forget(now int64) bool {
-	for k, rt := range s.tat {
+// forgetFull drops the addresses of s whose budget is full again, and
+// reports whether that made room.
+func forgetFull(s *addrShard[Rate], now int64) bool {
+	for k, rt := range s.m {
 		if rt.full(now) {
-			delete(s.tat, k)
+			delete(s.m, k)
 		}
 	}
-	return len(s.tat) < maxRateKeys
+	return len(s.m) < maxRateKeys
 }

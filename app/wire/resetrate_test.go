@@ -51,7 +51,7 @@ func TestResetRatesBounded(t *testing.T) {
 	}
 	kept := 0
 	for i := range r.shards {
-		kept += len(r.shards[i].tat)
+		kept += len(r.shards[i].m)
 	}
 	if kept > addrShards*maxRateKeys || refused == 0 {
 		t.Fatalf("%d addresses kept, %d refused", kept, refused)

@@ -16,27 +16,22 @@ func AppendTableSizeZero(dst []byte) []byte {
 	return append(dst, 0x20)
 }
 
+// staticStatuses are the :status values of the static table, in its
+// order from index firstStaticStatus (RFC 7541 Appendix A).
+var staticStatuses = [...]int{200, 204, 206, 304, 400, 404, 500}
+
+const firstStaticStatus = 8
+
 // AppendStatus appends the :status pseudo-header field (RFC 9113 section
 // 8.3.2): an indexed field (RFC 7541 section 6.1) for the seven statuses
 // of the static table (200, 204, 206, 304, 400, 404 and 500), else a
 // literal without indexing whose name is static index 8 (section 6.2.2).
 // status should have three digits; other values are written in decimal.
 func AppendStatus(dst []byte, status int) []byte {
-	switch status {
-	case 200:
-		return append(dst, 0x80|8)
-	case 204:
-		return append(dst, 0x80|9)
-	case 206:
-		return append(dst, 0x80|10)
-	case 304:
-		return append(dst, 0x80|11)
-	case 400:
-		return append(dst, 0x80|12)
-	case 404:
-		return append(dst, 0x80|13)
-	case 500:
-		return append(dst, 0x80|14)
+	for i, st := range staticStatuses {
+		if st == status {
+			return append(dst, 0x80|byte(firstStaticStatus+i))
+		}
 	}
 	dst = append(dst, 8) // 0000 1000: without indexing, name index 8
 	if status >= 100 && status <= 999 {
