@@ -42,8 +42,7 @@ type rawClient struct {
 	conn  net.Conn
 	br    *bufio.Reader
 	auth  string
-	dials int  // connections made
-	fresh bool // nothing was sent on the connection yet
+	dials int // connections made
 }
 
 func (rc *rawClient) close() {
@@ -73,26 +72,7 @@ func (rc *rawClient) dial() error {
 	}
 	rc.conn, rc.br = c, bufio.NewReader(c)
 	rc.dials++
-	rc.fresh = true
 	return nil
-}
-
-// freshTLSLimit is the most a request may send at once as the first on
-// a new TLS connection; a larger one goes after a small request has been
-// answered (TestMatrixTLSLargeFirstRequest shows why).
-const freshTLSLimit = 128 << 10
-
-// prelude sends a small request and reads its answer, so that the TLS
-// handshake is over on the server's side too.
-func (rc *rawClient) prelude() error {
-	if _, err := io.WriteString(rc.conn, "GET /respond HTTP/1.1\r\nHost: matrix.test\r\n\r\n"); err != nil {
-		return err
-	}
-	o, err := rc.read(&cell{route: &route{base: "respond"}, body: -1}, false)
-	if err == nil && (o.status != 200 || o.closed) {
-		err = fmt.Errorf("prelude: %d, closed %v", o.status, o.closed)
-	}
-	return err
 }
 
 // head renders c's request head.
@@ -198,13 +178,6 @@ func (rc *rawClient) do(c *cell, body []byte) (outcome, error) {
 	if c.body >= 0 {
 		msg = frame(c, body, rng)
 	}
-	if rc.fresh && rc.cfg != nil && !c.expect && len(head)+len(msg) > freshTLSLimit {
-		if err := rc.prelude(); err != nil {
-			rc.close()
-			return outcome{}, err
-		}
-	}
-	rc.fresh = false
 	var o outcome
 	written := make(chan error, 1)
 	if c.expect {

@@ -108,6 +108,7 @@ type Conn struct {
 	counted bool     // the handshake's outcome was counted (outcome.go)
 
 	hsDone atomic.Bool // set by the handshake goroutine when it returns
+	flight bool        // the server's handshake output went out: the client may finish and send its request
 	hsErr  error       // written by the handshake goroutine before hsDone
 
 	// Admission (hello.go, gate.go).
@@ -324,18 +325,8 @@ func (t *Conn) Traffic() (a gnet.Action, handled bool) {
 	}
 	c := t.wc.C
 	// Hand the handshake what arrived.
-	if n := c.InboundBuffered(); n > 0 {
-		buf, _ := c.Peek(-1)
-		t.sh.mu.Lock()
-		if len(t.sh.in)-t.sh.inOff+len(buf) > maxHandshakeInput {
-			t.sh.mu.Unlock()
-			t.fail(ReasonBadRecord)
-			return gnet.Close, true
-		}
-		t.sh.in = append(t.sh.in, buf...)
-		t.sh.mu.Unlock()
-		t.sh.cond.Signal()
-		_, _ = c.Discard(-1)
+	if a, handled := t.feedHandshake(c); handled {
+		return a, true
 	}
 	if t.phase == tlsWaiting {
 		switch t.admit() {
@@ -352,6 +343,47 @@ func (t *Conn) Traffic() (a gnet.Action, handled bool) {
 		return gnet.None, true
 	}
 	return t.finishHandshake()
+}
+
+// feedHandshake hands the handshake goroutine what arrived, up to
+// maxHandshakeInput not yet read by it; past that, before the server's
+// handshake output went out, the connection is closed (a ClientHello is a
+// few records). Once it went out, a client may finish its side and send
+// its request at once (a TLS 1.3 client right after its Finished; curl -T
+// does, with a large body) before the goroutine has read that Finished:
+// what passes the bound then stays in gnet's buffer, behind the
+// handshake's input, and the request path reads it once the connection is
+// open. It is bounded as the request path bounds the input of a pending
+// request (twice limits.body_bytes and wire.MaxPendingInput). A client
+// that sends anything but a valid Finished there fails the handshake as
+// soon as the goroutine reads its first record, which it has: the
+// goroutine waits on nothing but the client once the server's output went
+// out.
+func (t *Conn) feedHandshake(c gnet.Conn) (gnet.Action, bool) {
+	n := c.InboundBuffered()
+	if n == 0 {
+		return gnet.None, false
+	}
+	t.sh.mu.Lock()
+	room := maxHandshakeInput - (len(t.sh.in) - t.sh.inOff)
+	if room > 0 {
+		buf, _ := c.Peek(min(n, room))
+		t.sh.in = append(t.sh.in, buf...)
+		_, _ = c.Discard(len(buf)) // len(buf) > 0: gnet's Discard(0) would drop everything
+	}
+	t.sh.mu.Unlock()
+	t.sh.cond.Signal()
+	if left := c.InboundBuffered(); left > 0 && (!t.flight || left > earlyInputBound(t.wc.Loop.Shared.Set.Load())) {
+		t.fail(ReasonBadRecord)
+		return gnet.Close, true
+	}
+	return gnet.None, false
+}
+
+// earlyInputBound is how many bytes past maxHandshakeInput a client may
+// send before its handshake is done on the server's side.
+func earlyInputBound(set *wire.Settings) int {
+	return 2 * (int(set.Limits.BodyBytes) + wire.MaxPendingInput)
 }
 
 // admit moves a connection that has no handshake yet towards one: it
@@ -438,6 +470,7 @@ func (t *Conn) flushHandshake() {
 	s.mu.Unlock()
 	if len(out) > 0 {
 		t.wc.WriteRaw(out)
+		t.flight = true
 	}
 	s.spare = out[:0]
 }
