@@ -651,6 +651,11 @@ func (ex *exchange) check(now int64) {
 		// The goroutine enforces its own deadlines. A body buffer held
 		// for want of room is relayed once there is some: an HTTP/1.1
 		// client sends nothing as its output drains, so no resume comes.
+		// (A client that shares its connection resumes the exchange as
+		// its windows open; the sweep stays out of its way.)
+		if _, own := ex.cl.(handlers.Duplicator); !own {
+			return
+		}
 		if hx := ex.hx; hx != nil && hx.headUp && hx.ready.Load() && ex.sink.Room() > 0 {
 			ex.now = now
 			ex.h2cBody()
