@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,12 @@ type h2cStream struct {
 	more    chan struct{}
 	quit    chan struct{}
 	stopped bool
+
+	// wakeTo is the client's exchange, woken as the goroutine hands
+	// something over, until the loop stops the stream: the exchange may
+	// be recycled once it ended, and no wake may reach it then.
+	wakeMu sync.Mutex
+	wakeTo handlers.Exchange
 }
 
 // beginH2C starts the exchange's request to an h2c upstream; c is the
@@ -83,7 +90,7 @@ func (ex *exchange) beginH2C(c *handlers.Ctx) int {
 		return 502
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	hx := &h2cStream{cancel: cancel, more: make(chan struct{}, 1), quit: make(chan struct{})}
+	hx := &h2cStream{cancel: cancel, more: make(chan struct{}, 1), quit: make(chan struct{}), wakeTo: ex.cl}
 	if !ex.reqDone {
 		hx.pipe = newBodyPipe(ex.cl.Wake)
 		req.Body = hx.pipe
@@ -95,7 +102,7 @@ func (ex *exchange) beginH2C(c *handlers.Ctx) int {
 	ex.hx = hx
 	ex.state = exH2C
 	ex.deadline, ex.dkind = 0, dlNone
-	go hx.run(up.h2t, req.WithContext(ctx), time.Duration(ex.h.headerTimeout), ex.cl)
+	go hx.run(up.h2t, req.WithContext(ctx), time.Duration(ex.h.headerTimeout))
 	if hx.pipe != nil {
 		if c.Req.Expect100 {
 			// The upstream's own 100 Continue ends in the transport, which
@@ -165,7 +172,7 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 
 // run sends req on tr and hands the loop the head, then each body buffer
 // when it asks. It runs on its own goroutine.
-func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration, wake handlers.Exchange) {
+func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration) {
 	timer := time.AfterFunc(timeout, func() {
 		hx.timedOut.Store(true)
 		hx.cancel()
@@ -173,7 +180,7 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 	resp, err := tr.RoundTrip(req)
 	timer.Stop()
 	hx.resp = resp
-	if !hx.handOver(wake, err) {
+	if !hx.handOver(err) {
 		return
 	}
 	defer resp.Body.Close()
@@ -187,7 +194,7 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 		n, err := resp.Body.Read(hx.buf[:])
 		timer.Stop()
 		hx.n = n
-		if !hx.handOver(wake, err) {
+		if !hx.handOver(err) {
 			return
 		}
 	}
@@ -196,10 +203,14 @@ func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Du
 // handOver hands the loop what the goroutine got (set before it) and err,
 // and wakes the loop's exchange; it reports whether the goroutine goes on
 // (err is nil).
-func (hx *h2cStream) handOver(wake handlers.Exchange, err error) bool {
+func (hx *h2cStream) handOver(err error) bool {
 	hx.err = err
 	hx.ready.Store(true)
-	wake.Wake()
+	hx.wakeMu.Lock()
+	if w := hx.wakeTo; w != nil {
+		w.Wake()
+	}
+	hx.wakeMu.Unlock()
 	return err == nil
 }
 
@@ -208,6 +219,9 @@ func (hx *h2cStream) handOver(wake handlers.Exchange, err error) bool {
 func (hx *h2cStream) stop() {
 	if !hx.stopped {
 		hx.stopped = true
+		hx.wakeMu.Lock()
+		hx.wakeTo = nil // from here on the exchange may be recycled
+		hx.wakeMu.Unlock()
 		close(hx.quit)
 		hx.cancel()
 		if hx.pipe != nil {

@@ -178,6 +178,10 @@ func (lp *Loop) getExchange() *exchange { return lp.exchanges.Get() }
 // abandoned).
 func (lp *Loop) putExchange(ex *exchange) {
 	lp.exchanges.Remove(ex)
+	if hx := ex.hx; hx != nil {
+		ex.hx = nil
+		hx.stop() // its goroutine wakes the client's exchange no more
+	}
 	ex.release()
 	if ex.x != nil && ex.x.running() {
 		return // the goroutine still references it; the GC takes it
