@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	"gale/app"
 	"gale/config"
 	"gale/internal/poll"
+	"gale/internal/tcpq"
 )
 
 // gale is a real server on 127.0.0.1 started by a test.
@@ -282,42 +282,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // of which announces a change.
 func waitUntil(d time.Duration, cond func() bool) bool { return poll.Until(d, cond) }
 
-// inFlight returns the bytes the TCP connection's end at from wrote and
-// its end at to has not read yet: the send queue of the one and the
-// receive queue of the other, as the kernel counts them (/proc/net/tcp).
-// Both ends must be sockets of this machine; an end that is gone counts
-// nothing.
-func inFlight(from, to net.Addr) int {
-	a, b := procNetAddr(from), procNetAddr(to)
-	tx, _ := tcpQueues(a, b)
-	_, rx := tcpQueues(b, a)
-	return tx + rx
-}
-
-// procNetAddr spells a 127.x TCP address as /proc/net/tcp does.
-func procNetAddr(a net.Addr) string {
-	ta := a.(*net.TCPAddr)
-	ip := ta.IP.To4()
-	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
-}
-
-// tcpQueues returns the send and receive queues of the TCP socket from
-// local to remote (spelled as procNetAddr does); 0 and 0 if there is no
-// such socket.
-func tcpQueues(local, remote string) (tx, rx int) {
-	b, _ := os.ReadFile("/proc/net/tcp")
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || f[1] != local || f[2] != remote {
-			continue
-		}
-		txs, rxs, _ := strings.Cut(f[4], ":")
-		t, _ := strconv.ParseInt(txs, 16, 64)
-		r, _ := strconv.ParseInt(rxs, 16, 64)
-		return int(t), int(r)
-	}
-	return 0, 0
-}
+// inFlight returns the bytes the connection's end at from wrote and its
+// end at to has not read yet, as the kernel counts them (tcpq.InFlight).
+func inFlight(from, to net.Addr) int { return tcpq.InFlight(from, to) }
 
 func proxyRoute(to ...string) string {
 	q := make([]string, len(to))
