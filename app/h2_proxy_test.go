@@ -293,6 +293,9 @@ func TestH2ProxyLargeDownload(t *testing.T) {
 // is answered, and a request that waits longer than the connect timeout
 // gets a 504 without reaching the upstream.
 func TestProxyMaxConns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 streams and a connect timeout: not in -short")
+	}
 	t.Parallel()
 	var mu sync.Mutex
 	conns := map[string]bool{}
@@ -423,6 +426,9 @@ func TestH2ProxyTools(t *testing.T) {
 // (gale, the client and the upstream together) grows by far less than the
 // body.
 func TestH2ProxySlowUpstreamUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("32 MiB to a slow upstream: not in -short")
+	}
 	const size = 32 << 20
 	var mu sync.Mutex
 	var peak uint64

@@ -374,6 +374,9 @@ func TestHTTP3CertificateReload(t *testing.T) {
 // a local route beside them with a body it does not read, and an
 // upstream that dies mid-body (the stream is reset).
 func TestHTTP3Proxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 MiB through HTTP/3: not in -short")
+	}
 	t.Parallel()
 	big := make([]byte, 32<<20)
 	for i := range big {
