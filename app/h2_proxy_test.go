@@ -247,6 +247,9 @@ func TestH2ProxyConcurrent(t *testing.T) {
 // paced off the loop, and checks every byte; the connection then serves
 // another request.
 func TestH2ProxyLargeDownload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB through the proxy: not in -short")
+	}
 	t.Parallel()
 	big := make([]byte, 64<<20)
 	for i := range big {
@@ -382,6 +385,9 @@ routes:
 // once on each of 4 connections, every request a success); each skips
 // when the tool is missing.
 func TestH2ProxyTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("curl and h2load at load: not in -short")
+	}
 	t.Parallel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/up/", func(w http.ResponseWriter, r *http.Request) {

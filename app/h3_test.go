@@ -181,6 +181,9 @@ func TestHTTP3AccessLog(t *testing.T) {
 // TestHTTP3LargeFile downloads a 64 MiB file (streamed from disk off the
 // loops) byte-exact, and a range of it.
 func TestHTTP3LargeFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB over HTTP/3: not in -short")
+	}
 	big := make([]byte, 64<<20)
 	if _, err := rand.Read(big); err != nil {
 		t.Fatal(err)
