@@ -83,6 +83,17 @@ func AppendDate(dst []byte) []byte {
 	return append(dst, *dateLine.Load()...)
 }
 
+// DateValue returns the Date field value (the IMF-fixdate) of the current
+// second, rendered once a second like AppendDate's line, of which it is a
+// part. The bytes are never written again: the result may be kept and
+// read from any goroutine, and must not be modified.
+func DateValue() []byte {
+	dateOnce.Do(startDate)
+	line := *dateLine.Load()
+	end := len(line) - len(crlf)
+	return line[len("Date: "):end:end]
+}
+
 // AppendHTTPDate appends t as an IMF-fixdate (RFC 9110 section 5.6.7),
 // e.g. "Sun, 06 Nov 1994 08:49:37 GMT", as used by Date and Last-Modified.
 // It does not allocate when dst has room.
