@@ -34,45 +34,39 @@ func CommonFields(altSvc, server []byte, own []codec.Header) HeadFields {
 	return f
 }
 
-// AppendLines appends f as HTTP/1.1 field lines (Date, Server, Alt-Svc).
-// It does not allocate when dst has room.
+// AppendLines appends f as HTTP/1.1 field lines, in the order of
+// headNames. It does not allocate when dst has room.
 func (f *HeadFields) AppendLines(dst []byte) []byte {
-	if f.Date != nil {
-		dst = codec.AppendFieldLine(dst, lineDate, f.Date)
-	}
-	if f.Server != nil {
-		dst = codec.AppendFieldLine(dst, lineServer, f.Server)
-	}
-	if f.AltSvc != nil {
-		dst = codec.AppendFieldLine(dst, lineAltSvc, f.AltSvc)
+	for i, v := range f.values() {
+		if v != nil {
+			dst = codec.AppendFieldLine(dst, headNames[i].line, v)
+		}
 	}
 	return dst
 }
 
-// AppendHPACK appends f to an HPACK block (server, alt-svc, date), each a
-// literal without indexing like every field of a response. It does not
-// allocate when dst has room.
+// AppendHPACK appends f to an HPACK block, in the order of headNames,
+// each a literal without indexing like every field of a response. It
+// does not allocate when dst has room.
 func (f *HeadFields) AppendHPACK(dst []byte) []byte {
-	if f.Server != nil {
-		dst = hpack.AppendField(dst, hpackServer, f.Server)
-	}
-	if f.AltSvc != nil {
-		dst = hpack.AppendField(dst, hpackAltSvc, f.AltSvc)
-	}
-	if f.Date != nil {
-		dst = hpack.AppendField(dst, hpackDate, f.Date)
+	for i, v := range f.values() {
+		if v != nil {
+			dst = hpack.AppendField(dst, headNames[i].lower, v)
+		}
 	}
 	return dst
 }
 
-var (
-	lineDate    = []byte("Date")
-	lineServer  = []byte("Server")
-	lineAltSvc  = []byte("Alt-Svc")
-	hpackDate   = []byte("date")
-	hpackServer = []byte("server")
-	hpackAltSvc = []byte("alt-svc")
-)
+// values lists f's values in the order of headNames.
+func (f *HeadFields) values() [3][]byte { return [3][]byte{f.Date, f.Server, f.AltSvc} }
+
+// headNames are the names of HeadFields, in the order they are sent: as
+// HTTP/1.1 spells them and in the lower case HTTP/2 requires.
+var headNames = [3]struct{ line, lower []byte }{
+	{[]byte("Date"), []byte("date")},
+	{[]byte("Server"), []byte("server")},
+	{[]byte("Alt-Svc"), []byte("alt-svc")},
+}
 
 // HasField reports whether fs holds a field named name (ASCII
 // case-insensitive).
