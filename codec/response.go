@@ -34,7 +34,7 @@ func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
 	dst = AppendStatusLine(dst, status)
 	dst = AppendDate(dst)
 	if len(h.Server) > 0 {
-		dst = AppendFieldLine(dst, serverName, h.Server)
+		dst = AppendFieldLine(dst, NameServer, h.Server)
 	}
 	dst = AppendFieldLines(dst, h.Headers)
 	if h.ContentLength >= 0 && status >= 200 && status != 204 {
@@ -289,12 +289,7 @@ func ErrorContentType(asJSON bool) []byte {
 	return textContentType
 }
 
-var (
-	serverName      = []byte("Server")
-	contentTypeName = []byte("Content-Type")
-	nosniffName     = []byte("X-Content-Type-Options")
-	nosniffValue    = []byte("nosniff")
-)
+var ()
 
 // AppendErrorResponse appends a complete fixed error response for status
 // (head and body) that never echoes request input: a short text/plain body,
@@ -312,8 +307,8 @@ func AppendErrorResponse(dst []byte, status int, asJSON, closeConn bool, server 
 		body = ErrorBody(status, asJSON)
 	}
 	fields := [2]Header{
-		{Name: contentTypeName, Value: ErrorContentType(asJSON)},
-		{Name: nosniffName, Value: nosniffValue},
+		{Name: NameContentType, Value: ErrorContentType(asJSON)},
+		{Name: NameNosniff, Value: ValueNosniff},
 	}
 	h := ResponseHead{
 		Status:        status,

@@ -702,7 +702,7 @@ func (ex *exchange) prepareHead() {
 	r.Reset()
 	r.Status = st
 	if len(ex.set.Server) > 0 {
-		r.Add(hdrServer, ex.set.Server)
+		r.Add(codec.NameServer, ex.set.Server)
 	}
 	for _, f := range ex.head.Fields {
 		if codec.ConnectionSpecific(f.Name) || codec.EqualFold(f.Name, "Content-Length") || codec.EqualFold(f.Name, "Trailer") {
@@ -852,7 +852,6 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish(false)
 }
 
-var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

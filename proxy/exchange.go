@@ -979,7 +979,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.h.route.ApplyResponseHeaders(r)
 	hs := lp.hdrs[:0]
 	if len(ex.set.Server) > 0 {
-		hs = append(hs, codec.Header{Name: hdrServer, Value: ex.set.Server})
+		hs = append(hs, codec.Header{Name: codec.NameServer, Value: ex.set.Server})
 	}
 	hs = append(hs, r.Headers...)
 	ex.Busy = true
@@ -997,7 +997,6 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.finish()
 }
 
-var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

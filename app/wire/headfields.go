@@ -64,7 +64,7 @@ func (f *HeadFields) values() [3][]byte { return [3][]byte{f.Date, f.Server, f.A
 // HTTP/1.1 spells them and in the lower case HTTP/2 requires.
 var headNames = [3]struct{ line, lower []byte }{
 	{[]byte("Date"), []byte("date")},
-	{[]byte("Server"), []byte("server")},
+	{codec.NameServer, []byte("server")},
 	{[]byte("Alt-Svc"), []byte("alt-svc")},
 }
 
