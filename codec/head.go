@@ -21,12 +21,12 @@ type headKind struct {
 
 // headErrors are a kind of message's answers to a broken head.
 type headErrors struct {
-	bareLF     *Error // a line ending in LF without CR
-	emptyLine  *Error // an empty line before the first line
-	firstLine  *Error // a first line over headKind.firstLine
-	tooLarge   *Error // a head over headKind.bytes
-	tooMany    *Error // more than headKind.fields field lines
-	fieldFault [faultCoding + 1]*Error
+	bareLF    *Error // a line ending in LF without CR
+	emptyLine *Error // an empty line before the first line
+	firstLine *Error // a first line over headKind.firstLine
+	tooLarge  *Error // a head over headKind.bytes
+	tooMany   *Error // more than headKind.fields field lines
+	side      int    // the column of fieldFaultErrors
 }
 
 // headScan is where framing an incomplete head stopped: the start of the
@@ -140,7 +140,7 @@ func (k *headKind) readFields(b []byte, p int, hs *[]Header, fr *framing, own fu
 			return next, nil
 		}
 		if fault != fieldOK {
-			return 0, k.errs.fieldFault[fault]
+			return 0, fieldFaultErrors[fault][k.errs.side]
 		}
 		p = next
 		if len(*hs) >= k.fields {
@@ -153,7 +153,7 @@ func (k *headKind) readFields(b []byte, p int, hs *[]Header, fr *framing, own fu
 			}
 		}
 		if fault := fr.see(f.Name, f.Value); fault != fieldOK {
-			return 0, k.errs.fieldFault[fault]
+			return 0, fieldFaultErrors[fault][k.errs.side]
 		}
 	}
 }
@@ -168,7 +168,7 @@ func (k *headKind) body(fr *framing, v Version) (int64, bool, error) {
 	}
 	chunked, fault := fr.chunked(v)
 	if fault != fieldOK {
-		return length, false, k.errs.fieldFault[fault]
+		return length, false, fieldFaultErrors[fault][k.errs.side]
 	}
 	return length, chunked, nil
 }

@@ -111,25 +111,12 @@ var (
 
 // requestErrors answers each fault of a request's head.
 var requestErrors = headErrors{
+	side:      faultInRequest,
 	bareLF:    errBareLF,
 	emptyLine: errEmptyLine,
 	firstLine: errLineTooLong,
 	tooLarge:  errHeadTooLarge,
 	tooMany:   errTooManyFields,
-	fieldFault: [...]*Error{
-		faultObsFold:     errObsFold,
-		faultSpaceColon:  errSpaceColon,
-		faultNoColon:     errNoColon,
-		faultEmptyName:   errEmptyName,
-		faultName:        errFieldName,
-		faultValue:       errFieldValue,
-		faultLineEnd:     errFieldValue,
-		faultDupLength:   errDupLength,
-		faultBadLength:   errBadLength,
-		faultTE10:        errTE10,
-		faultTEAndLength: errTEAndLength,
-		faultCoding:      errTransferCoding,
-	},
 }
 
 // Parse parses one request head from the start of buf into r. It returns

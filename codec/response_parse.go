@@ -87,49 +87,39 @@ const (
 	DefaultResponseHeaderBytes = 64 << 10 // 64 KiB
 )
 
-// The errors of ParseResponse. They carry status 502: a proxy answers a
-// response it cannot parse with Bad Gateway (RFC 9110 section 15.6.3).
+// The errors of ParseResponse. They carry status 502 (badResponse).
 var (
-	errRespBareLF     = &Error{502, "response line ending is a bare LF"}
-	errRespEmptyLine  = &Error{502, "empty line before the status line"}
-	errStatusLine     = &Error{502, "malformed status line"}
-	errRespVersion    = &Error{502, "unsupported HTTP version in response"}
-	errStatusCode     = &Error{502, "invalid status code"}
-	errReason         = &Error{502, "invalid byte in reason phrase"}
-	errRespObsFold    = &Error{502, "obsolete line folding in response"}
-	errRespFieldName  = &Error{502, "invalid field name in response"}
-	errRespSpaceColon = &Error{502, "whitespace between field name and colon in response"}
-	errRespFieldValue = &Error{502, "invalid field value in response"}
-	errRespLength     = &Error{502, "invalid Content-Length in response"}
-	errRespDupLength  = &Error{502, "duplicate Content-Length in response"}
-	errRespTEAndLen   = &Error{502, "Transfer-Encoding with Content-Length in response"}
-	errRespCoding     = &Error{502, "unsupported Transfer-Encoding in response"}
-	errRespTE10       = &Error{502, "Transfer-Encoding in an HTTP/1.0 response"}
-	errRespHeadSize   = &Error{502, "response header block too large"}
-	errRespFields     = &Error{502, "too many header fields in response"}
+	errRespBareLF     = badResponse("response line ending is a bare LF")
+	errRespEmptyLine  = badResponse("empty line before the status line")
+	errStatusLine     = badResponse("malformed status line")
+	errRespVersion    = badResponse("unsupported HTTP version in response")
+	errStatusCode     = badResponse("invalid status code")
+	errReason         = badResponse("invalid byte in reason phrase")
+	errRespObsFold    = badResponse("obsolete line folding in response")
+	errRespFieldName  = badResponse("invalid field name in response")
+	errRespSpaceColon = badResponse("whitespace between field name and colon in response")
+	errRespFieldValue = badResponse("invalid field value in response")
+	errRespLength     = badResponse("invalid Content-Length in response")
+	errRespDupLength  = badResponse("duplicate Content-Length in response")
+	errRespTEAndLen   = badResponse("Transfer-Encoding with Content-Length in response")
+	errRespCoding     = badResponse("unsupported Transfer-Encoding in response")
+	errRespTE10       = badResponse("Transfer-Encoding in an HTTP/1.0 response")
+	errRespHeadSize   = badResponse("response header block too large")
+	errRespFields     = badResponse("too many header fields in response")
 )
 
 // responseErrors answers each fault of a response's head.
 var responseErrors = headErrors{
+	side:      faultInResponse,
 	bareLF:    errRespBareLF,
 	emptyLine: errRespEmptyLine,
 	tooLarge:  errRespHeadSize,
 	tooMany:   errRespFields,
-	fieldFault: [...]*Error{
-		faultObsFold:     errRespObsFold,
-		faultSpaceColon:  errRespSpaceColon,
-		faultNoColon:     errRespFieldName,
-		faultEmptyName:   errRespFieldName,
-		faultName:        errRespFieldName,
-		faultValue:       errRespFieldValue,
-		faultLineEnd:     errRespFieldName,
-		faultDupLength:   errRespDupLength,
-		faultBadLength:   errRespLength,
-		faultTE10:        errRespTE10,
-		faultTEAndLength: errRespTEAndLen,
-		faultCoding:      errRespCoding,
-	},
 }
+
+// badResponse is the error of a response that cannot be parsed: a proxy
+// answers it with Bad Gateway (RFC 9110 section 15.6.3).
+func badResponse(reason string) *Error { return &Error{Status: 502, Reason: reason} }
 
 // ParseResponse parses one response head from the start of buf into r. It
 // returns the number of bytes the head occupies, ErrNeedMore when buf holds
