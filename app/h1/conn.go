@@ -474,7 +474,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
 	cs.meter.InBytes = max(req.ContentLength, 0)
-	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent, now)
+	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent)
 	cs.forgetLoad()
 }
 
@@ -486,7 +486,7 @@ func (cs *Conn) writeError(set *wire.Settings, status int) {
 	l := cs.loop
 	l.Out = codec.AppendErrorResponse(l.Out, status, false, true, set.ServerHeader)
 	var rec accesslog.Record
-	cs.Record(&rec, &cs.meter, status, 0, time.Now().UnixNano())
+	cs.Record(&rec, &cs.meter, status, 0)
 }
 
 // flush hands the loop's output to the connection: one write, or one

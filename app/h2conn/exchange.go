@@ -490,7 +490,7 @@ func (ex *exchange) finish() {
 	cs.LastActive = now
 	cs.Loop.Stats.H2Requests.Add(1)
 	ex.meter.InBytes = ex.bodyBytes
-	cs.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, now)
+	cs.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent)
 	ex.release()
 }
 
@@ -499,7 +499,7 @@ func (ex *exchange) finish() {
 func (ex *exchange) abandon() {
 	if ex.answered {
 		ex.meter.InBytes = ex.bodyBytes
-		ex.h.wc.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, time.Now().UnixNano())
+		ex.h.wc.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent)
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"gale/accesslog"
 	"gale/app/serve"
@@ -196,7 +195,7 @@ func (ex *exchange) recordSent(sent int64) {
 	ex.meter.Begin(ex.req.Method, ex.start)
 	ex.meter.Route = ex.ctx.Route
 	ex.meter.InBytes = ex.inBytes
-	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent, time.Now().UnixNano())
+	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent)
 	lp.FlushAccessLog()
 }
 
