@@ -8,7 +8,9 @@ import "bytes"
 // requests carry, and the answer to a broken head (an *Error of status
 // 4xx/5xx to a client, 502 for an upstream). This file frames and reads
 // the shared part once; request.go and response_parse.go parse the first
-// line and map each fault to their own errors through a headKind.
+// line and give their limits and answers through a headKind (the answers
+// to a broken field line stand side by side in field.go's
+// fieldFaultErrors).
 
 // headKind is what framing and reading a head needs to know of its kind
 // of message: its limits and its answers.
@@ -17,6 +19,11 @@ type headKind struct {
 	bytes     int // longest head, through the empty line
 	fields    int // most field lines
 	errs      *headErrors
+
+	// countLF makes a line's LF count towards bytes before anything else
+	// of the line is checked (responses); requests check a line's length
+	// without its LF first, so that a bare LF over the limit is a bare LF.
+	countLF bool
 }
 
 // headErrors are a kind of message's answers to a broken head.
@@ -26,7 +33,7 @@ type headErrors struct {
 	firstLine *Error // a first line over headKind.firstLine
 	tooLarge  *Error // a head over headKind.bytes
 	tooMany   *Error // more than headKind.fields field lines
-	side      int    // the column of fieldFaultErrors
+	side      int    // its column of fieldFaultErrors: faultInRequest or faultInResponse
 }
 
 // headScan is where framing an incomplete head stopped: the start of the
@@ -79,7 +86,11 @@ func (s *headScan) frame(buf []byte, k *headKind) (int, error) {
 			break
 		}
 		nl := off + i
-		if err := k.checkPartial(buf[:nl], off, lines); err != nil {
+		end := nl
+		if k.countLF {
+			end++
+		}
+		if err := k.checkPartial(buf[:end], off, lines); err != nil {
 			return 0, err
 		}
 		if nl == 0 || buf[nl-1] != '\r' {

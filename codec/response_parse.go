@@ -168,7 +168,7 @@ func ParseResponse(buf []byte, r *Response, lim *Limits) (int, error) {
 			maxFields = lim.MaxHeaders
 		}
 	}
-	k := headKind{bytes: maxHead, fields: maxFields, errs: &responseErrors}
+	k := headKind{bytes: maxHead, fields: maxFields, errs: &responseErrors, countLF: true}
 	return r.parse(buf, &k, r.Reset, func(b []byte) error { return parseResponseHead(b, r, &k) })
 }
 
