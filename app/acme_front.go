@@ -12,6 +12,7 @@ import (
 
 	"gale/acme"
 	"gale/app/wire"
+	"gale/codec"
 	"gale/handlers"
 )
 
@@ -51,9 +52,8 @@ func (s *Server) newACMEFront(next handlers.Handler) *acmeFront {
 }
 
 var (
-	ctKeyAuth      = []byte("text/plain")
-	hdrContentType = []byte("Content-Type")
-	body503        = []byte("Service Unavailable\n")
+	ctKeyAuth = []byte("text/plain")
+	body503   = []byte("Service Unavailable\n")
 )
 
 // Serve implements handlers.Handler.
@@ -128,7 +128,7 @@ func (f *acmeFront) answer(ctx *handlers.Ctx) bool {
 func writeKeyAuth(ctx *handlers.Ctx, keyAuth string) {
 	ctx.Resp.Reset()
 	ctx.Resp.Status = 200
-	ctx.Resp.Add(hdrContentType, ctKeyAuth)
+	ctx.Resp.Add(codec.NameContentType, ctKeyAuth)
 	ctx.Resp.Body = []byte(keyAuth)
 }
 

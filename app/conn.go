@@ -30,7 +30,7 @@ type conn struct {
 	kind    wire.Proto       // the protocol chosen, for the gauges (conn_state.go); ProtoNone until then
 	protos  config.Protocols // what the listener speaks (listen[].protocols), set at open
 	toHTTPS *httpsRedirect   // set on redirect_to_https listeners: every request is redirected
-	altH2   []byte           // the alt-svc value advertising HTTP/3 on the listener; nil for none
+	altSvc  []byte           // the Alt-Svc value advertising HTTP/3 on the listener; nil for none
 
 	proxyWait bool // the listener expects a PROXY protocol header, which has not arrived yet (proxyproto.go)
 

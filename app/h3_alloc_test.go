@@ -43,12 +43,12 @@ routes:
 	}
 	s := bareServer()
 	s.sh.Set.Store(set)
-	h1Line, h2Value := altSvcLines(8443, cfg.Server.HTTP3)
+	altSvc := altSvcValue(8443, cfg.Server.HTTP3)
 	for _, path := range []string{"/hello", "/index.html"} {
 		for _, proto := range []string{"h1", "h2"} {
 			t.Run(proto+path, func(t *testing.T) {
-				plain := altSvcServe(t, s, proto, path, nil, nil)
-				with := altSvcServe(t, s, proto, path, h1Line, h2Value)
+				plain := altSvcServe(t, s, proto, path, nil)
+				with := altSvcServe(t, s, proto, path, altSvc)
 				if with <= plain {
 					t.Fatalf("with Alt-Svc %d bytes per response, without %d", with, plain)
 				}
@@ -58,13 +58,13 @@ routes:
 }
 
 // altSvcServe serves path over proto on a connection advertising
-// h1Line/h2Value, fails on any allocation per request, and returns the
-// bytes written per request.
-func altSvcServe(t *testing.T, s *Server, proto, path string, h1Line, h2Value []byte) int {
+// altSvc, fails on any allocation per request, and returns the bytes
+// written per request.
+func altSvcServe(t *testing.T, s *Server, proto, path string, altSvc []byte) int {
 	fc := &fakeConn{}
 	cs := newConn(newLoop(s, nil), fc)
-	cs.h1.SetAltSvc(h1Line)
-	cs.altH2 = h2Value
+	cs.h1.SetAltSvc(altSvc)
+	cs.altSvc = altSvc
 	var reqs [][]byte
 	if proto == "h2" {
 		var start []byte

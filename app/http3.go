@@ -17,11 +17,11 @@ import (
 	"gale/config"
 )
 
-// altSvcLines renders, once per listener, the Alt-Svc field advertising
-// HTTP/3 on port: as an HTTP/1.1 field line and as an HTTP/2 value.
-func altSvcLines(port uint16, h config.HTTP3) (h1Line, h2Value []byte) {
-	v := h3.AltSvc(int(port), int64(h.AltSvcMaxAge.Seconds()))
-	return []byte("Alt-Svc: " + v + "\r\n"), []byte(v)
+// altSvcValue renders, once per listener, the Alt-Svc value advertising
+// HTTP/3 on port, which its HTTP/1.1 and HTTP/2 responses carry
+// (wire.HeadFields).
+func altSvcValue(port uint16, h config.HTTP3) []byte {
+	return []byte(h3.AltSvc(int(port), int64(h.AltSvcMaxAge.Seconds())))
 }
 
 // Loops implements h3.Loops: the event loops known so far.

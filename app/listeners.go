@@ -32,8 +32,7 @@ type listenerInfo struct {
 	toHTTPS    *httpsRedirect    // non-nil for redirect_to_https listeners
 	protos     config.Protocols  // the HTTP versions it speaks (listen[].protocols), as the server started with it
 	http3      bool              // HTTP/3 on the same UDP port (listen[].http3)
-	altH1      []byte            // with http3: the "Alt-Svc: ...\r\n" line of its HTTP/1.1 responses
-	altH2      []byte            // with http3: the alt-svc value of its HTTP/2 responses
+	altSvc     []byte            // with http3: the Alt-Svc value of its HTTP/1.1 and HTTP/2 responses (wire.HeadFields)
 	proxyPr    bool              // connections open with a PROXY protocol header (listen[].proxy_protocol)
 	site       *acme.Site        // the listener's automatic certificates (tls.automatic); nil for none
 	front      *acmeFront        // plain listeners while automatic certificates are managed: HTTP-01 and the https redirect of managed names before routing
@@ -84,7 +83,7 @@ func (s *Server) setupListeners(cfg *config.Config) error {
 			s.anyTLS = true
 			if l.HTTP3 {
 				li.http3 = true
-				li.altH1, li.altH2 = altSvcLines(ap.Port(), cfg.Server.HTTP3)
+				li.altSvc = altSvcValue(ap.Port(), cfg.Server.HTTP3)
 			}
 		}
 		li.proxyPr = l.ProxyProtocol
@@ -182,8 +181,8 @@ func (s *Server) attachTransport(c gnet.Conn) {
 		case li.tls != nil:
 			cs.tls = tlsconn.New(&cs.Conn, &cs.loop.tls, li.tls)
 			cs.SetLayer(cs.tls)
-			cs.h1.SetAltSvc(li.altH1)
-			cs.altH2 = li.altH2
+			cs.h1.SetAltSvc(li.altSvc)
+			cs.altSvc = li.altSvc
 		case li.toHTTPS != nil:
 			cs.toHTTPS = li.toHTTPS
 		}

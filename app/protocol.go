@@ -82,5 +82,5 @@ func (cs *conn) sniffProto(set *wire.Settings, h2 bool, st *tls.ConnectionState)
 // nil for h2c.
 func (cs *conn) startH2(set *wire.Settings, st *tls.ConnectionState) {
 	cs.h2 = h2conn.New(&cs.Conn, set, cs.redirect(), st)
-	cs.h2.SetAltSvc(cs.altH2)
+	cs.h2.SetAltSvc(cs.altSvc)
 }

@@ -280,17 +280,7 @@ func (e *Entry) SameFile(fi fs.FileInfo) bool {
 
 // Header field names, shared by every Rep.
 var (
-	nameContentType     = []byte("Content-Type")
-	nameContentLength   = []byte("Content-Length")
-	nameLastModified    = []byte("Last-Modified")
-	nameETag            = []byte("ETag")
-	nameAcceptRanges    = []byte("Accept-Ranges")
-	nameContentEncoding = []byte("Content-Encoding")
-	nameVary            = []byte("Vary")
-
-	valueBytes          = []byte("bytes")
-	valueAcceptEncoding = []byte("Accept-Encoding")
-	valueEncodings      = [numEncodings][]byte{nil, []byte("gzip"), []byte("zstd"), []byte("br")}
+	valueEncodings = [numEncodings][]byte{nil, []byte("gzip"), []byte("zstd"), []byte("br")}
 )
 
 // Invalidate records that e no longer describes its path (the caller
@@ -398,19 +388,19 @@ func buildRep(e *Entry, r *Rep) int64 {
 
 	fields := make([]codec.Header, 0, 7)
 	if len(ct) > 0 {
-		fields = append(fields, codec.Header{Name: nameContentType, Value: ct})
+		fields = append(fields, codec.Header{Name: codec.NameContentType, Value: ct})
 	}
 	fields = append(fields,
-		codec.Header{Name: nameContentLength, Value: cl},
-		codec.Header{Name: nameLastModified, Value: e.LastModified},
-		codec.Header{Name: nameETag, Value: r.ETag},
-		codec.Header{Name: nameAcceptRanges, Value: valueBytes},
+		codec.Header{Name: codec.NameContentLength, Value: cl},
+		codec.Header{Name: codec.NameLastModified, Value: e.LastModified},
+		codec.Header{Name: codec.NameETag, Value: r.ETag},
+		codec.Header{Name: codec.NameAcceptRanges, Value: codec.ValueBytes},
 	)
 	if r.Encoding != Identity {
-		fields = append(fields, codec.Header{Name: nameContentEncoding, Value: valueEncodings[r.Encoding]})
+		fields = append(fields, codec.Header{Name: codec.NameContentEncoding, Value: valueEncodings[r.Encoding]})
 	}
 	if negotiable {
-		fields = append(fields, codec.Header{Name: nameVary, Value: valueAcceptEncoding})
+		fields = append(fields, codec.Header{Name: codec.NameVary, Value: codec.ValueAcceptEncoding})
 	}
 	r.Fields = fields
 	var buf [512]byte

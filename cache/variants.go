@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"io"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
@@ -91,8 +92,7 @@ func (c *Cache) requestVariants(e *Entry) {
 // records in e which codings are settled, and reports whether a worker
 // still has something to do: sidecars left, or bodies to compress.
 func (c *Cache) probeSidecars(e *Entry, maxRead int64) (more bool) {
-	var vs variants
-	var extra int64
+	var b variantBatch
 	var tried EncodingSet
 	for _, enc := range e.prof.Encodings {
 		if enc == Identity || enc >= numEncodings || tried.Has(enc) {
@@ -108,16 +108,34 @@ func (c *Cache) probeSidecars(e *Entry, maxRead int64) (more bool) {
 		if found {
 			e.sideFound = e.sideFound.With(enc)
 		}
-		if r != nil {
-			vs.reps[enc] = r
-			vs.avail = vs.avail.With(enc)
-			extra += buildRep(e, r) + c.addBlob(r)
-		}
+		b.add(c, e, enc, r)
 	}
-	if vs.avail != 0 {
-		c.publish(e, &vs, extra)
-	}
+	b.publish(c, e)
 	return more || (e.compressible() && tried&^e.sideFound != 0)
+}
+
+// variantBatch gathers the coded representations of e that one pass over
+// its encodings produced, to publish them together.
+type variantBatch struct {
+	vs    variants
+	extra int64 // the bytes they add to the budget
+}
+
+// add takes r, e's representation in enc (nil: none), into b.
+func (b *variantBatch) add(c *Cache, e *Entry, enc Encoding, r *Rep) {
+	if r == nil {
+		return
+	}
+	b.vs.reps[enc] = r
+	b.vs.avail = b.vs.avail.With(enc)
+	b.extra += buildRep(e, r) + c.addBlob(r)
+}
+
+// publish attaches what b gathered, if anything, to e (Cache.publish).
+func (b *variantBatch) publish(c *Cache, e *Entry) {
+	if b.vs.avail != 0 {
+		c.publish(e, &b.vs, b.extra)
+	}
 }
 
 // compressible reports whether e's body may be compressed on the fly.
@@ -140,8 +158,7 @@ func (c *Cache) runVariants(w *worker, e *Entry) {
 	}
 	compress := e.compressible()
 	have := e.Encodings()
-	var vs variants
-	var extra int64
+	var b variantBatch
 	var tried EncodingSet
 	for _, enc := range e.prof.Encodings {
 		if enc == Identity || enc >= numEncodings || tried.Has(enc) || have.Has(enc) {
@@ -156,15 +173,9 @@ func (c *Cache) runVariants(w *worker, e *Entry) {
 		if r == nil && !found && compress {
 			r = c.compress(w, e, enc)
 		}
-		if r != nil {
-			vs.reps[enc] = r
-			vs.avail = vs.avail.With(enc)
-			extra += buildRep(e, r) + c.addBlob(r)
-		}
+		b.add(c, e, enc, r)
 	}
-	if vs.avail != 0 {
-		c.publish(e, &vs, extra)
-	}
+	b.publish(c, e)
 }
 
 // smallEnough reports whether a coded body of n bytes is worth keeping
@@ -220,32 +231,17 @@ func (w *worker) release() {
 
 // compress returns src coded in enc, in a new slice of exactly its length.
 func (w *worker) compress(enc Encoding, src []byte) []byte {
-	w.buf.Reset()
 	switch enc {
 	case Gzip:
 		if w.gz == nil {
-			w.gz, _ = gzip.NewWriterLevel(&w.buf, gzipLevel)
-		} else {
-			w.gz.Reset(&w.buf)
+			w.gz, _ = gzip.NewWriterLevel(nil, gzipLevel)
 		}
-		if _, err := w.gz.Write(src); err != nil {
-			return nil
-		}
-		if err := w.gz.Close(); err != nil {
-			return nil
-		}
+		return w.stream(w.gz, src)
 	case Brotli:
 		if w.br == nil {
-			w.br = brotli.NewWriterOptions(&w.buf, brotli.WriterOptions{Quality: brotliLevel, LGWin: brotliLGWin})
-		} else {
-			w.br.Reset(&w.buf)
+			w.br = brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: brotliLevel, LGWin: brotliLGWin})
 		}
-		if _, err := w.br.Write(src); err != nil {
-			return nil
-		}
-		if err := w.br.Close(); err != nil {
-			return nil
-		}
+		return w.stream(w.br, src)
 	case Zstd:
 		if w.zs == nil {
 			zs, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel),
@@ -257,7 +253,26 @@ func (w *worker) compress(enc Encoding, src []byte) []byte {
 		}
 		w.zb = w.zs.EncodeAll(src, w.zb[:0])
 		return bytes.Clone(w.zb)
-	default:
+	}
+	return nil
+}
+
+// streamCoder is a compressor that codes what is written to it into the
+// writer it was last reset to.
+type streamCoder interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// stream returns src coded by zw (through w.buf), in a new slice of
+// exactly its length; nil when coding fails.
+func (w *worker) stream(zw streamCoder, src []byte) []byte {
+	w.buf.Reset()
+	zw.Reset(&w.buf)
+	if _, err := zw.Write(src); err != nil {
+		return nil
+	}
+	if err := zw.Close(); err != nil {
 		return nil
 	}
 	return bytes.Clone(w.buf.Bytes())

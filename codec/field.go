@@ -84,6 +84,29 @@ const (
 	faultCoding                                           // a coding other than exactly one "chunked"
 )
 
+// The columns of fieldFaultErrors.
+const (
+	faultInRequest  = iota // the answer to a client: 400 or 501
+	faultInResponse        // the answer for an upstream: 502
+)
+
+// fieldFaultErrors answers each fault of a field line, or of the fields
+// that frame a message, found in a request and in a response.
+var fieldFaultErrors = [faultCoding + 1][2]*Error{
+	faultObsFold:     {errObsFold, errRespObsFold},
+	faultSpaceColon:  {errSpaceColon, errRespSpaceColon},
+	faultNoColon:     {errNoColon, errRespFieldName},
+	faultEmptyName:   {errEmptyName, errRespFieldName},
+	faultName:        {errFieldName, errRespFieldName},
+	faultValue:       {errFieldValue, errRespFieldValue},
+	faultLineEnd:     {errFieldValue, errRespFieldName},
+	faultDupLength:   {errDupLength, errRespDupLength},
+	faultBadLength:   {errBadLength, errRespLength},
+	faultTE10:        {errTE10, errRespTE10},
+	faultTEAndLength: {errTEAndLength, errRespTEAndLen},
+	faultCoding:      {errTransferCoding, errRespCoding},
+}
+
 // framing gathers, field by field, what requests and responses alike are
 // framed by (RFC 9112 section 6) and what their Connection field says
 // (RFC 9110 section 7.6.1).

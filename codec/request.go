@@ -43,28 +43,13 @@ type Request struct {
 
 	HeadLen int // bytes from the start of the request line through the empty line
 
-	// Where framing an incomplete head stopped (see Parse): the start of
-	// the first line not yet complete and how many complete lines precede
-	// it. Zero after a complete head, an error or Reset.
-	scanOff   int
-	scanLines int
+	headScan // where framing an incomplete head stopped (see Parse)
 }
 
 // Reset clears r for reuse, keeping its header storage. Call it before
 // giving r bytes unrelated to those of an earlier call that returned
 // ErrNeedMore.
-func (r *Request) Reset() {
-	h := r.Headers[:0]
-	*r = Request{Headers: h, ContentLength: -1}
-}
-
-// clear empties every field of r but its header storage and where framing
-// an incomplete head stopped, so that r names nothing of an earlier
-// request (whose bytes may since have been overwritten).
-func (r *Request) clear() {
-	h, off, lines := r.Headers[:0], r.scanOff, r.scanLines
-	*r = Request{Headers: h, ContentLength: -1, scanOff: off, scanLines: lines}
-}
+func (r *Request) Reset() { *r = Request{Headers: r.Headers[:0], ContentLength: -1} }
 
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
@@ -124,20 +109,14 @@ var (
 	errHTTPVersion    = &Error{505, "unsupported HTTP version"}
 )
 
-// requestFieldErrors answers each fault of a request's field line.
-var requestFieldErrors = [...]*Error{
-	faultObsFold:     errObsFold,
-	faultSpaceColon:  errSpaceColon,
-	faultNoColon:     errNoColon,
-	faultEmptyName:   errEmptyName,
-	faultName:        errFieldName,
-	faultValue:       errFieldValue,
-	faultLineEnd:     errFieldValue,
-	faultDupLength:   errDupLength,
-	faultBadLength:   errBadLength,
-	faultTE10:        errTE10,
-	faultTEAndLength: errTEAndLength,
-	faultCoding:      errTransferCoding,
+// requestErrors answers each fault of a request's head.
+var requestErrors = headErrors{
+	side:      faultInRequest,
+	bareLF:    errBareLF,
+	emptyLine: errEmptyLine,
+	firstLine: errLineTooLong,
+	tooLarge:  errHeadTooLarge,
+	tooMany:   errTooManyFields,
 }
 
 // Parse parses one request head from the start of buf into r. It returns
@@ -239,96 +218,17 @@ var requestFieldErrors = [...]*Error{
 //     (413).
 func Parse(buf []byte, r *Request, lim *Limits) (int, error) {
 	l := lim.withDefaults()
-	r.clear()
-	end, err := r.frame(buf, &l)
-	if err != nil {
-		if err != ErrNeedMore {
-			r.scanOff, r.scanLines = 0, 0
-		}
-		return 0, err
-	}
-	if cap(r.Headers) == 0 {
-		r.Headers = make([]Header, 0, 16)
-	}
-	if err := parseHead(buf[:end], r, &l); err != nil {
-		r.clear() // frame left no scan position: the head was complete
-		return 0, err
-	}
-	return r.HeadLen, nil
-}
-
-// frame finds the end of the head in buf (the index after its empty line)
-// and enforces the limits that do not need the whole head, resuming where
-// an earlier call on the same bytes stopped. It validates only line
-// endings; parseHead validates the rest.
-//
-// To give the same answer however buf is split, each check runs at the
-// first prefix of buf that fails it: the length checks of a line run on the
-// line without its LF before the LF itself is looked at.
-func (r *Request) frame(buf []byte, l *Limits) (int, error) {
-	off, lines := r.scanOff, r.scanLines
-	if off > len(buf) {
-		off, lines = 0, 0
-	}
-	for {
-		i := bytes.IndexByte(buf[off:], '\n')
-		if i < 0 {
-			break
-		}
-		nl := off + i
-		if err := checkPartial(buf[:nl], off, lines, l); err != nil {
-			return 0, err
-		}
-		if nl == 0 || buf[nl-1] != '\r' {
-			return 0, errBareLF
-		}
-		if nl-1 == off { // the empty line
-			if lines == 0 {
-				return 0, errEmptyLine
-			}
-			if nl+1 > l.HeaderBytes {
-				return 0, errHeadTooLarge
-			}
-			r.scanOff, r.scanLines = 0, 0
-			return nl + 1, nil
-		}
-		lines++
-		if lines-1 > l.MaxHeaders {
-			return 0, errTooManyFields
-		}
-		off = nl + 1
-	}
-	if err := checkPartial(buf, off, lines, l); err != nil {
-		return 0, err
-	}
-	r.scanOff, r.scanLines = off, lines
-	return 0, ErrNeedMore
-}
-
-// checkPartial applies the limits to buf, a prefix of a head whose last
-// line starts at off and is preceded by lines complete lines.
-func checkPartial(buf []byte, off, lines int, l *Limits) error {
-	if lines == 0 {
-		n := len(buf) - off
-		if n > 0 && buf[len(buf)-1] == '\r' {
-			n-- // the CR of the CRLF, not part of the line
-		}
-		if n > l.RequestLine {
-			return errLineTooLong
-		}
-	}
-	if len(buf) > l.HeaderBytes {
-		return errHeadTooLarge
-	}
-	return nil
+	k := headKind{firstLine: l.RequestLine, bytes: l.HeaderBytes, fields: l.MaxHeaders, errs: &requestErrors}
+	return r.parse(buf, &k, r.Reset, func(b []byte) error { return parseHead(b, r, &k, l.BodyBytes) })
 }
 
 // slashPath is the Path of an absolute-form target with an empty path.
 var slashPath = []byte("/")
 
 // parseHead parses b, a complete head whose line endings frame has
-// checked, into r (reset by the caller).
-func parseHead(b []byte, r *Request, l *Limits) error {
+// checked, into r (reset by the caller); a body declared longer than
+// maxBody is refused.
+func parseHead(b []byte, r *Request, k *headKind, maxBody int64) error {
 	// Request line: method SP request-target SP HTTP-version CRLF.
 	i := 0
 	for i < len(b) && charClass[b[i]]&cToken != 0 {
@@ -423,100 +323,89 @@ func parseHead(b []byte, r *Request, l *Limits) error {
 	}
 
 	// Field lines, then the empty line.
-	p := v + 10
 	var (
-		fr        framing
-		hosts     int
-		host      []byte
-		trailer   bool
-		upgrade   bool
-		badExpect bool
+		fr  framing
+		own requestFields
+		err error
 	)
-	for {
-		f, next, fault := fieldLine(b, p)
-		if fault == fieldEnd {
-			r.HeadLen = next
-			break
-		}
-		if fault != fieldOK {
-			return requestFieldErrors[fault]
-		}
-		p = next
-		if len(r.Headers) >= l.MaxHeaders {
-			return errTooManyFields
-		}
-		r.Headers = append(r.Headers, f)
-		name, value := f.Name, f.Value
-
-		// Fields only requests carry, dispatched on length first; those
-		// both requests and responses are framed by go to fr.
-		switch len(name) {
-		case 4:
-			if EqualFold(name, "host") {
-				hosts++
-				if hosts > 1 {
-					return errDupHost
-				}
-				host = value
-			}
-		case 6:
-			if EqualFold(name, "expect") {
-				for rest := value; len(rest) > 0; {
-					var tok []byte
-					tok, rest = nextElement(rest)
-					if len(tok) > 0 && !EqualFold(tok, "100-continue") {
-						badExpect = true
-					} else if len(tok) > 0 {
-						r.Expect100 = true
-					}
-				}
-			}
-		case 7:
-			if EqualFold(name, "upgrade") {
-				upgrade = upgrade || len(value) > 0
-			} else if EqualFold(name, "trailer") {
-				trailer = true
-			}
-		}
-		if fault := fr.see(name, value); fault != fieldOK {
-			return requestFieldErrors[fault]
-		}
+	r.HeadLen, err = k.readFields(b, v+10, &r.Headers, &fr, func(name, value []byte) error {
+		return own.see(name, value, &r.Expect100)
+	})
+	if err != nil {
+		return err
 	}
-	if r.Version == HTTP11 && hosts == 0 {
+	if r.Version == HTTP11 && own.hosts == 0 {
 		return errNoHost
 	}
-	if hosts == 1 && !validHost(host) {
+	if own.hosts == 1 && !validHost(own.host) {
 		return errBadHost
 	}
 	if authority != nil {
 		r.Host = authority
 	} else {
-		r.Host = host
+		r.Host = own.host
 	}
-	if fr.lengths > 0 {
-		r.ContentLength = fr.length
+	if r.ContentLength, r.Chunked, err = k.body(&fr, r.Version); err != nil {
+		return err
 	}
-	chunked, fault := fr.chunked(r.Version)
-	if fault != fieldOK {
-		return requestFieldErrors[fault]
+	if r.Chunked && own.trailer && trailerNamesFraming(r.Headers) {
+		return errTrailerField
 	}
-	if chunked {
-		r.Chunked = true
-		if trailer && trailerNamesFraming(r.Headers) {
-			return errTrailerField
-		}
-	}
-	if r.ContentLength > l.BodyBytes {
+	if r.ContentLength > maxBody {
 		return errBodyTooLarge
 	}
-	if badExpect {
+	if own.badExpect {
 		return errExpectation
 	}
 	if r.Version == HTTP10 {
 		r.Expect100 = false // RFC 9110 section 10.1.1: ignored in HTTP/1.0
 	}
 	r.KeepAlive = fr.persistent(r.Version)
-	r.Upgrade = r.Version == HTTP11 && fr.upgrade && upgrade
+	r.Upgrade = r.Version == HTTP11 && fr.upgrade && own.upgrade
+	return nil
+}
+
+// requestFields gathers, field by field, what the fields only requests
+// carry say: Host, Expect, Upgrade and Trailer.
+type requestFields struct {
+	hosts     int
+	host      []byte
+	trailer   bool
+	upgrade   bool
+	badExpect bool
+}
+
+// see takes one field; expect100 is set when it expects 100-continue. It
+// reports a second Host at once.
+func (q *requestFields) see(name, value []byte, expect100 *bool) error {
+	switch len(name) {
+	case 4:
+		if EqualFold(name, "host") {
+			q.hosts++
+			if q.hosts > 1 {
+				return errDupHost
+			}
+			q.host = value
+		}
+	case 6:
+		if EqualFold(name, "expect") {
+			for rest := value; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextElement(rest)
+				if len(tok) > 0 && !EqualFold(tok, "100-continue") {
+					q.badExpect = true
+				} else if len(tok) > 0 {
+					*expect100 = true
+				}
+			}
+		}
+	case 7:
+		if EqualFold(name, "upgrade") {
+			q.upgrade = q.upgrade || len(value) > 0
+		} else if EqualFold(name, "trailer") {
+			q.trailer = true
+		}
+	}
 	return nil
 }
 

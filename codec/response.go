@@ -34,7 +34,7 @@ func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
 	dst = AppendStatusLine(dst, status)
 	dst = AppendDate(dst)
 	if len(h.Server) > 0 {
-		dst = AppendFieldLine(dst, serverName, h.Server)
+		dst = AppendFieldLine(dst, NameServer, h.Server)
 	}
 	dst = AppendFieldLines(dst, h.Headers)
 	if h.ContentLength >= 0 && status >= 200 && status != 204 {
@@ -81,6 +81,17 @@ func refreshDate() {
 func AppendDate(dst []byte) []byte {
 	dateOnce.Do(startDate)
 	return append(dst, *dateLine.Load()...)
+}
+
+// DateValue returns the Date field value (the IMF-fixdate) of the current
+// second, rendered once a second like AppendDate's line, of which it is a
+// part. The bytes are never written again: the result may be kept and
+// read from any goroutine, and must not be modified.
+func DateValue() []byte {
+	dateOnce.Do(startDate)
+	line := *dateLine.Load()
+	end := len(line) - len(crlf)
+	return line[len("Date: "):end:end]
 }
 
 // AppendHTTPDate appends t as an IMF-fixdate (RFC 9110 section 5.6.7),
@@ -278,12 +289,7 @@ func ErrorContentType(asJSON bool) []byte {
 	return textContentType
 }
 
-var (
-	serverName      = []byte("Server")
-	contentTypeName = []byte("Content-Type")
-	nosniffName     = []byte("X-Content-Type-Options")
-	nosniffValue    = []byte("nosniff")
-)
+var ()
 
 // AppendErrorResponse appends a complete fixed error response for status
 // (head and body) that never echoes request input: a short text/plain body,
@@ -301,8 +307,8 @@ func AppendErrorResponse(dst []byte, status int, asJSON, closeConn bool, server 
 		body = ErrorBody(status, asJSON)
 	}
 	fields := [2]Header{
-		{Name: contentTypeName, Value: ErrorContentType(asJSON)},
-		{Name: nosniffName, Value: nosniffValue},
+		{Name: NameContentType, Value: ErrorContentType(asJSON)},
+		{Name: NameNosniff, Value: ValueNosniff},
 	}
 	h := ResponseHead{
 		Status:        status,

@@ -1,7 +1,5 @@
 package codec
 
-import "bytes"
-
 // Response is one parsed response head, as received from an upstream
 // server. Every []byte field and every Header aliases the buffer given to
 // ParseResponse: it is valid only until that buffer is discarded or
@@ -24,26 +22,13 @@ type Response struct {
 
 	HeadLen int // bytes from the start of the status line through the empty line
 
-	// Where framing an incomplete head stopped (see ParseResponse).
-	scanOff   int
-	scanLines int
+	headScan // where framing an incomplete head stopped (see ParseResponse)
 }
 
 // Reset clears r for reuse, keeping its header storage. Call it before
 // giving ParseResponse bytes unrelated to those of an earlier call that
 // returned ErrNeedMore.
-func (r *Response) Reset() {
-	h := r.Headers[:0]
-	*r = Response{Headers: h, ContentLength: -1}
-}
-
-// clear empties every field of r but its header storage and where framing
-// an incomplete head stopped, so that r names nothing of an earlier
-// response.
-func (r *Response) clear() {
-	h, off, lines := r.Headers[:0], r.scanOff, r.scanLines
-	*r = Response{Headers: h, ContentLength: -1, scanOff: off, scanLines: lines}
-}
+func (r *Response) Reset() { *r = Response{Headers: r.Headers[:0], ContentLength: -1} }
 
 // Header returns the value of the first field named name (ASCII
 // case-insensitive), or nil. The result aliases the parse buffer.
@@ -102,43 +87,39 @@ const (
 	DefaultResponseHeaderBytes = 64 << 10 // 64 KiB
 )
 
-// The errors of ParseResponse. They carry status 502: a proxy answers a
-// response it cannot parse with Bad Gateway (RFC 9110 section 15.6.3).
+// The errors of ParseResponse. They carry status 502 (badResponse).
 var (
-	errRespBareLF     = &Error{502, "response line ending is a bare LF"}
-	errRespEmptyLine  = &Error{502, "empty line before the status line"}
-	errStatusLine     = &Error{502, "malformed status line"}
-	errRespVersion    = &Error{502, "unsupported HTTP version in response"}
-	errStatusCode     = &Error{502, "invalid status code"}
-	errReason         = &Error{502, "invalid byte in reason phrase"}
-	errRespObsFold    = &Error{502, "obsolete line folding in response"}
-	errRespFieldName  = &Error{502, "invalid field name in response"}
-	errRespSpaceColon = &Error{502, "whitespace between field name and colon in response"}
-	errRespFieldValue = &Error{502, "invalid field value in response"}
-	errRespLength     = &Error{502, "invalid Content-Length in response"}
-	errRespDupLength  = &Error{502, "duplicate Content-Length in response"}
-	errRespTEAndLen   = &Error{502, "Transfer-Encoding with Content-Length in response"}
-	errRespCoding     = &Error{502, "unsupported Transfer-Encoding in response"}
-	errRespTE10       = &Error{502, "Transfer-Encoding in an HTTP/1.0 response"}
-	errRespHeadSize   = &Error{502, "response header block too large"}
-	errRespFields     = &Error{502, "too many header fields in response"}
+	errRespBareLF     = badResponse("response line ending is a bare LF")
+	errRespEmptyLine  = badResponse("empty line before the status line")
+	errStatusLine     = badResponse("malformed status line")
+	errRespVersion    = badResponse("unsupported HTTP version in response")
+	errStatusCode     = badResponse("invalid status code")
+	errReason         = badResponse("invalid byte in reason phrase")
+	errRespObsFold    = badResponse("obsolete line folding in response")
+	errRespFieldName  = badResponse("invalid field name in response")
+	errRespSpaceColon = badResponse("whitespace between field name and colon in response")
+	errRespFieldValue = badResponse("invalid field value in response")
+	errRespLength     = badResponse("invalid Content-Length in response")
+	errRespDupLength  = badResponse("duplicate Content-Length in response")
+	errRespTEAndLen   = badResponse("Transfer-Encoding with Content-Length in response")
+	errRespCoding     = badResponse("unsupported Transfer-Encoding in response")
+	errRespTE10       = badResponse("Transfer-Encoding in an HTTP/1.0 response")
+	errRespHeadSize   = badResponse("response header block too large")
+	errRespFields     = badResponse("too many header fields in response")
 )
 
-// responseFieldErrors answers each fault of a response's field line.
-var responseFieldErrors = [...]*Error{
-	faultObsFold:     errRespObsFold,
-	faultSpaceColon:  errRespSpaceColon,
-	faultNoColon:     errRespFieldName,
-	faultEmptyName:   errRespFieldName,
-	faultName:        errRespFieldName,
-	faultValue:       errRespFieldValue,
-	faultLineEnd:     errRespFieldName,
-	faultDupLength:   errRespDupLength,
-	faultBadLength:   errRespLength,
-	faultTE10:        errRespTE10,
-	faultTEAndLength: errRespTEAndLen,
-	faultCoding:      errRespCoding,
+// responseErrors answers each fault of a response's head.
+var responseErrors = headErrors{
+	side:      faultInResponse,
+	bareLF:    errRespBareLF,
+	emptyLine: errRespEmptyLine,
+	tooLarge:  errRespHeadSize,
+	tooMany:   errRespFields,
 }
+
+// badResponse is the error of a response that cannot be parsed: a proxy
+// answers it with Bad Gateway (RFC 9110 section 15.6.3).
+func badResponse(reason string) *Error { return &Error{Status: 502, Reason: reason} }
 
 // ParseResponse parses one response head from the start of buf into r. It
 // returns the number of bytes the head occupies, ErrNeedMore when buf holds
@@ -187,67 +168,13 @@ func ParseResponse(buf []byte, r *Response, lim *Limits) (int, error) {
 			maxFields = lim.MaxHeaders
 		}
 	}
-	r.clear()
-	end, err := r.frame(buf, maxHead, maxFields)
-	if err != nil {
-		if err != ErrNeedMore {
-			r.scanOff, r.scanLines = 0, 0
-		}
-		return 0, err
-	}
-	if cap(r.Headers) == 0 {
-		r.Headers = make([]Header, 0, 16)
-	}
-	if err := parseResponseHead(buf[:end], r, maxFields); err != nil {
-		r.clear() // frame left no scan position: the head was complete
-		return 0, err
-	}
-	return r.HeadLen, nil
-}
-
-// frame finds the end of the head in buf (the index after its empty line),
-// resuming where an earlier call on the same bytes stopped, and enforces
-// the size limits as bytes accumulate.
-func (r *Response) frame(buf []byte, maxHead, maxFields int) (int, error) {
-	off, lines := r.scanOff, r.scanLines
-	if off > len(buf) {
-		off, lines = 0, 0
-	}
-	for {
-		i := bytes.IndexByte(buf[off:], '\n')
-		if i < 0 {
-			break
-		}
-		nl := off + i
-		if nl+1 > maxHead {
-			return 0, errRespHeadSize
-		}
-		if nl == 0 || buf[nl-1] != '\r' {
-			return 0, errRespBareLF
-		}
-		if nl-1 == off { // the empty line
-			if lines == 0 {
-				return 0, errRespEmptyLine
-			}
-			r.scanOff, r.scanLines = 0, 0
-			return nl + 1, nil
-		}
-		lines++
-		if lines-1 > maxFields {
-			return 0, errRespFields
-		}
-		off = nl + 1
-	}
-	if len(buf) > maxHead {
-		return 0, errRespHeadSize
-	}
-	r.scanOff, r.scanLines = off, lines
-	return 0, ErrNeedMore
+	k := headKind{bytes: maxHead, fields: maxFields, errs: &responseErrors, countLF: true}
+	return r.parse(buf, &k, r.Reset, func(b []byte) error { return parseResponseHead(b, r, &k) })
 }
 
 // parseResponseHead parses b, a complete head whose line endings frame
 // has checked, into r (reset by the caller).
-func parseResponseHead(b []byte, r *Response, maxFields int) error {
+func parseResponseHead(b []byte, r *Response, k *headKind) error {
 	// Status line: HTTP-version SP 3DIGIT [ SP reason-phrase ] CRLF.
 	if len(b) < 14 || string(b[:5]) != "HTTP/" || b[6] != '.' || b[8] != ' ' {
 		return errStatusLine
@@ -290,33 +217,16 @@ func parseResponseHead(b []byte, r *Response, maxFields int) error {
 	}
 	p += 2
 
-	var fr framing
-	for {
-		f, next, fault := fieldLine(b, p)
-		if fault == fieldEnd {
-			r.HeadLen = next
-			break
-		}
-		if fault != fieldOK {
-			return responseFieldErrors[fault]
-		}
-		p = next
-		if len(r.Headers) >= maxFields {
-			return errRespFields
-		}
-		r.Headers = append(r.Headers, f)
-		if fault := fr.see(f.Name, f.Value); fault != fieldOK {
-			return responseFieldErrors[fault]
-		}
+	var (
+		fr  framing
+		err error
+	)
+	if r.HeadLen, err = k.readFields(b, p, &r.Headers, &fr, nil); err != nil {
+		return err
 	}
-	if fr.lengths > 0 {
-		r.ContentLength = fr.length
+	if r.ContentLength, r.Chunked, err = k.body(&fr, r.Version); err != nil {
+		return err
 	}
-	chunked, fault := fr.chunked(r.Version)
-	if fault != fieldOK {
-		return responseFieldErrors[fault]
-	}
-	r.Chunked = chunked
 	r.ConnUpgrade = fr.upgrade
 	r.KeepAlive = fr.persistent(r.Version)
 	return nil

@@ -151,19 +151,6 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx, scr
 	return 0
 }
 
-// begin makes the first attempt from Serve: 0 when the exchange is under
-// way, else the status to answer at once.
-func (ex *exchange) begin() int {
-	if !ex.attempt(false) {
-		return 502
-	}
-	if ex.Fault != 0 {
-		ex.dropConn(true)
-		return ex.Fault
-	}
-	return 0
-}
-
 // attempt picks a server (the current one when fresh is set) and sends
 // the request on a pooled connection, or dials a new one. It reports
 // false when no server is left to try.
@@ -440,11 +427,7 @@ func (ex *exchange) Resume(*handlers.Ctx) handlers.Progress {
 }
 
 // Closed implements handlers.Pending: the client connection closed.
-func (ex *exchange) Closed() {
-	if !ex.ClientClosed() {
-		ex.abort()
-	}
-}
+func (ex *exchange) Closed() { ex.EndOnClose(ex.abort) }
 
 // abort drops the exchange when the client is gone; its connection
 // closes (the request cannot be taken back).
@@ -702,7 +685,7 @@ func (ex *exchange) prepareHead() {
 	r.Reset()
 	r.Status = st
 	if len(ex.set.Server) > 0 {
-		r.Add(hdrServer, ex.set.Server)
+		r.Add(codec.NameServer, ex.set.Server)
 	}
 	for _, f := range ex.head.Fields {
 		if codec.ConnectionSpecific(f.Name) || codec.EqualFold(f.Name, "Content-Length") || codec.EqualFold(f.Name, "Trailer") {
@@ -851,8 +834,6 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.started = true
 	ex.finish(false)
 }
-
-var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

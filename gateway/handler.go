@@ -241,7 +241,7 @@ func (h *Handler) serve(c *handlers.Ctx, script, info []byte, decoded bool) {
 		h.errorNow(c, status)
 		return
 	}
-	if status := ex.begin(); status != 0 {
+	if status := ex.Begin(ex.attempt, func() { ex.dropConn(true) }); status != 0 {
 		lp.putExchange(ex)
 		h.errorNow(c, status)
 		return

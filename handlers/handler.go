@@ -238,10 +238,10 @@ func (r *Response) SetError(status int, asJSON bool, server []byte) {
 	r.Reset()
 	r.Status = status
 	if len(server) > 0 {
-		r.Add(hdrServer, server)
+		r.Add(codec.NameServer, server)
 	}
-	r.Add(hdrContentType, codec.ErrorContentType(asJSON))
-	r.Add(hdrNosniff, valNosniff)
+	r.Add(codec.NameContentType, codec.ErrorContentType(asJSON))
+	r.Add(codec.NameNosniff, codec.ValueNosniff)
 	r.Body = codec.ErrorBody(status, asJSON)
 }
 

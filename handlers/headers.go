@@ -7,14 +7,9 @@ import (
 
 // Header field names the handlers render. Static memory: never modified.
 var (
-	hdrContentType   = []byte("Content-Type")
 	hdrLocation      = []byte("Location")
 	hdrAllow         = []byte("Allow")
-	hdrLastModified  = []byte("Last-Modified")
 	hdrCacheControl  = []byte("Cache-Control")
-	hdrServer        = []byte("Server")
-	hdrNosniff       = []byte("X-Content-Type-Options")
-	valNosniff       = []byte("nosniff")
 	valAllowReadOnly = []byte("GET, HEAD, OPTIONS")
 )
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"gale/codec"
 	"gale/config"
 )
 
@@ -57,6 +58,6 @@ func (h *healthHandler) Serve(c *Ctx) {
 	if h.ready && h.stopping != nil && h.stopping.Load() {
 		c.Resp.Status, c.Resp.Body = 503, bodyStopping
 	}
-	c.Resp.Add(hdrContentType, ctTextPlain)
+	c.Resp.Add(codec.NameContentType, ctTextPlain)
 	c.Resp.Add(hdrCacheControl, valNoStore)
 }

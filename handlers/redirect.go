@@ -137,6 +137,6 @@ func (h *redirectHandler) serveTemplate(c *Ctx) {
 func (c *Ctx) Redirect(status int, location []byte) {
 	c.Resp.Status = status
 	c.Resp.Add(hdrLocation, location)
-	c.Resp.Add(hdrContentType, ctTextPlain)
+	c.Resp.Add(codec.NameContentType, ctTextPlain)
 	c.Resp.Body = redirectBodies[status]
 }

@@ -57,7 +57,7 @@ func newRespond(rc *config.Respond) (*respondHandler, error) {
 func (h *respondHandler) Serve(c *Ctx) {
 	c.Resp.Status = h.status
 	if h.contentType != nil {
-		c.Resp.Add(hdrContentType, h.contentType)
+		c.Resp.Add(codec.NameContentType, h.contentType)
 	}
 	c.Resp.Body = h.body
 }

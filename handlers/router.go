@@ -658,20 +658,11 @@ func (r *Route) applyRewrite(c *Ctx) bool {
 	if rw == nil {
 		return true
 	}
-	mark := len(c.Scratch)
-	c.Scratch = appendTemplate(c.Scratch, &rw.Path, c, false)
-	raw := c.scratchSince(mark)
-	at := len(c.Scratch)
-	var (
-		ok    bool
-		flags uint8
-	)
-	if c.Scratch, flags, ok = appendNormal(c.Scratch, raw); !ok {
-		c.Scratch = c.Scratch[:mark]
+	path, flags, ok := c.expandPath(&rw.Path)
+	if !ok {
 		c.Error(400)
 		return false
 	}
-	path := c.scratchSince(at)
 	c.WirePath, c.slashes = nil, false
 	if flags != 0 {
 		c.setWire(path, flags)

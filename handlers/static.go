@@ -252,7 +252,7 @@ func (h *staticHandler) render(dst []byte, _ *cache.Entry, r *cache.Rep) []byte 
 	dst = append(dst, headStatusOK...)
 	dst = append(dst, headDateLine...)
 	if len(h.server) > 0 {
-		dst = codec.AppendFieldLine(dst, hdrServer, h.server)
+		dst = codec.AppendFieldLine(dst, codec.NameServer, h.server)
 	}
 	return codec.AppendFieldLines(dst, h.headFields(r))
 }
@@ -526,7 +526,7 @@ func (h *staticHandler) serveErrorPage(c *Ctx, p *errPage, e *cache.Entry, statu
 	}
 	c.resetResp()
 	c.Resp.Status = status
-	c.Resp.Add(hdrContentType, p.ct)
+	c.Resp.Add(codec.NameContentType, p.ct)
 	c.Resp.Entry = e
 	if f != nil {
 		c.Resp.File, c.Resp.FileSize = f, size
@@ -683,7 +683,7 @@ func (h *staticHandler) redirectToDir(c *Ctx) {
 	}
 	c.Resp.Status = 301
 	c.Resp.Add(hdrLocation, c.scratchSince(mark))
-	c.Resp.Add(hdrContentType, ctTextPlain)
+	c.Resp.Add(codec.NameContentType, ctTextPlain)
 	c.Resp.Body = redirectBodies[301]
 }
 

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gale/codec"
 )
 
 // Directory listings (static.browse): for a directory named with its
@@ -144,19 +146,19 @@ func (h *staticHandler) writeListing(c *Ctx, ri *reqInfo, clean []byte, entries 
 	c.Resp.Status = 200
 	if ri.acceptsJSON {
 		body, _ := json.Marshal(entries)
-		c.Resp.Add(hdrContentType, ctJSON)
+		c.Resp.Add(codec.NameContentType, ctJSON)
 		c.Resp.Body = append(body, '\n')
 	} else {
 		title := h.routePath + string(clean[1:])
 		if len(clean) > 1 {
 			title += "/"
 		}
-		c.Resp.Add(hdrContentType, ctHTML)
+		c.Resp.Add(codec.NameContentType, ctHTML)
 		c.Resp.Body = renderListing(title, entries, len(clean) > 1 || h.routePath != "/", truncated)
 	}
-	c.Resp.Add(hdrVary, valVaryA)
+	c.Resp.Add(codec.NameVary, valVaryA)
 	c.Resp.Add(hdrCacheControl, valCache)
-	c.Resp.Add(hdrNosniff, valNosniff)
+	c.Resp.Add(codec.NameNosniff, codec.ValueNosniff)
 }
 
 func joinRel(dir, name string) string {

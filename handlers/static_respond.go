@@ -31,14 +31,7 @@ type fileRep struct {
 
 // Header names and values of static responses. Static memory.
 var (
-	hdrETag           = []byte("ETag")
-	hdrContentRange   = []byte("Content-Range")
-	hdrContentLength  = []byte("Content-Length")
-	hdrContentEncode  = []byte("Content-Encoding")
-	hdrAcceptRanges   = []byte("Accept-Ranges")
-	hdrVary           = []byte("Vary")
-	valBytes          = []byte("bytes")
-	valAcceptEncoding = []byte("Accept-Encoding")
+	hdrContentRange = []byte("Content-Range")
 )
 
 // multipartBoundary separates the parts of multipart/byteranges bodies:
@@ -65,14 +58,14 @@ func (h *staticHandler) openedRep(c *Ctx, fr *fileRep, f *os.File, fi os.FileInf
 	lm := c.scratchSince(m)
 	fields := make([]codec.Header, 0, 5) // the uncached path may allocate
 	if len(ct) > 0 {
-		fields = append(fields, codec.Header{Name: hdrContentType, Value: ct})
+		fields = append(fields, codec.Header{Name: codec.NameContentType, Value: ct})
 	}
 	fields = append(fields,
-		codec.Header{Name: hdrLastModified, Value: lm},
-		codec.Header{Name: hdrETag, Value: fr.etag},
-		codec.Header{Name: hdrAcceptRanges, Value: valBytes})
+		codec.Header{Name: codec.NameLastModified, Value: lm},
+		codec.Header{Name: codec.NameETag, Value: fr.etag},
+		codec.Header{Name: codec.NameAcceptRanges, Value: codec.ValueBytes})
 	if fr.vary {
-		fields = append(fields, codec.Header{Name: hdrVary, Value: valAcceptEncoding})
+		fields = append(fields, codec.Header{Name: codec.NameVary, Value: codec.ValueAcceptEncoding})
 	}
 	fr.fields = fields
 }
@@ -85,7 +78,7 @@ func (h *staticHandler) respond(c *Ctx, ri *reqInfo, fr *fileRep) {
 	case 304:
 		fr.closeFile()
 		c.Resp.Status = 304
-		c.Resp.Add(hdrETag, fr.heldETag(c, held))
+		c.Resp.Add(codec.NameETag, fr.heldETag(c, held))
 		h.addCommon(c, fr)
 		return
 	case 412:
@@ -125,9 +118,9 @@ func (h *staticHandler) setBody(c *Ctx, fr *fileRep, offset, length int64) {
 func (h *staticHandler) addFields(c *Ctx, fr *fileRep, multipart bool) {
 	for _, f := range fr.fields {
 		switch {
-		case sameName(f.Name, hdrContentLength):
+		case sameName(f.Name, codec.NameContentLength):
 			continue
-		case multipart && (sameName(f.Name, hdrContentType) || sameName(f.Name, hdrContentEncode)):
+		case multipart && (sameName(f.Name, codec.NameContentType) || sameName(f.Name, codec.NameContentEncoding)):
 			continue
 		}
 		c.Resp.Headers = append(c.Resp.Headers, f)
@@ -141,7 +134,7 @@ func (h *staticHandler) addFields(c *Ctx, fr *fileRep, multipart bool) {
 // status's own fields: Vary when it is negotiable, and Cache-Control.
 func (h *staticHandler) addCommon(c *Ctx, fr *fileRep) {
 	if fr.vary {
-		c.Resp.Add(hdrVary, valAcceptEncoding)
+		c.Resp.Add(codec.NameVary, codec.ValueAcceptEncoding)
 	}
 	if h.cacheControl != nil {
 		c.Resp.Add(hdrCacheControl, h.cacheControl)
@@ -213,8 +206,8 @@ func (h *staticHandler) serveRanges(c *Ctx, ri *reqInfo, fr *fileRep) bool {
 		return true
 	}
 	h.addFields(c, fr, true)
-	c.Resp.Add(hdrContentType, ctMultipart)
-	ct := fr.field(hdrContentType)
+	c.Resp.Add(codec.NameContentType, ctMultipart)
+	ct := fr.field(codec.NameContentType)
 	parts := make([]BodyPart, 0, 2*rs.n+1)
 	for i, r := range rs.r[:rs.n] {
 		m := len(c.Scratch)
@@ -223,7 +216,7 @@ func (h *staticHandler) serveRanges(c *Ctx, ri *reqInfo, fr *fileRep) bool {
 		}
 		c.Scratch = append(c.Scratch, "--"+multipartBoundary+"\r\n"...)
 		if ct != nil {
-			c.Scratch = codec.AppendFieldLine(c.Scratch, hdrContentType, ct)
+			c.Scratch = codec.AppendFieldLine(c.Scratch, codec.NameContentType, ct)
 		}
 		c.Scratch = append(c.Scratch, "Content-Range: "...)
 		c.Scratch = appendRange(c.Scratch, r, fr.size)

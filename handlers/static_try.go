@@ -66,22 +66,12 @@ func (h *staticHandler) serveTry(c *Ctx, ri *reqInfo) {
 // tryPath expands candidate i into c.Scratch and normalises it; false
 // when it cannot be (a ".." above "/").
 func (h *staticHandler) tryPath(c *Ctx, i int) ([]byte, bool) {
-	mark := len(c.Scratch)
-	c.Scratch = appendTemplate(c.Scratch, &h.try[i], c, false)
-	raw := c.scratchSince(mark)
-	at := len(c.Scratch)
-	var (
-		ok    bool
-		flags uint8
-	)
-	if c.Scratch, flags, ok = appendNormal(c.Scratch, raw); !ok {
-		return nil, false
+	p, flags, ok := c.expandPath(&h.try[i])
+	if !ok || flags == 0 {
+		return p, ok
 	}
-	if flags != 0 { // a file is named by the routing form
-		w := c.scratchSince(at)
-		at = len(c.Scratch)
-		c.Scratch = appendRouting(c.Scratch, w)
-	}
+	at := len(c.Scratch) // a file is named by the routing form
+	c.Scratch = appendRouting(c.Scratch, p)
 	return c.scratchSince(at), true
 }
 

@@ -53,3 +53,22 @@ func (c *Ctx) capture(g int) []byte {
 	}
 	return c.capPath[lo:hi]
 }
+
+// expandPath appends t's expansion to c.Scratch, normalised as a request
+// path is, and returns it with appendNormal's flags; false, with
+// c.Scratch as before, when it would climb above "/".
+func (c *Ctx) expandPath(t *config.Template) ([]byte, uint8, bool) {
+	mark := len(c.Scratch)
+	c.Scratch = appendTemplate(c.Scratch, t, c, false)
+	raw := c.scratchSince(mark)
+	at := len(c.Scratch)
+	var (
+		ok    bool
+		flags uint8
+	)
+	if c.Scratch, flags, ok = appendNormal(c.Scratch, raw); !ok {
+		c.Scratch = c.Scratch[:mark]
+		return nil, 0, false
+	}
+	return c.scratchSince(at), flags, true
+}

@@ -183,19 +183,9 @@ func idempotent(m []byte) bool {
 
 func nanotime() int64 { return time.Now().UnixNano() }
 
-// begin makes the first attempt from Serve. It returns 0 when the
-// exchange is under way (pending), else the status to answer at once.
+// begin makes the first attempt from Serve (upstream.Deferred.Begin).
 func (ex *exchange) begin() int {
-	if !ex.attempt(false) {
-		return 502
-	}
-	if ex.Fault != 0 {
-		// The pooled connection died as the head was written, and the
-		// request may not be repeated.
-		ex.dropConn(false)
-		return ex.Fault
-	}
-	return 0
+	return ex.Begin(ex.attempt, func() { ex.dropConn(false) })
 }
 
 // attempt picks an upstream (the current one when fresh is set, for a
@@ -487,11 +477,7 @@ func (ex *exchange) Resume(c *handlers.Ctx) handlers.Progress {
 }
 
 // Closed implements handlers.Pending: the client connection closed.
-func (ex *exchange) Closed() {
-	if !ex.ClientClosed() {
-		ex.abort()
-	}
-}
+func (ex *exchange) Closed() { ex.EndOnClose(ex.abort) }
 
 // abort drops the exchange when the client is gone: nothing more is
 // written to it and its connection to the upstream, unless idle, closes.
@@ -979,7 +965,7 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.h.route.ApplyResponseHeaders(r)
 	hs := lp.hdrs[:0]
 	if len(ex.set.Server) > 0 {
-		hs = append(hs, codec.Header{Name: hdrServer, Value: ex.set.Server})
+		hs = append(hs, codec.Header{Name: codec.NameServer, Value: ex.set.Server})
 	}
 	hs = append(hs, r.Headers...)
 	ex.Busy = true
@@ -996,8 +982,6 @@ func (ex *exchange) finishError(status int, why string) {
 	ex.rstate = rsDone
 	ex.finish()
 }
-
-var hdrServer = []byte("Server")
 
 // debug logs an exchange event at debug level, at no cost when off.
 func (ex *exchange) debug(msg, why string) {

@@ -63,3 +63,29 @@ func (d *Deferred) Settle(abort func(), fail func(status int, why string), lost 
 	}
 	return false
 }
+
+// EndOnClose is an exchange's answer to its client closing
+// (handlers.Pending.Closed): abort now, or, inside a busy section, once
+// the section ends (Settle).
+func (d *Deferred) EndOnClose(abort func()) {
+	if !d.ClientClosed() {
+		abort()
+	}
+}
+
+// Begin makes an exchange's first attempt from its handler's Serve:
+// attempt(false) picks an upstream and sends the head on a pooled
+// connection or dials one. It returns 0 when the exchange is under way,
+// 502 when no upstream is left to try, or the status of a fault found as
+// the head was written (the pooled connection died, and the request may
+// not be repeated), after drop let go of that connection.
+func (d *Deferred) Begin(attempt func(fresh bool) bool, drop func()) int {
+	if !attempt(false) {
+		return 502
+	}
+	if d.Fault != 0 {
+		drop()
+		return d.Fault
+	}
+	return 0
+}

@@ -62,7 +62,7 @@ type Conn struct {
 
 	redirect handlers.Handler // answers every request on redirect_to_https listeners; nil elsewhere
 	noH1     bool             // the listener speaks no HTTP/1.1: a head that never completes is part of an HTTP/2 preface
-	altSvc   []byte           // "Alt-Svc: ...\r\n" advertising HTTP/3 on the listener (altsvc.go); nil for none
+	altSvc   []byte           // the Alt-Svc value advertising HTTP/3 on the listener (altsvc.go); nil for none
 }
 
 var _ wire.Engine = (*Conn)(nil)
@@ -405,6 +405,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	resp := &ctx.Resp
 	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.Shared.Draining.Load() ||
 		(req.Expect100 && req.HasBody())
+	common := wire.CommonFields(cs.altSvc, set.ServerHeader, nil)
 	head := codec.ResponseHead{
 		Status:        resp.Status,
 		Version:       req.Version,
@@ -412,7 +413,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		ContentLength: -1,
 		Close:         closeConn,
 		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
-		Server:        set.ServerHeader,
+		Server:        common.Server,
 	}
 	isHead := req.IsHead()
 	bodyless := codec.NoBody(false, resp.Status)
@@ -427,7 +428,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	} else {
 		l.Out = codec.AppendResponseHead(l.Out, &head)
 	}
-	l.Out = cs.appendAltSvc(l.Out)
+	l.Out = insertAltSvc(l.Out, &common)
 	sent := int64(0)
 	if !isHead && !bodyless && size > 0 {
 		switch {
@@ -473,7 +474,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
 	}
 	cs.meter.InBytes = max(req.ContentLength, 0)
-	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent, now)
+	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent)
 	cs.forgetLoad()
 }
 
@@ -485,7 +486,7 @@ func (cs *Conn) writeError(set *wire.Settings, status int) {
 	l := cs.loop
 	l.Out = codec.AppendErrorResponse(l.Out, status, false, true, set.ServerHeader)
 	var rec accesslog.Record
-	cs.Record(&rec, &cs.meter, status, 0, time.Now().UnixNano())
+	cs.Record(&rec, &cs.meter, status, 0)
 }
 
 // flush hands the loop's output to the connection: one write, or one

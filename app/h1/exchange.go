@@ -72,7 +72,7 @@ func (cs *Conn) End(r handlers.Result) {
 		rec.FromRequest(&cs.kept) // the copy pend made
 	}
 	cs.meter.InBytes = cs.src.Raw()
-	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body, now)
+	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body)
 	cs.sink.wrote, cs.sink.body = 0, 0
 	cs.LastActive = now
 	if r.Detach {

@@ -122,9 +122,8 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 		s.framing = sinkChunked
 	}
 	b := appendStatusLine(s.buffer(), st, h.Reason)
-	if !hasDate(h.Fields) {
-		b = codec.AppendDate(b)
-	}
+	f := wire.CommonFields(cs.altSvc, nil, h.Fields)
+	b = f.AppendLines(b)
 	b = codec.AppendFieldLines(b, h.Fields)
 	switch {
 	case h.Length >= 0 && st >= 200 && st != 204:
@@ -133,7 +132,6 @@ func (s *responseSink) WriteHead(h handlers.Head) {
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	b = codec.AppendConnection(b, closeConn, s.version == codec.HTTP10)
-	b = append(b, cs.altSvc...) // as on every response of the listener (altsvc.go)
 	cs.loop.sinkBuf = append(b, crlf...)
 	if closeConn {
 		cs.closeAfter = true
@@ -269,16 +267,6 @@ func appendStatusLine(b []byte, status int, reason []byte) []byte {
 	b = append(b, ' ')
 	b = append(b, reason...)
 	return append(b, crlf...)
-}
-
-// hasDate reports whether fs has a Date field.
-func hasDate(fs []codec.Header) bool {
-	for i := range fs {
-		if len(fs[i].Name) == 4 && codec.EqualFold(fs[i].Name, "date") {
-			return true
-		}
-	}
-	return false
 }
 
 // release forgets bytes the sink gathered once the connection closed.

@@ -2,7 +2,6 @@ package h1
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"gale/app/wire"
@@ -29,10 +28,9 @@ var _ handlers.CacheAccess = (*Conn)(nil)
 
 // staticConn is a connection's state for static routes.
 type staticConn struct {
-	done    cache.Done                       // the Done callback, made once
-	result  atomic.Pointer[wire.CacheResult] // a finished load, stored by done
-	waitKey []byte                           // the key of the load done was last handed for
-	asked   int64                            // when done was handed for a load (unix ns); 0 once the response was written
+	done  cache.Done     // the Done callback, made once
+	wait  wire.CacheWait // where done stores a finished load, for the key it was last handed for
+	asked int64          // when done was handed for a load (unix ns); 0 once the response was written
 }
 
 // CacheView implements handlers.CacheAccess: the loop's view over c.
@@ -43,13 +41,13 @@ func (cs *Conn) CacheView(c *cache.Cache) *cache.View {
 // CacheDone implements handlers.CacheAccess.
 func (cs *Conn) CacheDone(key []byte) cache.Done {
 	st := &cs.st
-	st.waitKey = append(st.waitKey[:0], key...)
+	st.wait.Expect(key)
 	st.asked = time.Now().UnixNano()
 	if st.done == nil {
 		gc := cs.C
 		st.done = func(e *cache.Entry, err error) {
 			// On a cache worker: store, then wake the loop.
-			st.result.Store(&wire.CacheResult{Entry: e, Err: err})
+			st.wait.Store(e, err)
 			_ = gc.Wake(nil) // a no-op once the connection closed
 		}
 	}
@@ -57,31 +55,24 @@ func (cs *Conn) CacheDone(key []byte) cache.Done {
 }
 
 // CacheReady implements handlers.CacheAccess.
-func (cs *Conn) CacheReady() bool { return cs.st.result.Load() != nil }
+func (cs *Conn) CacheReady() bool { return cs.st.wait.Ready() }
 
 // CacheLoaded implements handlers.CacheAccess.
 func (cs *Conn) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
-	r := cs.st.result.Load()
-	if r == nil || string(cs.st.waitKey) != string(key) {
-		return nil, nil, false
-	}
-	cs.st.result.Store(nil)
-	return r.Entry, r.Err, true
+	return cs.st.wait.Loaded(key)
 }
 
 // forgetLoad runs once a response was written: a load result it did not
 // take belonged to that exchange only, and no load is awaited any more.
 func (cs *Conn) forgetLoad() {
-	if cs.st.result.Load() != nil {
-		cs.st.result.Store(nil)
-	}
+	cs.st.wait.Clear()
 	cs.st.asked = 0
 }
 
 // loadOverdue reports, from the sweep, whether the connection's pending
 // exchange has waited for a file load longer than limit.
 func (cs *Conn) loadOverdue(now, limit int64) bool {
-	return cs.st.asked != 0 && cs.st.result.Load() == nil && now-cs.st.asked > limit
+	return cs.st.asked != 0 && !cs.st.wait.Ready() && now-cs.st.asked > limit
 }
 
 // appendFileBody appends a body read from a file or made of parts

@@ -120,7 +120,7 @@ func TestStaticWaitForLoad(t *testing.T) {
 			t.Fatalf("waiting: %d bytes left, wrote %.300q", len(mc.in), mc.out)
 		}
 		// More traffic before the load finished changes nothing.
-		if cs.st.result.Load() == nil {
+		if !cs.st.wait.Ready() {
 			out := len(mc.out)
 			cs.Traffic()
 			if len(mc.out) != out {

@@ -53,7 +53,6 @@ type Conn struct {
 
 	hdr      []byte // HPACK block being built
 	lower    []byte // a field name being lower-cased
-	date     []byte // the Date line of the current second
 	produced int    // body bytes produced inline during the current event
 
 	wantWriter  bool    // output must move to the writer once gnet's buffer drained

@@ -3,7 +3,6 @@ package h2conn
 import (
 	"net/netip"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"gale/accesslog"
@@ -55,9 +54,8 @@ type exchange struct {
 	// The exchange's continuation (handlers.Pending): it is answered
 	// later, when a load of the file cache (handlers.CacheAccess) ends.
 	pending handlers.Pending
-	done    cache.Done // stores into wait; made with it
-	wait    *loadWait  // where done stores the result of a load
-	waitKey []byte
+	done    cache.Done      // stores into wait; made with it
+	wait    *wire.CacheWait // where done stores the result of a load; see release
 
 	// A handler that forwards the request (the proxy, FastCGI) reads its
 	// body from body, writes its response to sink and reports its end
@@ -73,21 +71,9 @@ type exchange struct {
 	shareKey   netip.Addr // the address it counts under
 }
 
-// loadWait receives the result of the loads an exchange waits for. An
-// exchange whose stream ends while a load is pending leaves its loadWait
+// An exchange whose stream ends while a load is pending leaves its wait
 // (and done) to that load and takes new ones (release), so that a result
 // arriving late reaches no later stream on the slot.
-type loadWait struct {
-	result atomic.Pointer[wire.CacheResult]
-}
-
-// loaded returns the stored result of a finished load, or nil.
-func (ex *exchange) loaded() *wire.CacheResult {
-	if ex.wait == nil {
-		return nil
-	}
-	return ex.wait.result.Load()
-}
 
 var _ h2.Handler = (*Conn)(nil)
 
@@ -389,9 +375,7 @@ func (ex *exchange) answer() {
 	h := ex.h
 	c := &ex.ctx
 	resp := &c.Resp
-	if ex.loaded() != nil {
-		ex.wait.result.Store(nil) // a load result belongs to this request only
-	}
+	ex.wait.Clear() // a load result belongs to this request only
 	isHead := c.Req.IsHead()
 	bodyless := codec.NoBody(false, resp.Status)
 	size := resp.BodySize()
@@ -506,7 +490,7 @@ func (ex *exchange) finish() {
 	cs.LastActive = now
 	cs.Loop.Stats.H2Requests.Add(1)
 	ex.meter.InBytes = ex.bodyBytes
-	cs.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, now)
+	cs.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent)
 	ex.release()
 }
 
@@ -515,7 +499,7 @@ func (ex *exchange) finish() {
 func (ex *exchange) abandon() {
 	if ex.answered {
 		ex.meter.InBytes = ex.bodyBytes
-		ex.h.wc.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent, time.Now().UnixNano())
+		ex.h.wc.RecordFor(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, ex.sent)
 	}
 	ex.h.dequeue(ex)
 	ex.closeFile(&ex.ctx.Resp)
@@ -589,30 +573,25 @@ func (ex *exchange) CacheView(c *cache.Cache) *cache.View {
 // CacheDone implements handlers.CacheAccess: the callback stores the
 // result and wakes the connection, whose next event resumes the exchange.
 func (ex *exchange) CacheDone(key []byte) cache.Done {
-	ex.waitKey = append(ex.waitKey[:0], key...)
 	if ex.done == nil {
 		gc := ex.h.wc.C
-		w := &loadWait{}
+		w := &wire.CacheWait{}
 		ex.wait = w
 		ex.done = func(e *cache.Entry, err error) {
-			w.result.Store(&wire.CacheResult{Entry: e, Err: err})
+			w.Store(e, err)
 			_ = gc.Wake(nil)
 		}
 	}
+	ex.wait.Expect(key)
 	return ex.done
 }
 
 // CacheReady implements handlers.CacheAccess.
-func (ex *exchange) CacheReady() bool { return ex.loaded() != nil }
+func (ex *exchange) CacheReady() bool { return ex.wait.Ready() }
 
 // CacheLoaded implements handlers.CacheAccess.
 func (ex *exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
-	r := ex.loaded()
-	if r == nil || string(ex.waitKey) != string(key) {
-		return nil, nil, false
-	}
-	ex.wait.result.Store(nil)
-	return r.Entry, r.Err, true
+	return ex.wait.Loaded(key)
 }
 
 // setPending sets or clears the exchange's continuation, keeping the

@@ -21,5 +21,5 @@ func (h *Conn) Rejected(status int) {
 	cs.Loop.Stats.H2Requests.Add(1)
 	var rec accesslog.Record
 	m := wire.Meter{Start: h.now, Method: wire.MethodOther}
-	cs.Record(&rec, &m, status, 0, h.now)
+	cs.Record(&rec, &m, status, 0)
 }

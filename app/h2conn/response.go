@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"gale/app/wire"
-	"gale/codec"
 	"gale/fds"
 	"gale/h2/hpack"
 	"gale/handlers"
@@ -18,37 +17,29 @@ import (
 // the streams that have body left, one frame per stream per round, so a
 // large download never holds up the small responses beside it.
 
-// appendHead appends the HPACK block of resp's head to dst.
+// appendHead appends the HPACK block of resp's head to dst: with the
+// fields every response head gets (wire.HeadFields), the Server field
+// but for a pre-encoded block, which has its own.
 func (ex *exchange) appendHead(dst []byte, resp *handlers.Response, bodyless bool, size int64) []byte {
 	h := ex.h
 	if resp.HPACK != nil {
 		dst = append(dst, resp.HPACK...)
-		return h.appendDate(h.appendAltSvc(dst))
+		f := wire.CommonFields(h.altSvc, nil, nil)
+		return f.AppendHPACK(dst)
 	}
 	set := h.wc.Loop.Shared.Set.Load()
 	dst = hpack.AppendStatus(dst, resp.Status)
-	if len(set.ServerHeader) > 0 {
-		dst = hpack.AppendField(dst, fieldServer, set.ServerHeader)
-	}
+	f := wire.CommonFields(h.altSvc, set.ServerHeader, nil)
+	dst = f.AppendHPACK(dst)
 	dst, h.lower = handlers.AppendHPACKFields(dst, h.lower, resp.Headers)
 	if !bodyless {
 		var n [20]byte
 		dst = hpack.AppendField(dst, fieldContentLength, strconv.AppendInt(n[:0], size, 10))
 	}
-	return h.appendDate(h.appendAltSvc(dst))
+	return dst
 }
 
-// appendDate appends the date field of the current second.
-func (h *Conn) appendDate(dst []byte) []byte {
-	h.date = codec.AppendDate(h.date[:0]) // "Date: <IMF-fixdate>\r\n"
-	return hpack.AppendField(dst, fieldDate, h.date[len("Date: "):len(h.date)-2])
-}
-
-var (
-	fieldServer        = []byte("server")
-	fieldDate          = []byte("date")
-	fieldContentLength = []byte("content-length")
-)
+var fieldContentLength = []byte("content-length")
 
 // enqueue adds ex to the exchanges with body left to send.
 func (h *Conn) enqueue(ex *exchange) {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/h2"
 	"gale/h2/hpack"
@@ -83,10 +84,8 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 		var n [20]byte
 		h.hdr = hpack.AppendField(h.hdr, fieldContentLength, strconv.AppendInt(n[:0], hd.Length, 10))
 	}
-	if !hasField(hd.Fields, "date") {
-		h.hdr = h.appendDate(h.hdr)
-	}
-	h.hdr = h.appendAltSvc(h.hdr)
+	f := wire.CommonFields(h.altSvc, nil, hd.Fields)
+	h.hdr = f.AppendHPACK(h.hdr)
 	end := isHead || bodyless || hd.Length == 0
 	h.core.WriteHeaders(ex.s, h.hdr, end)
 	s.head, s.closed = true, end
@@ -99,16 +98,6 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 	if h.wc.Loop.Shared.Metered {
 		ex.meter.Head = h.now
 	}
-}
-
-// hasField reports whether fs has a field named name (lower case).
-func hasField(fs []codec.Header, name string) bool {
-	for _, f := range fs {
-		if len(f.Name) == len(name) && codec.EqualFold(f.Name, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // Room implements handlers.ResponseSink: what the stream's and the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"gale/accesslog"
 	"gale/app/serve"
@@ -40,9 +39,8 @@ type exchange struct {
 	// The exchange's continuation (handlers.Pending), while it waits
 	// for a load of the file cache.
 	pending  handlers.Pending
-	loadDone cache.Done // stores into result and resumes the exchange
-	result   atomic.Pointer[wire.CacheResult]
-	waitKey  []byte
+	loadDone cache.Done     // stores into wait and resumes the exchange
+	wait     wire.CacheWait // a finished load of the key waited for
 	resumer  resumeRun
 	waker    wakeRun      // a forwarded exchange's resumes (forward.go)
 	wakes    atomic.Int32 // waker's runs queued and not yet run
@@ -71,7 +69,7 @@ func newExchange(l *Listener) *exchange {
 	ex.resumer.ex = ex
 	ex.waker.ex = ex
 	ex.loadDone = func(e *cache.Entry, err error) {
-		ex.result.Store(&wire.CacheResult{Entry: e, Err: err})
+		ex.wait.Store(e, err)
 		if ex.loop.EL.Execute(context.Background(), &ex.resumer) != nil {
 			ex.abandonOff() // the engine stopped: no loop runs again
 		}
@@ -153,7 +151,7 @@ func (ex *exchange) resume() {
 func (ex *exchange) answer() {
 	c := &ex.ctx
 	resp := &c.Resp
-	ex.result.Store(nil) // a load result belongs to this request only
+	ex.wait.Clear() // a load result belongs to this request only
 	ex.noBody = codec.NoBody(c.Req.IsHead(), resp.Status)
 	ex.size = resp.BodySize()
 	if !ex.noBody && ex.size > 0 && resp.File != nil {
@@ -197,7 +195,7 @@ func (ex *exchange) recordSent(sent int64) {
 	ex.meter.Begin(ex.req.Method, ex.start)
 	ex.meter.Route = ex.ctx.Route
 	ex.meter.InBytes = ex.inBytes
-	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent, time.Now().UnixNano())
+	lp.Record(ex.ctx.Remote.Addr(), &ex.rec, &ex.meter, ex.status, sent)
 	lp.FlushAccessLog()
 }
 
@@ -269,19 +267,14 @@ func (ex *exchange) CacheView(c *cache.Cache) *cache.View { return ex.loop.Cache
 // CacheDone implements handlers.CacheAccess: the callback stores the
 // result and resumes the exchange on its loop.
 func (ex *exchange) CacheDone(key []byte) cache.Done {
-	ex.waitKey = append(ex.waitKey[:0], key...)
+	ex.wait.Expect(key)
 	return ex.loadDone
 }
 
 // CacheReady implements handlers.CacheAccess.
-func (ex *exchange) CacheReady() bool { return ex.result.Load() != nil }
+func (ex *exchange) CacheReady() bool { return ex.wait.Ready() }
 
 // CacheLoaded implements handlers.CacheAccess.
 func (ex *exchange) CacheLoaded(key []byte) (*cache.Entry, error, bool) {
-	r := ex.result.Load()
-	if r == nil || string(ex.waitKey) != string(key) {
-		return nil, nil, false
-	}
-	ex.result.Store(nil)
-	return r.Entry, r.Err, true
+	return ex.wait.Loaded(key)
 }

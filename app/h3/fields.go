@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"gale/codec"
@@ -109,25 +108,25 @@ func parseHead(head []byte) *parsedHead {
 	return p
 }
 
-// dateCache is the Date field value of the current second, rendered once
-// a second and shared by the responses of that second. Safe for
-// concurrent use.
+// dateCache is the Date value of the current second (wire.HeadFields) as
+// a header map value, converted once a second and shared by the
+// responses of that second. Safe for concurrent use.
 type dateCache struct {
 	cur atomic.Pointer[dateSlot]
 }
 
 type dateSlot struct {
-	sec int64
+	src *byte // the value it was converted from, which is never rewritten
 	val []string
 }
 
-// now returns the Date field value of the current second.
-func (d *dateCache) now() []string {
-	sec := time.Now().Unix()
-	if s := d.cur.Load(); s != nil && s.sec == sec {
+// values returns v, the Date value of the current second, as a header
+// map value.
+func (d *dateCache) values(v []byte) []string {
+	if s := d.cur.Load(); s != nil && s.src == unsafe.SliceData(v) {
 		return s.val
 	}
-	s := &dateSlot{sec: sec, val: []string{dateValue()}}
+	s := &dateSlot{src: unsafe.SliceData(v), val: []string{string(v)}}
 	d.cur.Store(s)
 	return s.val
 }

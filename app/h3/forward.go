@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
 )
@@ -330,9 +331,8 @@ func (s *forwardSink) WriteHead(hd handlers.Head) {
 		k := fieldKey(fl.Name)
 		h[k] = append(h[k], string(fl.Value))
 	}
-	if _, ok := h["Date"]; !ok {
-		h["Date"] = ex.l.date.now()
-	}
+	common := wire.CommonFields(nil, nil, hd.Fields)
+	ex.l.addDate(h, &common)
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"gale/app/wire"
 	"gale/codec"
 	"gale/handlers"
 )
@@ -16,15 +17,20 @@ import (
 func (ex *exchange) write(w http.ResponseWriter) {
 	resp := &ex.ctx.Resp
 	h := w.Header()
+	var server []byte // a head rendered ahead of time has its own
+	if resp.Head == nil {
+		server = ex.server
+	}
+	common := wire.CommonFields(nil, server, nil)
 	if resp.Head != nil {
 		ex.l.heads.get(resp.Head).addTo(h)
 	} else {
-		ex.addFields(h, resp)
+		ex.addFields(h, resp, common.Server)
 	}
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil // no sniffing: the field is absent as on the other protocols
 	}
-	h["Date"] = ex.l.date.now()
+	ex.l.addDate(h, &common)
 	bodyless := codec.NoBody(false, ex.status)
 	if bodyless {
 		delete(h, "Content-Length")
@@ -38,12 +44,13 @@ func (ex *exchange) write(w http.ResponseWriter) {
 	ex.writeBody(w, resp)
 }
 
-// addFields adds the Server field and resp's fields to h, but the
-// connection-specific ones. The values of all fields share one slice.
-func (ex *exchange) addFields(h http.Header, resp *handlers.Response) {
+// addFields adds the Server field of value server (nil: none) and resp's
+// fields to h, but the connection-specific ones. The values of all fields
+// share one slice.
+func (ex *exchange) addFields(h http.Header, resp *handlers.Response, server []byte) {
 	vals := make([]string, 0, len(resp.Headers)+1)
-	if len(ex.server) > 0 {
-		vals = append(vals, string(ex.server))
+	if server != nil {
+		vals = append(vals, string(server))
 		h["server"] = vals[0:1:1]
 	}
 	for _, f := range resp.Headers {
@@ -105,9 +112,11 @@ func copyFile(w http.ResponseWriter, resp *handlers.Response, off, n int64) bool
 	return true
 }
 
-// dateValue is the Date field value of the current second.
-func dateValue() string {
-	var b [64]byte
-	line := codec.AppendDate(b[:0]) // "Date: <IMF-fixdate>\r\n"
-	return string(line[len("Date: ") : len(line)-2])
+// addDate adds f's Date, if any, to h, in the one slice of the current
+// second. Alt-Svc is not sent over HTTP/3, and Server goes with the
+// response's own fields (addFields).
+func (l *Listener) addDate(h http.Header, f *wire.HeadFields) {
+	if f.Date != nil {
+		h["Date"] = l.date.values(f.Date)
+	}
 }

@@ -253,25 +253,27 @@ func (c *Conn) Dup() (net.Conn, error) {
 // the loop's buffer before Record returns, so rec's slices need to be
 // valid only now (see accesslog.Record). m is what the engine noted of
 // the exchange (its start, first byte and route) for the per-route
-// metrics, which are counted when the server has a metrics listener.
-func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
-	c.Loop.Record(c.Remote.Addr(), rec, m, status, bodyBytes, now)
+// metrics, which are counted when the server has a metrics listener. The
+// clock is read here when either needs it.
+func (c *Conn) Record(rec *accesslog.Record, m *Meter, status int, bodyBytes int64) {
+	c.Loop.Record(c.Remote.Addr(), rec, m, status, bodyBytes)
 }
 
 // RecordFor is Record for a request whose client is remote (behind
 // server.trusted_proxies, the one they named, rather than the peer).
-func (c *Conn) RecordFor(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
-	c.Loop.Record(remote, rec, m, status, bodyBytes, now)
+func (c *Conn) RecordFor(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes int64) {
+	c.Loop.Record(remote, rec, m, status, bodyBytes)
 }
 
 // Record counts one request answered on the loop to a client at remote
 // and appends its access log line (see Conn.Record).
-func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes, now int64) {
+func (l *Loop) Record(remote netip.Addr, rec *accesslog.Record, m *Meter, status int, bodyBytes int64) {
 	l.Stats.Requests.Add(1)
 	if k := status / 100; k >= 1 && k <= 5 {
 		l.Stats.ByClass[k].Add(1)
 	}
 	a := l.Shared.Access
+	var now int64
 	if l.Shared.Metered || a != nil {
 		// The clock is read here, once per exchange, rather than taken
 		// from the event's start: a batch of pipelined requests shares

@@ -18,6 +18,10 @@
 //     for handlers.Exchange) and the proxy-route
 //     factory, so that an engine's tests build a working configuration
 //     without the server;
+//   - what every engine's responses and waits share: the fields every
+//     response head gets (HeadFields: Date, Alt-Svc, Server), which each
+//     engine only encodes, and the wait for a load of the file cache
+//     (CacheWait);
 //   - the interface through which the server drives an engine (Engine).
 //
 // Everything here that is not marked concurrency-safe runs on the

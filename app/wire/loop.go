@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"sync/atomic"
+
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/cache"
@@ -80,9 +82,48 @@ func (l *Loop) FlushAccessLog() {
 	l.Alog = l.Shared.Access.Submit(l.Alog)
 }
 
-// CacheResult is a finished load of the file cache, stored by the load's
-// Done callback for the exchange that waits for it.
-type CacheResult struct {
-	Entry *cache.Entry
-	Err   error
+// CacheWait is where a load of the file cache that an exchange waits for
+// leaves its result, for each engine's handlers.CacheAccess: the load's
+// Done callback stores it from a cache worker (Store, concurrency-safe);
+// everything else runs on the exchange's loop. Ready, Loaded and Clear
+// take a nil *CacheWait for one that never waited.
+type CacheWait struct {
+	result atomic.Pointer[cacheResult]
+	key    []byte // the key of the load last waited for
+}
+
+// cacheResult is a finished load of the file cache.
+type cacheResult struct {
+	entry *cache.Entry
+	err   error
+}
+
+// Expect notes that the exchange waits for the load of key.
+func (w *CacheWait) Expect(key []byte) { w.key = append(w.key[:0], key...) }
+
+// Store keeps a finished load's result. Concurrency-safe.
+func (w *CacheWait) Store(e *cache.Entry, err error) {
+	w.result.Store(&cacheResult{entry: e, err: err})
+}
+
+// Ready reports whether a finished load's result is kept
+// (handlers.CacheAccess.CacheReady).
+func (w *CacheWait) Ready() bool { return w != nil && w.result.Load() != nil }
+
+// Loaded takes the kept result when it is of the load of key
+// (handlers.CacheAccess.CacheLoaded).
+func (w *CacheWait) Loaded(key []byte) (*cache.Entry, error, bool) {
+	if !w.Ready() || string(w.key) != string(key) {
+		return nil, nil, false
+	}
+	r := w.result.Swap(nil)
+	return r.entry, r.err, true
+}
+
+// Clear drops a result no one took: it belonged to the request that was
+// answered.
+func (w *CacheWait) Clear() {
+	if w.Ready() {
+		w.result.Store(nil)
+	}
 }

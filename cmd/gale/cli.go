@@ -67,10 +67,9 @@ func printHelp(fs *flag.FlagSet, usage string, w io.Writer) {
 	fs.PrintDefaults()
 }
 
-// noArgs is the flag handling of the commands that take none (version,
-// schema): help on -h or --help, a usage error on anything else.
-func noArgs(name string, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
-	fs := newFlags(name, stderr)
+// parseNoArgs is parseFlags for a command that takes flags only: an
+// argument left over prints usage to stderr and returns (2, false).
+func parseNoArgs(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
 	if code, ok := parseFlags(fs, args, usage, stdout, stderr); !ok {
 		return code, false
 	}
@@ -79,6 +78,12 @@ func noArgs(name string, args []string, usage string, stdout, stderr io.Writer) 
 		return 2, false
 	}
 	return 0, true
+}
+
+// noArgs parses the arguments of a command that takes neither flags
+// (but -h) nor arguments, such as version and schema (parseNoArgs).
+func noArgs(name string, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
+	return parseNoArgs(newFlags(name, stderr), args, usage, stdout, stderr)
 }
 
 // versionString is what gale version prints: the version given at build

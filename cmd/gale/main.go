@@ -141,12 +141,8 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", stderr)
 	file := fs.String("c", "", "config file (default ./gale.yaml if present, else serve the current directory on 127.0.0.1:8080)")
-	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
+	if code, ok := parseNoArgs(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprint(stderr, serveUsage)
-		return 2
 	}
 	var (
 		cfg *config.Config
@@ -177,12 +173,8 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	accessLog := accessLogFlag(fs)
 	q := httpsFlags(fs)
 	domains := fs.String("domain", "", "serve over HTTPS with certificates obtained automatically for these names (comma-separated)")
-	if code, ok := parseFlags(fs, args, fileServerUsage, stdout, stderr); !ok {
+	if code, ok := parseNoArgs(fs, args, fileServerUsage, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprint(stderr, fileServerUsage)
-		return 2
 	}
 	addr := *listen
 	if addr == "" && *domains == "" {
