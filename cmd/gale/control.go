@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -132,7 +133,7 @@ func waitGone(pid int, d time.Duration, stdout, stderr io.Writer) int {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	end := time.Now().Add(d)
-	for syscall.Kill(pid, 0) == nil {
+	for running(pid) {
 		if time.Now().After(end) {
 			fmt.Fprintf(stderr, "gale stop: process %d still runs after %s\n", pid, d)
 			return 1
@@ -141,6 +142,23 @@ func waitGone(pid int, d time.Duration, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "stopped (pid %d)\n", pid)
 	return 0
+}
+
+// running reports whether process pid runs: it exists and is not a
+// zombie (exited, not yet reaped by its parent).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no procfs: the signal test is all there is
+	}
+	// "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
 }
 
 // signalPID sends sig to the pid in cfg's pid_file (reload without an
