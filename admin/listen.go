@@ -12,16 +12,14 @@ import (
 	"gale/config"
 )
 
-// socketMode is the admin socket's permission bits: its owner only.
-const socketMode = 0o600
-
 // umaskMu serialises the umask changes of Listen (the umask is the
 // process's).
 var umaskMu sync.Mutex
 
 // Listen binds the admin listener of a: a TCP address, or a unix socket
-// created with mode 0600 (never wider, not even for a moment: it is bound
-// under a umask that allows no more). A socket file left by a gale that
+// created with mode a.Mode (0600 unless socket_mode says otherwise; never
+// wider, not even for a moment: it is bound under a umask that allows no
+// more). A socket file left by a gale that
 // is gone is replaced; one that still answers is an error.
 func Listen(a config.Admin) (net.Listener, error) {
 	switch a.Network {
@@ -32,24 +30,28 @@ func Listen(a config.Admin) (net.Listener, error) {
 		}
 		return ln, nil
 	case "unix":
-		return listenUnix(a.Address)
+		mode := os.FileMode(a.Mode)
+		if mode == 0 {
+			mode = 0o600
+		}
+		return listenUnix(a.Address, mode)
 	}
 	return nil, errors.New("admin: no admin.listen in the config")
 }
 
-func listenUnix(path string) (net.Listener, error) {
+func listenUnix(path string, mode os.FileMode) (net.Listener, error) {
 	if err := removeStale(path); err != nil {
 		return nil, err
 	}
 	umaskMu.Lock()
-	old := syscall.Umask(0o777 &^ socketMode)
+	old := syscall.Umask(int(0o777 &^ mode))
 	ln, err := net.Listen("unix", path)
 	syscall.Umask(old)
 	umaskMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
-	if err := os.Chmod(path, socketMode); err != nil {
+	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}

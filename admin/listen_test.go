@@ -55,6 +55,16 @@ func TestListenUnix(t *testing.T) {
 	}
 	ln.Close()
 
+	// socket_mode "0660": the group may connect too.
+	ln, err = admin.Listen(config.Admin{Network: "unix", Address: path, Mode: 0o660})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("socket mode %v (%v), want 0660", fi.Mode(), err)
+	}
+	ln.Close()
+
 	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

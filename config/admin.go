@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -51,6 +52,14 @@ func (d *decoder) admin(n *yaml.Node, path string, a *Admin) {
 	} else {
 		a.Network, a.Address = "tcp", addr
 	}
+	mode := "0600"
+	if mv := deref(s.get("socket_mode")); mv != nil && mv.Kind == yaml.ScalarNode && mv.ShortTag() == "!!int" {
+		d.errorf(mv, join(path, "socket_mode"), `expected "0600" or "0660" in quotes, got %s: YAML reads an unquoted 0660 as a number`, mv.Value)
+	} else {
+		d.setEnum(s, "socket_mode", &mode, adminKeys.options("socket_mode")...)
+	}
+	m, _ := strconv.ParseUint(mode, 8, 32) // an option of the table
+	a.Mode = uint32(m)
 	if tv := s.get("token_file"); tv != nil {
 		d.adminToken(tv, join(path, "token_file"), a)
 	}

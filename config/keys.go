@@ -245,6 +245,7 @@ var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listene
 
 var adminKeys = sectionKey("admin", "The admin API (GET /config, POST /load, GET /routes, GET /upstreams, POST /purge, POST /stop, GET /status), on a listener of its own; absent = none.",
 	strKey("listen", `"unix:/path/to/gale.sock" (created with mode 0600: the file's permissions are the authentication) or "host:port" (a bearer token is required: give token_file).`).must(),
+	enumKey("socket_mode", []string{"0600", "0660"}, `"0600"`, `The unix socket's permissions, quoted: "0600" lets gale's user (and root) connect, "0660" its group too.`),
 	strKey("token_file", "A file holding the bearer token every request must carry (Authorization: Bearer TOKEN), read at load; at least 16 characters after trimming white space. Required with a TCP address; optional on a unix socket."),
 )
 

@@ -29,6 +29,7 @@ type Admin struct {
 	Listen    string // as written: "unix:/path" or "host:port"
 	Network   string // "unix" or "tcp"; "" = no admin API
 	Address   string // the socket's absolute path, or "host:port"
+	Mode      uint32 // the unix socket's permission bits (socket_mode), default 0600
 	TokenFile string // absolute path of the token file; "" = none
 	Token     string `json:"-"` // the token file's content, white space trimmed; never printed
 	Pos       Pos    // where listen was given, for messages

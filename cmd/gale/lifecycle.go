@@ -39,6 +39,8 @@ func (lc *lifecycle) reloadFile() {
 	}
 	data, err := config.ReadFile(lc.file)
 	if err != nil {
+		notify(lc.log, sdnotify.Reloading)
+		defer notify(lc.log, sdnotify.Ready)
 		lc.srv.ReloadRejected()
 		lc.log.Error("reload: keeping the running config", "err", err.Error())
 		return
