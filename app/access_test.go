@@ -114,6 +114,9 @@ routes:
 // pass and the rest are answered 429 with Retry-After; another address
 // has its own limit; requests paced below the rate all pass.
 func TestRateLimitOverSockets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("requests paced below the rate: not in -short")
+	}
 	for _, proto := range accessProtocols {
 		t.Run(proto, func(t *testing.T) {
 			ts := startServer(t, `

@@ -253,6 +253,9 @@ func serial(c *tls.Conn) string {
 // background; a new connection gets the renewed certificate while a
 // connection opened before keeps working.
 func TestACMERenewal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for certificates to be renewed: not in -short")
+	}
 	old := acme.RenewCheckInterval
 	acme.RenewCheckInterval = 500 * time.Millisecond
 	t.Cleanup(func() { acme.RenewCheckInterval = old })
@@ -495,6 +498,9 @@ func TestACMEFailureLogged(t *testing.T) {
 // endpoint is slow); the handshake fails at its timeout, the order goes
 // on, and a later handshake gets the certificate without asking again.
 func TestACMEOnDemandOutlivesHandshake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a handshake timeout: not in -short")
+	}
 	ca := acmetest.Start(t, acmetest.Options{Log: acmetest.TestLog(t)})
 	var mu sync.Mutex
 	asked := 0

@@ -141,6 +141,9 @@ routes:
 // period; a reload without room for its roots is refused and the running
 // config stays.
 func TestReloadGivesRootsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a reload's grace period: not in -short")
+	}
 	t.Parallel()
 	ts := startServer(t, siteConfig, siteFiles)
 	cfg, err := config.Load(filepath.Join(ts.dir, "gale.yaml"))
@@ -236,6 +239,9 @@ routes:
 // runs a MiB ahead), never relayed into gnet's buffer without bound; and
 // once room is back, the held response leaves the loop and arrives whole.
 func TestProxyHeldWithoutDescriptors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a client held behind for seconds: not in -short")
+	}
 	t.Parallel()
 	for _, room := range []bool{false, true} {
 		t.Run(fmt.Sprintf("room comes back %v", room), func(t *testing.T) {

@@ -86,6 +86,9 @@ func TestAccessLogDiskFull(t *testing.T) {
 // cache never holds more than its budget, and the process's RSS stays
 // within a bound far below what caching them all would take (1 GiB).
 func TestCacheBudgetUnderRandomFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 random 1 MiB files: not in -short")
+	}
 	ts := startServer(t, "cache: {max_bytes: 8MiB, max_file_bytes: 1MiB}\n"+siteConfig, nil)
 	site := filepath.Join(ts.dir, "site")
 	body := pseudoRandom(1<<20, 42)

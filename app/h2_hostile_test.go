@@ -350,6 +350,9 @@ func TestH2IdleSlotsKeepLittle(t *testing.T) {
 // connection whose stream's body never comes still ends after
 // timeouts.read_body (and timeouts.idle once the stream is answered).
 func TestH2PingsHoldNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out idle and body timeouts: not in -short")
+	}
 	ts := h2Hostile(t, "server: {timeouts: {idle: 1s, read_body: 1s}}\n", nil)
 	pinging := func(hc *h2Client) (stop func()) {
 		quit := make(chan struct{})
@@ -423,6 +426,9 @@ func isReset(err error) bool { return strings.Contains(err.Error(), "connection 
 // the client stay within server.max_buffered_output, as HTTP/1.1's do,
 // however many requests arrive.
 func TestH2UnreadResponsesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("thousands of unread responses: not in -short")
+	}
 	ts := h2Hostile(t, "server: {socket_send_buffer: 4KiB, max_buffered_output: 64KiB}\n", nil)
 	hc := dialH2C(t, ts.plainAddr(), 1<<20, 4<<10)
 	var hb bytes.Buffer

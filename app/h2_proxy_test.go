@@ -247,6 +247,9 @@ func TestH2ProxyConcurrent(t *testing.T) {
 // paced off the loop, and checks every byte; the connection then serves
 // another request.
 func TestH2ProxyLargeDownload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB through the proxy: not in -short")
+	}
 	t.Parallel()
 	big := make([]byte, 64<<20)
 	for i := range big {
@@ -293,6 +296,9 @@ func TestH2ProxyLargeDownload(t *testing.T) {
 // is answered, and a request that waits longer than the connect timeout
 // gets a 504 without reaching the upstream.
 func TestProxyMaxConns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 streams and a connect timeout: not in -short")
+	}
 	t.Parallel()
 	var mu sync.Mutex
 	conns := map[string]bool{}
@@ -379,6 +385,9 @@ routes:
 // once on each of 4 connections, every request a success); each skips
 // when the tool is missing.
 func TestH2ProxyTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("curl and h2load at load: not in -short")
+	}
 	t.Parallel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/up/", func(w http.ResponseWriter, r *http.Request) {
@@ -423,6 +432,9 @@ func TestH2ProxyTools(t *testing.T) {
 // (gale, the client and the upstream together) grows by far less than the
 // body.
 func TestH2ProxySlowUpstreamUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("32 MiB to a slow upstream: not in -short")
+	}
 	const size = 32 << 20
 	var mu sync.Mutex
 	var peak uint64

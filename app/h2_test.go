@@ -242,6 +242,9 @@ func TestH2ConcurrentStreams(t *testing.T) {
 // stream window: the body is produced as the client's WINDOW_UPDATEs
 // arrive, and arrives whole.
 func TestH2LargeFileSmallWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB through a 16 KiB window: not in -short")
+	}
 	t.Parallel()
 	ts := h2Server(t, nil)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB

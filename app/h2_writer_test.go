@@ -144,6 +144,9 @@ func TestH2WriterDownload(t *testing.T) {
 // the socket makes no progress, fails after timeouts.write, and the
 // connection, its duplicate, the file and the pipe are all given back.
 func TestH2WriterSlowReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out timeouts.write: not in -short")
+	}
 	t.Parallel()
 	ts := h2Hostile(t, writerSite+"server: {timeouts: {write: 1s}}\n", nil)
 	writeSite(t, ts, "big.bin", offsetPattern(64<<20, 3))

@@ -17,6 +17,9 @@ import (
 // was full waited for a resume, and an HTTP/1.1 client that only reads
 // sends nothing to cause one: the response stalled for good.)
 func TestH2CUpstreamSlowHTTP1Client(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large response to a slow client: not in -short")
+	}
 	t.Parallel()
 	big := pseudoRandom(1<<20, 9)
 	up := h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

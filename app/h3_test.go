@@ -181,6 +181,9 @@ func TestHTTP3AccessLog(t *testing.T) {
 // TestHTTP3LargeFile downloads a 64 MiB file (streamed from disk off the
 // loops) byte-exact, and a range of it.
 func TestHTTP3LargeFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB over HTTP/3: not in -short")
+	}
 	big := make([]byte, 64<<20)
 	if _, err := rand.Read(big); err != nil {
 		t.Fatal(err)
@@ -374,6 +377,9 @@ func TestHTTP3CertificateReload(t *testing.T) {
 // a local route beside them with a body it does not read, and an
 // upstream that dies mid-body (the stream is reset).
 func TestHTTP3Proxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 MiB through HTTP/3: not in -short")
+	}
 	t.Parallel()
 	big := make([]byte, 32<<20)
 	for i := range big {

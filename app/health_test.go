@@ -40,6 +40,9 @@ func getOnce(t *testing.T, url string) (int, error) {
 // /livez included, on new and kept-alive connections alike; after it the
 // stop proceeds and the listener closes.
 func TestHealthDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out timeouts.drain: not in -short")
+	}
 	ts := startServer(t, healthConfig, nil)
 	if st, err := getOnce(t, ts.url("/readyz")); err != nil || st != 200 {
 		t.Fatalf("ready before the stop: %d, %v", st, err)

@@ -351,7 +351,8 @@ wait:
 	s.engMu.Unlock()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := eng.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	go cancelWhenClosed(stopCtx, cancel, s.stopped)
+	if err := eng.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		s.log.Warn("engine stop", "err", err)
 	}
 	select {
@@ -359,6 +360,17 @@ wait:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// cancelWhenClosed cancels ctx when done closes. gnet's Engine.Stop polls
+// for the engine's end every 500ms; Run returning (done) is that end, so a
+// stop returns as soon as it happens rather than at the next poll.
+func cancelWhenClosed(ctx context.Context, cancel context.CancelFunc, done <-chan struct{}) {
+	select {
+	case <-done:
+		cancel()
+	case <-ctx.Done():
 	}
 }
 

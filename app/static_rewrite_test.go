@@ -29,6 +29,9 @@ import (
 // Content-Length) is allowed; a complete one that mixes versions, or that
 // is another version than its ETag says, is not.
 func TestStaticRewriteKeepsETagVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rewrites files under load: not in -short")
+	}
 	ts := startServer(t, `
 cache: {revalidate: 1ms, max_file_bytes: 1MiB}
 server: {max_buffered_output: 256KiB}

@@ -34,6 +34,9 @@ func (c *slowFinish) Write(b []byte) (int, error) {
 // depended on when it had arrived: a handshake that needed a little longer
 // was cut off (an unexpected EOF), in some runs and not in others.
 func TestTLSGrantedHandshakeGetsItsTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out handshake timeouts: not in -short")
+	}
 	t.Parallel()
 	yaml := `listen:
   - {address: "127.0.0.1:0", tls: {certificates: [$CERT], handshake_timeout: 3s, max_handshakes: 1}}

@@ -236,6 +236,9 @@ func TestTLSNotAClientHello(t *testing.T) {
 // slot is closed by its own handshake_timeout, counted from its accept,
 // while the one holding the slot (accepted later) is still connected.
 func TestTLSQueuedHandshakeOwnDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out handshake timeouts: not in -short")
+	}
 	t.Parallel()
 	yaml := `listen:
   - {address: "127.0.0.1:0", tls: {certificates: [$CERT], handshake_timeout: 2500ms, max_handshakes: 1}}

@@ -183,6 +183,9 @@ func (c trickleConn) Write(p []byte) (int, error) {
 // TestTLSTrickle sends the handshake and a request one byte at a time,
 // the request also one record per byte.
 func TestTLSTrickle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a handshake one byte at a time: not in -short")
+	}
 	t.Parallel()
 	ts := startTLSServer(t, tlsOnly, nil, nil)
 	raw, err := net.DialTimeout("tcp", ts.tlsAddr, 2*time.Second)

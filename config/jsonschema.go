@@ -114,11 +114,8 @@ func schemaOf(k *keySpec, path string, gate map[string]string) map[string]any {
 func sectionSchema(k *keySpec, path string, gate map[string]string, s map[string]any) {
 	props := map[string]any{}
 	var required []string
-	for _, c := range k.keys {
+	for _, c := range offered(k, path, gate) {
 		kp := join(path, c.name)
-		if _, gated := gate[pattern(kp)]; gated {
-			continue
-		}
 		props[c.name] = schemaOf(c, kp, gate)
 		if c.required {
 			required = append(required, c.name)
@@ -148,6 +145,18 @@ func sectionSchema(k *keySpec, path string, gate map[string]string, s map[string
 	} else {
 		s["type"] = "object"
 	}
+}
+
+// offered returns the keys of section k, at key path path, in table order,
+// leaving out those gate holds (features the decoder refuses).
+func offered(k *keySpec, path string, gate map[string]string) []*keySpec {
+	out := make([]*keySpec, 0, len(k.keys))
+	for _, c := range k.keys {
+		if _, gated := gate[pattern(join(path, c.name))]; !gated {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // intOptions turns decimal strings into numbers.

@@ -83,6 +83,9 @@ func askFPM(t *testing.T, sock, root, script string) string {
 // reload, for requests still in flight; its connection closes at the
 // sweep after that).
 func TestFPMReloadReleasesWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a reload's grace period: not in -short")
+	}
 	dir := t.TempDir()
 	root := filepath.Join(dir, "www")
 	writeFiles(t, root, map[string]string{"a/status.php": scripts["status.php"], "b/status.php": scripts["status.php"]})

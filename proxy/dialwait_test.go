@@ -139,6 +139,9 @@ func upload(t *testing.T, addr string, size int, chunked bool, extra int) (net.C
 // gale is still connecting to the upstream: the body waits, and goes up
 // once the upstream accepts.
 func TestUploadWhileDialing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("uploads waiting for slow connects: not in -short")
+	}
 	for _, c := range []struct {
 		size    int
 		chunked bool
@@ -173,6 +176,9 @@ func TestUploadWhileDialing(t *testing.T) {
 // upstream that never accepts: the answer is a 504 once the connect
 // timeout passed, not a reset.
 func TestUploadDialTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out connect timeouts: not in -short")
+	}
 	for _, size := range []int{2 << 20, 8 << 20} {
 		t.Run(fmt.Sprintf("%d MiB", size>>20), func(t *testing.T) {
 			up := newFullBacklog(t)

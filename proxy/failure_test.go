@@ -353,6 +353,9 @@ func TestIdlePool(t *testing.T) {
 // TestReloadProxy swaps the upstream of a route on reload: new requests
 // go to the new one, and the old one's pooled connections close.
 func TestReloadProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a reload's grace period: not in -short")
+	}
 	t.Parallel()
 	a, b := named(t, "a"), named(t, "b")
 	g := startGale(t, proxyRoute(a.hostport()))

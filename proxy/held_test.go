@@ -70,6 +70,9 @@ func (m *memPeak) end() { close(m.stop); <-m.done }
 // cut the upstream off, and close the client by the write timeout
 // (measured as bytes leaving), however the request or response is framed.
 func TestHeldWhileRequestUnfinished(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 MiB upstreams against clients that read nothing: not in -short")
+	}
 	const size = 256 << 20
 	for _, c := range []struct {
 		name, req string
@@ -122,6 +125,9 @@ func TestHeldWhileRequestUnfinished(t *testing.T) {
 // max_buffered_output: the write timeout must still fire, since nothing
 // leaves.
 func TestWriteTimeoutWhileOutputGrows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a write timeout: not in -short")
+	}
 	up := newRawUpstream(t, func(c net.Conn) {
 		if readHead(bufio.NewReader(c)) == "" {
 			return

@@ -14,6 +14,9 @@ import (
 // protocol's cells in a row on two client connections that take turns,
 // and checks both directions byte for byte (see doc.go).
 func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the protocol matrix: not in -short")
+	}
 	s := startSite(t, "")
 	start := time.Now()
 	total := 0
@@ -201,6 +204,9 @@ func knownTightFlake(c cell) bool {
 // the back-pressure paths (off-loop transfers, held and paced bodies,
 // the h2c relay) are taken again and again.
 func TestMatrixTight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the protocol matrix with tight buffers: not in -short")
+	}
 	s := startSite(t, "  max_buffered_output: 16KiB\n  socket_send_buffer: 16KiB\n  socket_recv_buffer: 16KiB\n  read_buffer: 16KiB")
 	for pi, p := range protos {
 		cells := cellsFor(p, pi, rand.New(rand.NewPCG(4096, uint64(pi))))
