@@ -34,6 +34,12 @@ func TestAdminConcurrent(t *testing.T) {
 	}
 	go func() { _ = up.Serve(upLn) }()
 	defer up.Close()
+	dead, err := newLocalListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there: FastCGI requests fail
 	doc := func(v int) []byte {
 		return []byte(fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: {listen: unix:admin.sock}
@@ -44,7 +50,9 @@ routes:
     static: {root: .}
   - path: /up/
     proxy: {to: [%q]}
-`, v, upLn.Addr().String()))
+  - path: /php/
+    fastcgi: {to: %q, root: .}
+`, v, upLn.Addr().String(), deadAddr))
 	}
 	file := filepath.Join(dir, "gale.yaml")
 	cfg, err := config.Parse(doc(0), file)
@@ -124,18 +132,19 @@ routes:
 		}
 		return nil
 	}
-	get := func(path string) error {
+	getStatus := func(path string, status int) error {
 		resp, err := http.Get(base + path)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("GET %s: %d", path, resp.StatusCode)
+		if resp.StatusCode != status {
+			return fmt.Errorf("GET %s: %d, want %d", path, resp.StatusCode, status)
 		}
 		return nil
 	}
+	get := func(path string) error { return getStatus(path, 200) }
 	run(func(i int) error { return expect(http.MethodPost, "/load", doc(i+1), 200) })
 	run(func(int) error { return expect(http.MethodPost, "/load", []byte("listen: 7\n"), 400) })
 	run(func(int) error { return expect(http.MethodGet, "/status", nil, 200) })
@@ -146,6 +155,7 @@ routes:
 	run(func(int) error { return get("/files/a.txt") })
 	run(func(int) error { return get("/up/x") })
 	run(func(int) error { return get("/v") })
+	run(func(int) error { return getStatus("/php/a.php", http.StatusBadGateway) })
 	wg.Wait()
 	close(errs)
 	for err := range errs {

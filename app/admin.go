@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gale/config"
+	"gale/gateway"
+	"gale/handlers"
 	"gale/proxy"
 )
 
@@ -19,6 +21,7 @@ func (s *Server) Config() *config.Config { return s.sh.Set.Load().Cfg }
 // reload starts them anew) and its connections.
 type UpstreamStatus struct {
 	Route    string            `json:"route"`    // the route's label (name, or index in the file)
+	Kind     string            `json:"kind"`     // "proxy", or "fastcgi" (a fastcgi or php route's server: passive health only, no per-server counters)
 	Address  string            `json:"address"`  // as configured
 	Healthy  bool              `json:"healthy"`  // in service: no failed active check, no passive cooldown
 	Attempts uint64            `json:"attempts"` // requests sent (or dialed for), retries included
@@ -29,20 +32,48 @@ type UpstreamStatus struct {
 	Busy     int64             `json:"busy"`     // open minus idle: carrying an exchange (or dialing)
 }
 
-// Upstreams returns every upstream of the running config's proxy routes,
-// in route order. Safe for concurrent use.
+// Upstreams returns every upstream of the running config's proxy routes
+// and every server of its FastCGI routes, in route order. Safe for
+// concurrent use.
 func (s *Server) Upstreams() []UpstreamStatus {
-	rows := s.upstreamRows()
-	out := make([]UpstreamStatus, 0, len(rows))
-	for _, r := range rows {
-		u := UpstreamStatus{Route: r.route, Address: r.addr, Healthy: r.healthy, Attempts: r.s.Attempts, Retries: r.s.Retries,
-			Failures: map[string]uint64{}, Open: r.s.Open, Idle: r.s.Idle, Busy: max(r.s.Open-r.s.Idle, 0)}
-		for k, n := range r.s.Failures {
-			u.Failures[proxy.FailKindNames[k]] = n
+	var out []UpstreamStatus
+	now := time.Now().UnixNano()
+	for _, rt := range s.sh.Set.Load().Router.Routes() {
+		switch h := scriptsOf(rt.Handler).(type) {
+		case *proxy.Handler:
+			for _, u := range h.Upstreams() {
+				out = append(out, proxyStatus(rt.Label(), u, now))
+			}
+		case *gateway.Handler:
+			for _, v := range h.Servers(now) {
+				out = append(out, UpstreamStatus{Route: rt.Label(), Kind: "fastcgi", Address: v.Address, Healthy: v.Healthy,
+					Failures: map[string]uint64{}, Open: v.Open, Idle: v.Idle, Busy: max(v.Open-v.Idle, 0)})
+			}
 		}
-		out = append(out, u)
 	}
 	return out
+}
+
+// proxyStatus is the status of upstream u of the proxy route labelled
+// route.
+func proxyStatus(route string, u *proxy.Upstream, now int64) UpstreamStatus {
+	var snap proxy.UpstreamSnapshot
+	u.Stats(&snap)
+	st := UpstreamStatus{Route: route, Kind: "proxy", Address: u.String(), Healthy: u.Healthy(now), Attempts: snap.Attempts, Retries: snap.Retries,
+		Failures: map[string]uint64{}, Open: snap.Open, Idle: snap.Idle, Busy: max(snap.Open-snap.Idle, 0)}
+	for k, n := range snap.Failures {
+		st.Failures[proxy.FailKindNames[k]] = n
+	}
+	return st
+}
+
+// scriptsOf returns the handler that talks to upstreams behind h: a php
+// route's FastCGI handler, else h.
+func scriptsOf(h handlers.Handler) handlers.Handler {
+	if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
+		return sh.Scripts()
+	}
+	return h
 }
 
 // PurgeCache drops cached files from the static file cache: every one

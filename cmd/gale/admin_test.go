@@ -347,34 +347,52 @@ func TestAdminToken(t *testing.T) {
 }
 
 // GET /upstreams reads an upstream in service, then out of service once
-// it was killed (its active health check fails).
+// it was killed (its active health check fails); and a FastCGI server
+// that refuses connections out of service after a failed request
+// (passive health).
 func TestAdminUpstreamHealth(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up "+r.URL.Path) }))
 	defer up.Close()
 	dir := t.TempDir()
-	extra := fmt.Sprintf("  - name: api\n    path: /api/\n    proxy:\n      to: [%q]\n      health_check: {path: /healthz, interval: 50ms, timeout: 1s, fails: 1, passes: 1}\n", up.URL)
+	fpm := freeAddr(t) // nothing listens there
+	extra := fmt.Sprintf(`  - name: api
+    path: /api/
+    proxy:
+      to: [%q]
+      health_check: {path: /healthz, interval: 50ms, timeout: 1s, fails: 1, passes: 1}
+  - name: php
+    path: /php/
+    fastcgi: {to: %q, root: site, retries: 0, health_check: {passive: {fails: 1, cooldown: 1h}}}
+`, up.URL, fpm)
 	file := adminSite(t, dir, freeAddr(t), "admin: {listen: unix:admin.sock}", 1, extra)
 	p := startGale(t, "serve", "-c", file)
 	c := adminClient(t, file)
 	if code, got := body(t, p.base+"/api/x"); code != 200 || got != "up /api/x" {
 		t.Fatalf("through the proxy: %d %q", code, got)
 	}
-	read := func() app.UpstreamStatus {
+	read := func() (proxied, fastcgi app.UpstreamStatus) {
 		var res struct{ Upstreams []app.UpstreamStatus }
-		if err := json.Unmarshal(call(t, c, http.MethodGet, "/upstreams", nil, http.StatusOK), &res); err != nil || len(res.Upstreams) != 1 {
+		if err := json.Unmarshal(call(t, c, http.MethodGet, "/upstreams", nil, http.StatusOK), &res); err != nil || len(res.Upstreams) != 2 {
 			t.Fatalf("GET /upstreams: %+v (%v)", res, err)
 		}
-		return res.Upstreams[0]
+		return res.Upstreams[0], res.Upstreams[1]
 	}
-	u := read()
-	if !u.Healthy || u.Route != "api" || u.Address != up.URL || u.Attempts < 1 || u.Open < u.Idle || u.Failures == nil {
+	u, f := read()
+	if !u.Healthy || u.Kind != "proxy" || u.Route != "api" || u.Address != up.URL || u.Attempts < 1 || u.Open < u.Idle || u.Failures == nil {
 		t.Fatalf("before the kill: %+v", u)
+	}
+	if !f.Healthy || f.Kind != "fastcgi" || f.Route != "php" || f.Address != fpm {
+		t.Fatalf("FastCGI server before a request: %+v", f)
 	}
 	up.CloseClientConnections()
 	up.Close()
-	waitFor(t, func() bool { return !read().Healthy })
+	waitFor(t, func() bool { u, _ := read(); return !u.Healthy })
+	if code, _ := body(t, p.base+"/php/index.php"); code != http.StatusBadGateway {
+		t.Fatalf("FastCGI server refusing: %d, want 502", code)
+	}
+	waitFor(t, func() bool { _, f := read(); return !f.Healthy })
 	var st app.Status
-	if err := json.Unmarshal(call(t, c, http.MethodGet, "/status", nil, http.StatusOK), &st); err != nil || st.Upstreams != 1 || st.Unhealthy != 1 {
+	if err := json.Unmarshal(call(t, c, http.MethodGet, "/status", nil, http.StatusOK), &st); err != nil || st.Upstreams != 2 || st.Unhealthy != 2 {
 		t.Fatalf("status %+v (%v)", st, err)
 	}
 	p.stop(t)
