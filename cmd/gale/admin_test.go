@@ -282,6 +282,13 @@ func TestAdminEndpoints(t *testing.T) {
 			t.Fatalf("public listener %s: %d %q", path, code, got)
 		}
 	}
+
+	// Moving the API needs a restart: the load says so, and the API stays.
+	moved := strings.Replace(string(src), "unix:admin.sock", "unix:other.sock", 1)
+	if got := string(call(t, c, http.MethodPost, "/load", []byte(moved), http.StatusOK)); !strings.Contains(got, "note: admin.listen or pid_file changed: restart gale to apply them") {
+		t.Fatalf("loading a moved admin.listen: %s", got)
+	}
+	call(t, c, http.MethodGet, "/status", nil, http.StatusOK)
 	p.stop(t)
 }
 
