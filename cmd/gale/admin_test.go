@@ -139,7 +139,7 @@ func TestAdminLoadUnderLoad(t *testing.T) {
 	p := startGale(t, "serve", "-c", file)
 	c := adminClient(t, file)
 
-	wrk := exec.Command("wrk", "-t2", "-c16", "-d3s", p.base+"/v")
+	wrk := exec.Command("wrk", "-t2", "-c16", "-d3s", "--timeout", "10s", p.base+"/v")
 	out := &lockedBuffer{}
 	wrk.Stdout, wrk.Stderr = out, out
 	if err := wrk.Start(); err != nil {
