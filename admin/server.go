@@ -52,6 +52,8 @@ type API struct {
 	tcp bool // a token is required whatever the running config says
 	b   Backend
 	srv *http.Server
+
+	endpoints map[string]endpoint // by path; read only once New returns
 }
 
 // maxHeaderBytes bounds a request's head; bodies are bounded per
@@ -62,6 +64,7 @@ const maxHeaderBytes = 64 << 10
 func New(ln net.Listener, b Backend) *API {
 	_, isUnix := ln.(*net.UnixListener)
 	a := &API{ln: ln, tcp: !isUnix, b: b}
+	a.endpoints = a.endpointTable()
 	a.srv = &http.Server{
 		Handler:           a,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -95,19 +98,14 @@ func (a *API) Close() error {
 	return nil
 }
 
-// ServeHTTP implements http.Handler: authentication, then the endpoint.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	if !a.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gale admin"`)
-		http.Error(w, "a bearer token is required (admin.token_file)", http.StatusUnauthorized)
-		return
-	}
-	type endpoint struct {
-		method string
-		serve  func(http.ResponseWriter, *http.Request)
-	}
-	routes := map[string]endpoint{
+// endpoint is one path of the API: the method it takes and its handler.
+type endpoint struct {
+	method string
+	serve  func(http.ResponseWriter, *http.Request)
+}
+
+func (a *API) endpointTable() map[string]endpoint {
+	return map[string]endpoint{
 		"/config":    {http.MethodGet, a.getConfig},
 		"/load":      {http.MethodPost, a.load},
 		"/routes":    {http.MethodGet, a.routes},
@@ -116,7 +114,17 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"/stop":      {http.MethodPost, a.stop},
 		"/status":    {http.MethodGet, a.status},
 	}
-	ep, ok := routes[r.URL.Path]
+}
+
+// ServeHTTP implements http.Handler: authentication, then the endpoint.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if !a.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gale admin"`)
+		http.Error(w, "a bearer token is required (admin.token_file)", http.StatusUnauthorized)
+		return
+	}
+	ep, ok := a.endpoints[r.URL.Path]
 	switch {
 	case !ok:
 		http.Error(w, "no such endpoint: /config, /load, /routes, /upstreams, /purge, /stop, /status", http.StatusNotFound)
@@ -129,9 +137,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorized checks the bearer token, when the running config has one,
-// in time that does not depend on how much of it a guess got right. On TCP a token is always required: should a reload
-// have dropped it (moving the API to a socket needs a restart), nothing
-// is let in.
+// in time that does not depend on how much of it a guess got right. On
+// TCP a token is always required: should a reload have dropped it
+// (moving the API to a socket needs a restart), nothing is let in.
 func (a *API) authorized(r *http.Request) bool {
 	tok := a.b.Server.Config().Admin.Token
 	if tok == "" {
