@@ -23,7 +23,8 @@ import (
 
 // The commands that control a running gale: reload, stop and status.
 // Each reads the config file (-c, default ./gale.yaml) to find the
-// server: its admin API, else (reload and stop) its pid_file.
+// server: its admin API, else (reload and stop, also when the API does
+// not answer) its pid_file.
 
 const (
 	reloadUsage = "usage: gale reload [-c FILE]\n" +
@@ -70,7 +71,7 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if cfg.Admin.Network == "" {
-		return signalPID(cfg, syscall.SIGHUP, "reload", stdout, stderr)
+		return hupPID(cfg, stdout, stderr)
 	}
 	c, err := admin.NewClient(cfg.Admin)
 	if err != nil {
@@ -78,6 +79,12 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	resp, err := c.Do(http.MethodPost, "/load?file="+url.QueryEscape(cfg.File), data, nil)
+	if err != nil && cfg.PIDFile != "" {
+		// The running server may predate its admin section (it takes
+		// a restart): the pid file still reaches it.
+		fmt.Fprintf(stderr, "gale reload: %v; sending SIGHUP through pid_file instead\n", err)
+		return hupPID(cfg, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gale reload: %v\n", err)
 		return 1
@@ -98,15 +105,7 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 	}
 	deadline := cfg.Server.Timeouts.Drain + cfg.Server.Timeouts.Shutdown + 15*time.Second
 	if cfg.Admin.Network == "" {
-		pid, err := readPID(cfg)
-		if err == nil {
-			err = syscall.Kill(pid, syscall.SIGTERM)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "gale stop: %v\n", err)
-			return 1
-		}
-		return waitGone(pid, deadline, stdout, stderr)
+		return stopPID(cfg, deadline, stdout, stderr)
 	}
 	c, err := admin.NewClient(cfg.Admin)
 	if err != nil {
@@ -114,6 +113,10 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	resp, err := c.Do(http.MethodPost, "/stop", nil, nil)
+	if err != nil && cfg.PIDFile != "" {
+		fmt.Fprintf(stderr, "gale stop: %v; sending SIGTERM through pid_file instead\n", err)
+		return stopPID(cfg, deadline, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gale stop: %v\n", err)
 		return 1
@@ -126,6 +129,20 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return waitGone(ans.PID, deadline, stdout, stderr)
+}
+
+// stopPID sends SIGTERM to the pid in cfg's pid_file and waits for the
+// process to exit, for at most d.
+func stopPID(cfg *config.Config, d time.Duration, stdout, stderr io.Writer) int {
+	pid, err := readPID(cfg)
+	if err == nil {
+		err = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gale stop: %v\n", err)
+		return 1
+	}
+	return waitGone(pid, d, stdout, stderr)
 }
 
 // waitGone waits until process pid has exited, for at most d.
@@ -161,26 +178,19 @@ func running(pid int) bool {
 	return true
 }
 
-// signalPID sends sig to the pid in cfg's pid_file (reload without an
+// hupPID sends SIGHUP to the pid in cfg's pid_file (reload without an
 // admin API).
-func signalPID(cfg *config.Config, sig syscall.Signal, cmd string, stdout, stderr io.Writer) int {
+func hupPID(cfg *config.Config, stdout, stderr io.Writer) int {
 	pid, err := readPID(cfg)
 	if err == nil {
-		err = syscall.Kill(pid, sig)
+		err = syscall.Kill(pid, syscall.SIGHUP)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "gale %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "gale reload: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "sent %s to pid %d (its log says whether the config was taken)\n", sigName(sig), pid)
+	fmt.Fprintf(stdout, "sent SIGHUP to pid %d (its log says whether the config was taken)\n", pid)
 	return 0
-}
-
-func sigName(sig syscall.Signal) string {
-	if sig == syscall.SIGHUP {
-		return "SIGHUP"
-	}
-	return "SIGTERM"
 }
 
 // readPID reads cfg's pid_file.
