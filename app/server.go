@@ -271,6 +271,7 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	}
 	notes = append(notes, cacheNotes(old, cfg)...)
 	notes = append(notes, metricsNotes(old, cfg)...)
+	notes = append(notes, adminNotes(old, cfg)...)
 	s.startProxies(set)
 	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them

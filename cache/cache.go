@@ -214,6 +214,25 @@ func (c *Cache) Purge() {
 	c.hand = nil
 }
 
+// PurgeIf removes the slots whose key match accepts, as Purge does for
+// all, and returns how many it removed. match runs under the cache's
+// lock: it must be quick and must not call into the cache. Safe for
+// concurrent use.
+func (c *Cache) PurgeIf(match func(key string) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for s := c.tail; s != nil; {
+		prev := s.prev
+		if match(s.key) {
+			c.removeNolock(s)
+			n++
+		}
+		s = prev
+	}
+	return n
+}
+
 // Stats returns the cache's counters. Safe for concurrent use.
 func (c *Cache) Stats() Stats {
 	s := Stats{

@@ -742,6 +742,26 @@ func TestSidecars(t *testing.T) {
 	}
 }
 
+func TestPurgeIf(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	v := c.NewView()
+	dir := t.TempDir()
+	a := load(t, v, writeFile(t, dir, "a", []byte("a"), mtime0), "", nil)
+	b := load(t, v, writeFile(t, dir, "b", []byte("b"), mtime0), "", nil)
+	if n := c.PurgeIf(func(k string) bool { return k == a.Path }); n != 1 {
+		t.Fatalf("purged %d, want 1", n)
+	}
+	if _, ok := v.Lookup([]byte(a.Path)); ok {
+		t.Fatal("hit on the purged key")
+	}
+	if _, ok := v.Lookup([]byte(b.Path)); !ok {
+		t.Fatal("miss on the key that was kept")
+	}
+	if s := c.Stats(); s.Entries != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
 func TestPurge(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	v := c.NewView()

@@ -244,6 +244,8 @@ var keySamples = map[string]any{
 	"server.server_header":                "gale",
 	"mime_types":                          map[string]any{".webmanifest": "application/manifest+json"},
 	"access_log.path":                     "access.log",
+	"admin.listen":                        "unix:admin.sock",
+	"admin.token_file":                    "admin.token",
 	"routes[].name":                       "api",
 	"routes[].host":                       "example.com",
 	"routes[].path":                       "/",
@@ -587,6 +589,7 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"cert.pem": pair.leafPEM, "key.pem": pair.keyPEM,
 		"site/index.html": []byte("hi\n"), "404.html": []byte("not here\n"),
+		"admin.token": []byte("0123456789abcdef0123\n"),
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

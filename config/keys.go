@@ -243,6 +243,12 @@ var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listene
 	&keySpec{name: "stub_status", typ: typeString, def: `""`, doc: `A path of the metrics listener that answers in the format of nginx's stub_status (for nginx-prometheus-exporter); "" = none.`},
 )
 
+var adminKeys = sectionKey("admin", "The admin API (GET /config, POST /load, GET /routes, GET /upstreams, POST /purge, POST /stop, GET /status), on a listener of its own; absent = none.",
+	strKey("listen", `"unix:/path/to/gale.sock" (created with mode 0600: the file's permissions are the authentication) or "host:port" (a bearer token is required: give token_file).`).must(),
+	enumKey("socket_mode", []string{"0600", "0660"}, `"0600"`, `The unix socket's permissions, quoted: "0600" lets gale's user (and root) connect, "0660" its group too.`),
+	strKey("token_file", "A file holding the bearer token every request must carry (Authorization: Bearer TOKEN), read at load; at least 16 characters after trimming white space. Required with a TCP address; optional on a unix socket."),
+)
+
 // headerNamePattern is what header rule names look like (RFC 9110 section
 // 5.6.2 tokens); the decoder checks them further.
 const headerNamePattern = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
@@ -444,5 +450,7 @@ var topKeys = sectionKey("", "gale's config file.",
 	logKeys,
 	accessLogKeys,
 	metricsKeys,
+	adminKeys,
+	&keySpec{name: "pid_file", typ: typeString, def: `""`, doc: `A file gale writes its process ID to while it runs ("gale reload" sends SIGHUP to it when there is no admin API); "" = none.`},
 	listKey("routes", routeKeys, "Routes, each a host and path prefix; their order carries no meaning for matching.").must().atLeast(1),
 )

@@ -29,6 +29,17 @@ var ErrTooLarge = errors.New("config: file larger than 4MiB")
 // as path was given, and the *Config is nil. Load is safe for concurrent
 // use; the returned Config is never modified afterwards.
 func Load(path string) (*Config, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// ReadFile reads the config file at path as Load does, up to
+// MaxFileBytes, for a caller that keeps the source beside what Parse
+// makes of it. Safe for concurrent use.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -41,7 +52,7 @@ func Load(path string) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: %s", ErrTooLarge, path)
 	}
-	return Parse(data, path)
+	return data, nil
 }
 
 // Parse decodes, defaults and validates the config in data. file names the

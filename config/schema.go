@@ -156,6 +156,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		d.metrics(v, "metrics", &c.Metrics)
 		d.checkMetricsAddress(c)
 	}
+	if v := s.get("admin"); v != nil {
+		d.admin(v, "admin", &c.Admin)
+		d.checkAdminAddress(c)
+	}
+	if v := s.get("pid_file"); v != nil {
+		d.pidFile(v, "pid_file", c)
+	}
 	if v := s.get("routes"); v != nil {
 		c.Routes = d.routes(v, "routes")
 	} else if s.missing("routes") {

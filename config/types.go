@@ -19,7 +19,20 @@ type Config struct {
 	Log       Log               // process log
 	AccessLog AccessLog         // request log
 	Metrics   Metrics           // Prometheus metrics listener
+	Admin     Admin             // the admin API listener
+	PIDFile   string            // absolute path of the pid file; "" = none
 	Routes    []Route           // at least one, in file order; order carries no meaning for matching
+}
+
+// Admin is where the admin API is served; Network "" means it is off.
+type Admin struct {
+	Listen    string // as written: "unix:/path" or "host:port"
+	Network   string // "unix" or "tcp"; "" = no admin API
+	Address   string // the socket's absolute path, or "host:port"
+	Mode      uint32 // the unix socket's permission bits (socket_mode), default 0600
+	TokenFile string // absolute path of the token file; "" = none
+	Token     string `json:"-"` // the token file's content, white space trimmed; never printed
+	Pos       Pos    // where listen was given, for messages
 }
 
 // Metrics is where Prometheus metrics are served.

@@ -32,3 +32,28 @@ func (h *Handler) Stats(d *StatsSnapshot) {
 		d.Open += lp.conns.Open.Load()
 	}
 }
+
+// ServerStatus is one FastCGI server of a route: whether it is in
+// service and its connections.
+type ServerStatus struct {
+	Address string // as configured
+	Healthy bool   // no passive cooldown running
+	Open    int64  // connections to the address open or dialing, over every loop and every route naming it
+	Idle    int64  // of them, idle in this route's pools
+}
+
+// Servers returns the route's servers in configured order, as at now
+// (unix ns). Safe for concurrent use.
+func (h *Handler) Servers(now int64) []ServerStatus {
+	out := make([]ServerStatus, len(h.servers))
+	for i, s := range h.servers {
+		out[i] = ServerStatus{Address: s.raw, Healthy: s.passive.Healthy(now)}
+	}
+	for _, lp := range h.loops.All() {
+		for i, p := range lp.pools { // set before the loop's state is published
+			out[i].Idle += int64(p.IdleCount())
+			out[i].Open = max(out[i].Open, p.AddressConns())
+		}
+	}
+	return out
+}

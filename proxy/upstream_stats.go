@@ -54,11 +54,14 @@ func (u *Upstream) Stats(d *UpstreamSnapshot) {
 			d.Failures[k] += s.Failures[k].Load()
 		}
 	}
+	var open int64 // the address's count, which every loop's pool reads alike
 	for i := range u.pools {
 		if p := u.pools[i].Load(); p != nil {
 			d.Idle += int64(p.IdleCount())
+			open = max(open, p.AddressConns())
 		}
 	}
+	d.Open += open
 }
 
 // UpstreamSnapshot is a plain copy of an upstream's counters summed over
@@ -66,7 +69,8 @@ func (u *Upstream) Stats(d *UpstreamSnapshot) {
 type UpstreamSnapshot struct {
 	Attempts, Retries uint64
 	Failures          [NumFailKinds]uint64
-	Idle              int64
+	Idle              int64 // idle keep-alive connections, over every loop's pool
+	Open              int64 // connections to the address open or dialing, over every loop (every route naming it)
 }
 
 // Healthy reports whether the upstream is in service at now (unix ns), as

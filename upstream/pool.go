@@ -90,6 +90,16 @@ func (p *Pool) Idle() int { return len(p.idle) }
 // IdleCount is Idle for any goroutine (the metrics).
 func (p *Pool) IdleCount() int { return int(p.idleN.Load()) }
 
+// AddressConns returns how many connections to the pool's address are
+// open or dialing over every loop, or -1 when the pool has no Group.
+// Safe for concurrent use.
+func (p *Pool) AddressConns() int64 {
+	if p.slots == nil {
+		return -1
+	}
+	return p.slots.used.Load()
+}
+
 // Configure sets the pool's limits (see Limits).
 func (p *Pool) Configure(l Limits) {
 	p.lim = l

@@ -25,6 +25,9 @@ func TestHelp(t *testing.T) {
 		"file-server":   fileServerUsage,
 		"reverse-proxy": reverseProxyUsage,
 		"hash-password": hashPasswordUsage,
+		"reload":        reloadUsage,
+		"stop":          stopUsage,
+		"status":        statusUsage,
 	}
 	for cmd, want := range cmds {
 		for _, h := range []string{"-h", "--help"} {

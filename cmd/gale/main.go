@@ -5,6 +5,9 @@
 //	gale validate gale.yaml     check a config: prints "ok" or one error per line
 //	gale route -c FILE METHOD URL [-H 'Name: value'] [--from ADDR]
 //	                            explain which route a request takes
+//	gale reload [-c FILE]       apply FILE to the running server (admin API, else SIGHUP via pid_file)
+//	gale stop [-c FILE]         stop the running server gracefully (admin API, else SIGTERM via pid_file)
+//	gale status [-c FILE]       the running server's version, uptime, connections (admin API)
 //	gale version                print the version and VCS revision (also --version)
 //	gale schema                 print the config file's JSON Schema
 //	gale file-server --root DIR --listen ADDR [--browse] [--domain NAME[,NAME...]]
@@ -36,6 +39,10 @@ const usage = `usage:
   gale validate [-c] FILE                    check a config file
   gale route -c FILE METHOD URL [-H 'Name: value']... [--from ADDR]
                                              explain which route a request would take, and why
+  gale reload [-c FILE]                      apply FILE to the running server (its admin API,
+                                             else SIGHUP to the pid in pid_file)
+  gale stop [-c FILE]                        stop the running server gracefully and wait for it
+  gale status [-c FILE] [--json]             the running server's version, uptime, connections
   gale version, gale --version               print the version and VCS revision
   gale schema                                print the config file's JSON Schema (draft-07)
   gale file-server [--root DIR] [--listen ADDR] [--browse] [--access-log PATH|-]
@@ -77,6 +84,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args, stdout, stderr)
 	case "route":
 		return cmdRoute(args, stdout, stderr)
+	case "reload":
+		return cmdReload(args, stdout, stderr)
+	case "stop":
+		return cmdStop(args, stdout, stderr)
+	case "status":
+		return cmdStatus(args, stdout, stderr)
 	case "version":
 		if code, ok := noArgs("version", args, versionUsage, stdout, stderr); !ok {
 			return code
@@ -146,14 +159,17 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	var (
 		cfg *config.Config
+		src []byte
 		err error
 	)
+	if *file == "" && fileExists("gale.yaml") {
+		*file = "gale.yaml"
+	}
 	switch {
 	case *file != "":
-		cfg, err = config.Load(*file)
-	case fileExists("gale.yaml"):
-		*file = "gale.yaml"
-		cfg, err = config.Load(*file)
+		if src, err = config.ReadFile(*file); err == nil {
+			cfg, err = config.Parse(src, *file)
+		}
 	default:
 		fmt.Fprintln(stdout, "gale: no -c and no ./gale.yaml: serving the current directory on 127.0.0.1:8080")
 		cfg, err = config.ForDirectory(".", "127.0.0.1:8080")
@@ -162,7 +178,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	return serve(cfg, *file, stdout, stderr)
+	return serve(cfg, *file, src, stdout, stderr)
 }
 
 func cmdFileServer(args []string, stdout, stderr io.Writer) int {
@@ -191,7 +207,7 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Routes[0].Static.Browse = *browse
 	useAccessLog(cfg, *accessLog)
-	return serve(cfg, "", stdout, stderr)
+	return serve(cfg, "", nil, stdout, stderr)
 }
 
 // httpsFlags adds the flags of automatic HTTPS in the quick commands
@@ -257,7 +273,7 @@ func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Routes[0].Proxy.PreserveHost = !*changeHost
 	useAccessLog(cfg, *accessLog)
-	return serve(cfg, "", stdout, stderr)
+	return serve(cfg, "", nil, stdout, stderr)
 }
 
 // accessLogFlag adds --access-log to a quick command.
@@ -294,12 +310,14 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// serve runs cfg until SIGINT or SIGTERM; SIGHUP reloads file (when the
-// server was started from one), SIGUSR1 reopens the access log file (after
-// logrotate moved it, as nginx does). It tells the service manager about each
-// step (see notify). With log.format: json everything it writes is a log
-// record, the startup summary and errors included.
-func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
+// serve runs cfg (whose YAML is src, read from file) until SIGINT or
+// SIGTERM or the admin API's POST /stop; SIGHUP reloads file (when the
+// server was started from one), as the admin API's POST /load applies a
+// config; SIGUSR1 reopens the access log file (after logrotate moved it,
+// as nginx does). It tells the service manager about each step (see
+// notify). With log.format: json everything it writes is a log record,
+// the startup summary and errors included.
+func serve(cfg *config.Config, file string, src []byte, stdout, stderr io.Writer) int {
 	log := app.NewLogger(cfg.Log, stderr)
 	jsonLog := cfg.Log.Format == "json"
 	if jsonLog {
@@ -323,6 +341,12 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
+	lc := newLifecycle(srv, log, file, src)
+	closeAdmin, err := lc.startAdmin(cfg)
+	if err != nil {
+		return fail("cannot start", err)
+	}
+	defer closeAdmin()
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run() }()
 	select {
@@ -330,43 +354,59 @@ func serve(cfg *config.Config, file string, stdout, stderr io.Writer) int {
 	case err := <-runErr:
 		return fail("cannot start", err)
 	}
+	removePID, err := writePIDFile(cfg)
+	if err != nil {
+		log.Error("cannot write the pid file", "err", err.Error())
+	} else {
+		defer removePID()
+	}
 	printStartup(cfg, srv, log, jsonLog, stdout)
 	notify(log, sdnotify.Ready)
 	for {
+		var sig os.Signal
 		select {
 		case err := <-runErr:
 			if err != nil {
 				return fail("server stopped", err)
 			}
 			return 0
-		case sig := <-sigs:
-			if sig == syscall.SIGUSR1 {
-				srv.ReopenLogs()
-				log.Info("access log reopened")
-				continue
-			}
-			if sig == syscall.SIGHUP {
-				notify(log, sdnotify.Reloading)
-				reload(srv, file, log)
-				notify(log, sdnotify.Ready)
-				continue
-			}
-			notify(log, sdnotify.Stopping)
-			log.Info("stopping", "signal", sig.String(), "deadline", srv.StopTimeout().String())
-			ctx, cancel := context.WithTimeout(context.Background(), srv.StopTimeout())
-			err := srv.Stop(ctx)
-			cancel()
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				log.Warn("stop", "err", err)
-			}
-			select {
-			case <-runErr:
-			case <-time.After(5 * time.Second):
-			}
-			log.Info("stopped")
-			return 0
+		case sig = <-sigs:
+		case <-lc.stop:
 		}
+		if sig == syscall.SIGUSR1 {
+			srv.ReopenLogs()
+			log.Info("access log reopened")
+			continue
+		}
+		if sig == syscall.SIGHUP {
+			lc.reloadFile()
+			continue
+		}
+		why := "admin API"
+		if sig != nil {
+			why = sig.String()
+		}
+		stopGracefully(srv, log, why, runErr)
+		return 0
 	}
+}
+
+// stopGracefully stops srv (see app.Server.Stop) and waits for Run to
+// return, why being what asked (a signal's name, or the admin API).
+func stopGracefully(srv *app.Server, log *slog.Logger, why string, runErr <-chan error) {
+	notify(log, sdnotify.Stopping)
+	log.Info("stopping", "signal", why, "deadline", srv.StopTimeout().String())
+	ctx, cancel := context.WithTimeout(context.Background(), srv.StopTimeout())
+	err := srv.Stop(ctx)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("stop", "err", err)
+	}
+	select {
+	case <-runErr:
+	case <-time.After(5 * time.Second):
+	}
+	log.Info("stopped")
 }
 
 // printStartup says where gale listens (the addresses it bound) and what
@@ -398,26 +438,4 @@ func notify(log *slog.Logger, send func() error) {
 	if err := send(); err != nil {
 		log.Warn("notify the service manager", "err", err.Error())
 	}
-}
-
-func reload(srv *app.Server, file string, log *slog.Logger) {
-	if file == "" {
-		log.Warn("reload: no config file to re-read (started without -c)")
-		return
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		srv.ReloadRejected()
-		log.Error("reload: keeping the running config", "err", err.Error())
-		return
-	}
-	notes, err := srv.Reload(cfg)
-	if err != nil {
-		log.Error("reload: keeping the running config", "err", err.Error())
-		return
-	}
-	for _, n := range notes {
-		log.Warn("reload: " + n)
-	}
-	log.Info("reloaded", "file", file, "routes", len(cfg.Routes))
 }

@@ -5,10 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 
-	"gale/codec"
 	"gale/config"
 	"gale/handlers"
 )
@@ -76,7 +74,7 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gale route: %v\n%s", err, routeUsage)
 		return 2
 	}
-	req, remote, err := routeRequest(ra)
+	req, remote, err := handlers.ExplainRequest(handlers.ExplainQuery{Method: ra.method, Target: ra.target, Headers: ra.headers, From: ra.from})
 	if err != nil {
 		fmt.Fprintf(stderr, "gale route: %v\n", err)
 		return 2
@@ -86,65 +84,13 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}
-	standIn := func(*handlers.Route) (handlers.Handler, error) {
-		return handlers.HandlerFunc(func(c *handlers.Ctx) { c.Error(502) }), nil
-	}
-	rt, err := handlers.Build(cfg, handlers.WithProxy(standIn), handlers.WithFastCGI(standIn))
+	lines, err := handlers.ExplainConfig(cfg, req, remote)
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}
-	defer rt.Close()
-	c := &handlers.Ctx{Req: req, Remote: remote, Scratch: make([]byte, 0, 4096)}
-	for _, line := range rt.Explain(c) {
+	for _, line := range lines {
 		fmt.Fprintln(stdout, line)
 	}
 	return 0
-}
-
-// routeRequest builds the request as the server's parser would have it.
-func routeRequest(ra routeArgs) (*codec.Request, netip.AddrPort, error) {
-	from := ra.from
-	if from == "" {
-		from = "127.0.0.1"
-	}
-	remote, err := netip.ParseAddrPort(from)
-	if err != nil {
-		a, err2 := netip.ParseAddr(from)
-		if err2 != nil {
-			return nil, remote, fmt.Errorf("--from %q: expected an address such as 127.0.0.2 or [::1]:5000", from)
-		}
-		remote = netip.AddrPortFrom(a, 0)
-	}
-	target, host := ra.target, ""
-	if rest, ok := strings.CutPrefix(target, "http://"); ok {
-		host, target, _ = strings.Cut(rest, "/")
-		target = "/" + target
-	} else if rest, ok := strings.CutPrefix(target, "https://"); ok {
-		host, target, _ = strings.Cut(rest, "/")
-		target = "/" + target
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\n", ra.method, target)
-	hasHost := false
-	for _, h := range ra.headers {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok {
-			return nil, remote, fmt.Errorf("-H %q: expected 'Name: value'", h)
-		}
-		hasHost = hasHost || strings.EqualFold(strings.TrimSpace(name), "host")
-		b.WriteString(h + "\r\n")
-	}
-	if !hasHost {
-		if host == "" {
-			host = "localhost"
-		}
-		b.WriteString("Host: " + host + "\r\n")
-	}
-	b.WriteString("\r\n")
-	req := &codec.Request{}
-	if _, err := codec.Parse([]byte(b.String()), req, nil); err != nil {
-		return nil, remote, fmt.Errorf("the server would refuse this request: %v", err)
-	}
-	return req, remote, nil
 }
