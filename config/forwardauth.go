@@ -88,3 +88,16 @@ func checkAuthURI(p string) string {
 	}
 	return ""
 }
+
+// AuthProxy returns the settings of fa's authentication service as the
+// upstreams of a proxy route: the proxy's defaults (passive health,
+// pools of keep-alive connections, one retry of a connection that
+// failed), with the connect and response-header timeouts bounded by
+// fa.Timeout.
+func AuthProxy(fa *ForwardAuth) *Proxy {
+	p := defaultProxy()
+	p.To = fa.To
+	p.Timeouts.Connect = min(p.Timeouts.Connect, fa.Timeout)
+	p.Timeouts.ResponseHeader = fa.Timeout
+	return p
+}

@@ -51,11 +51,12 @@ type Route struct {
 	respOps  headerOps // response header rules
 	match    matcher   // Conf.Match
 	rewrite  *config.Rewrite
-	access   accessRules // nil = every client
-	limit    *limiter    // nil = no rate limit
-	auth     *basicAuth  // nil = no basic_auth
-	order    int         // index in the file, the last tie-break of the precedence
-	slashes  uint8       // what the route does with an encoded slash (slashKeep, slashReject, slashDecode)
+	access   accessRules  // nil = every client
+	limit    *limiter     // nil = no rate limit
+	auth     *basicAuth   // nil = no basic_auth
+	fauth    *forwardAuth // nil = no forward_auth (forwardauth.go)
+	order    int          // index in the file, the last tie-break of the precedence
+	slashes  uint8        // what the route does with an encoded slash (slashKeep, slashReject, slashDecode)
 }
 
 // ApplyRequestHeaders applies the route's request header rules (remove,
@@ -144,6 +145,7 @@ type Option func(*buildOptions)
 type buildOptions struct {
 	proxy    ProxyFactory
 	fastcgi  ProxyFactory
+	fauth    AuthFactory
 	cache    *cache.Cache
 	stopping *atomic.Bool
 }
@@ -342,6 +344,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 			return nil, err
 		}
 		r.auth = a
+	}
+	if err := rt.buildForwardAuth(r); err != nil {
+		return nil, err
 	}
 	kind, err := kindOf(rc)
 	if err != nil {
@@ -596,9 +601,21 @@ func (rt *Router) Serve(c *Ctx) {
 	r.serveAdmitted(c)
 }
 
-// serveAdmitted serves an exchange the route admitted: its rewrite, then
-// its handler.
+// serveAdmitted serves an exchange the route admitted: its forward_auth
+// asks about it first, when it has one (the exchange then waits for the
+// verdict), else serveAuthorized goes on at once.
 func (r *Route) serveAdmitted(c *Ctx) {
+	if r.fauth != nil {
+		r.fauth.ask(r, c)
+		return
+	}
+	r.serveAuthorized(c)
+}
+
+// serveAuthorized serves an exchange the route admitted and its
+// authentication service (if any) let through: its rewrite, then its
+// handler.
+func (r *Route) serveAuthorized(c *Ctx) {
 	if !r.applyRewrite(c) {
 		r.ApplyResponseHeaders(&c.Resp)
 		return

@@ -22,6 +22,7 @@ type Loop struct {
 	log *slog.Logger
 
 	exchanges upstream.Exchanges[*exchange] // in flight, for the sweep, and kept for reuse
+	auths     upstream.Exchanges[*authCall] // forward_auth subrequests in flight, and kept for reuse (forwardauth.go)
 	extra     map[*Upstream]*upstream.Pool  // pools of upstreams whose per-loop slots do not reach this loop
 	rr        map[*Handler]*rrSlot          // likewise for round-robin counters
 
@@ -115,6 +116,11 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger, g *upstream.Group) *L
 		ex.resp.ContentLength = -1
 		return ex
 	}
+	lp.auths.New = func() *authCall {
+		ac := &authCall{lp: lp}
+		ac.resp.ContentLength = -1
+		return ac
+	}
 	lp.up = upstream.NewLoop(el, g)
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
 		lp.Sweep(time.Now().UnixNano())
@@ -196,6 +202,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 func (lp *Loop) Sweep(now int64) {
 	lp.up.Sweep(now)
 	lp.exchanges.Sweep(now, (*exchange).check)
+	lp.auths.Sweep(now, (*authCall).check)
 	for h := range lp.rr {
 		if h.closed.Load() {
 			delete(lp.rr, h)
