@@ -89,7 +89,8 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 	standIn := func(*handlers.Route) (handlers.Handler, error) {
 		return handlers.HandlerFunc(func(c *handlers.Ctx) { c.Error(502) }), nil
 	}
-	rt, err := handlers.Build(cfg, handlers.WithProxy(standIn), handlers.WithFastCGI(standIn))
+	askNone := func(*handlers.Route) (handlers.AuthGate, error) { return noAuthGate{}, nil }
+	rt, err := handlers.Build(cfg, handlers.WithProxy(standIn), handlers.WithFastCGI(standIn), handlers.WithForwardAuth(askNone))
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return 1
@@ -148,3 +149,9 @@ func routeRequest(ra routeArgs) (*codec.Request, netip.AddrPort, error) {
 	}
 	return req, remote, nil
 }
+
+// noAuthGate stands in for a forward_auth service, which gale route
+// never asks.
+type noAuthGate struct{}
+
+func (noAuthGate) Ask(*handlers.Ctx) handlers.AuthCall { return nil }
