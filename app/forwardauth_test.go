@@ -516,3 +516,127 @@ func TestForwardAuthFailures(t *testing.T) {
 		t.Errorf("log does not name the failing services (down %v, slow %v):\n%s", down, slow, logs)
 	}
 }
+
+// rawAuthService answers each subrequest with the bytes answers gives
+// for its path, on kept-alive connections, closing when close is set.
+func rawAuthService(t *testing.T, answers map[string]struct {
+	raw   string
+	close bool
+}) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					a, ok := answers[req.URL.Path]
+					if !ok {
+						return
+					}
+					if _, err := io.WriteString(c, a.raw); err != nil || a.close {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestForwardAuthAnswers: answers of every framing are read whole (a
+// chunked or close-delimited refusal reaches the client with its body,
+// interim answers are skipped); a garbage answer, one cut short, and one
+// whose body is over the bound are 502, never a pass.
+func TestForwardAuthAnswers(t *testing.T) {
+	t.Parallel()
+	auth := rawAuthService(t, map[string]struct {
+		raw   string
+		close bool
+	}{
+		"/chunked": {raw: "HTTP/1.1 401 Unauthorized\r\nTransfer-Encoding: chunked\r\nWWW-Authenticate: Basic\r\nConnection: close, x-hop\r\nX-Hop: 1\r\n\r\n3\r\nabc\r\n3;ext=1\r\ndef\r\n0\r\nX-Trailer: t\r\n\r\n"},
+		"/close":   {raw: "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\nuntil the close", close: true},
+		"/interim": {raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX-User: carol\r\n\r\n"},
+		"/garbage": {raw: "HELLO WORLD\r\n\r\n"},
+		"/cut":     {raw: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-User: eve\r\n\r\nabc", close: true},
+		"/huge":    {raw: "HTTP/1.1 401 Unauthorized\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("h", 100000)},
+	})
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+routes:
+`+func() string {
+		var b strings.Builder
+		for _, p := range []string{"chunked", "close", "interim", "garbage", "cut", "huge"} {
+			fmt.Fprintf(&b, "  - path: /%s/\n    forward_auth: {to: %q, uri: /%s, copy_headers: [X-User]}\n    respond: {status: 200, body: \"passed\"}\n", p, auth, p)
+		}
+		return b.String()
+	}(), nil)
+	c := client()
+	for _, tc := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/chunked/", 401, "abcdef"},
+		{"/close/", 403, "until the close"},
+		{"/interim/", 200, "passed"},
+		{"/garbage/", 502, ""},
+		{"/cut/", 502, ""},
+		{"/huge/", 502, ""},
+		{"/chunked/", 401, "abcdef"},
+	} {
+		resp, body := fauthDo(t, c, "GET", ts.url(tc.path), "")
+		if resp.StatusCode != tc.status || tc.body != "" && body != tc.body || body == "passed" && tc.status != 200 {
+			t.Errorf("%s: %d %q, want %d %q", tc.path, resp.StatusCode, body, tc.status, tc.body)
+		}
+		if tc.path == "/chunked/" && (resp.Header.Get("WWW-Authenticate") != "Basic" || resp.Header.Get("X-Hop") != "" || resp.Header.Get("X-Trailer") != "") {
+			t.Errorf("%s: fields %v", tc.path, resp.Header)
+		}
+	}
+}
+
+// TestForwardAuthTrustForwarded: the forwarded fields are gale's own view
+// (the client as server.trusted_proxies resolve it), unless
+// trust_forwarded passes on those a trusted proxy sent.
+func TestForwardAuthTrustForwarded(t *testing.T) {
+	t.Parallel()
+	auth := netUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(401)
+		for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Uri", "X-Forwarded-For"} {
+			fmt.Fprintf(w, "%s=%s\n", k, r.Header.Get(k))
+		}
+	}))
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+server: {trusted_proxies: [127.0.0.1/32]}
+routes:
+  - path: /trust/
+    forward_auth: {to: "`+auth+`", trust_forwarded: true}
+    respond: {status: 200}
+  - path: /own/
+    forward_auth: {to: "`+auth+`"}
+    respond: {status: 200}
+`, nil)
+	hdr := []string{"X-Forwarded-Method", "PUT", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "public.example",
+		"X-Forwarded-Uri", "/orig?x=1", "X-Forwarded-For", "203.0.113.7"}
+	_, body := fauthDo(t, client(), "GET", ts.url("/trust/a?b=c"), "", hdr...)
+	want := "X-Forwarded-Method=PUT\nX-Forwarded-Proto=https\nX-Forwarded-Host=public.example\nX-Forwarded-Uri=/orig?x=1\nX-Forwarded-For=203.0.113.7, 127.0.0.1\n"
+	if body != want {
+		t.Errorf("trusted:\n%s\nwant\n%s", body, want)
+	}
+	_, body = fauthDo(t, client(), "GET", ts.url("/own/a?b=c"), "", hdr...)
+	want = "X-Forwarded-Method=GET\nX-Forwarded-Proto=http\nX-Forwarded-Host=" + ts.addr + "\nX-Forwarded-Uri=/own/a?b=c\nX-Forwarded-For=203.0.113.7\n"
+	if body != want {
+		t.Errorf("own view:\n%s\nwant\n%s", body, want)
+	}
+}
