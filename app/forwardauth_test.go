@@ -640,3 +640,26 @@ routes:
 		t.Errorf("own view:\n%s\nwant\n%s", body, want)
 	}
 }
+
+// TestForwardAuthRapidReset: HTTP/2 streams reset in the read that
+// brought them (CVE-2023-44487) cost no subrequest on a forward_auth
+// route, whatever its handler: they are held to the end of the read, as
+// forwarded ones are, and dropped.
+func TestForwardAuthRapidReset(t *testing.T) {
+	t.Parallel()
+	auth := startAuthService(t)
+	ts := startServer(t, `listen: ["127.0.0.1:0"]
+routes:
+  - path: /fa/
+    forward_auth: {to: "`+auth.addr+`", uri: /verify}
+    respond: {status: 200, body: "local\n"}
+`, nil)
+	if acked, code := floodOnce(ts.addr, resetFlood(t, "/fa/x", 20)); !acked {
+		t.Fatalf("the flood's PING was not answered (GOAWAY %v)", code)
+	}
+	// Then one stream that is not reset: it is the only one asked about.
+	resp, _ := fauthDo(t, h2cClient(t), "GET", ts.url("/fa/x"), "", "Cookie", "session=alice")
+	if n := ts.srv.ProxyStats().Auths; resp.StatusCode != 200 || n != 1 {
+		t.Errorf("a stream not reset: %d; %d subrequests, want 1 (none for the 20 reset streams)", resp.StatusCode, n)
+	}
+}

@@ -90,6 +90,17 @@ func (rt *Route) ApplyResponseHeaders(resp *Response) {
 // body byte arrived, to decide whether to keep the body for the handler
 // or to answer once the body ended.
 func (rt *Router) ReadsBody(c *Ctx) bool {
+	reads, _ := rt.UpstreamUse(c)
+	return reads
+}
+
+// UpstreamUse reports, as ReadsBody does and without serving c, whether
+// the route that would serve c reads the request body, and whether
+// serving it costs a request to an upstream: its handler forwards (a
+// proxy or FastCGI route), or its forward_auth asks a service first. An
+// engine that defends itself against requests cancelled as soon as sent
+// (HTTP/2's Rapid Reset) holds those until it knows they were not.
+func (rt *Router) UpstreamUse(c *Ctx) (readsBody, costs bool) {
 	mark, path, wire, slashes := len(c.Scratch), c.Path, c.WirePath, c.slashes
 	var r *Route
 	if c.normalizePath() {
@@ -97,7 +108,11 @@ func (rt *Router) ReadsBody(c *Ctx) bool {
 	}
 	c.Scratch, c.Path, c.WirePath, c.slashes = c.Scratch[:mark], path, wire, slashes
 	c.capPath, c.caps = nil, nil
-	return r != nil && r.ReadsBody()
+	if r == nil {
+		return false, false
+	}
+	reads := r.ReadsBody()
+	return reads, reads || r.fauth != nil
 }
 
 // ReadsBody reports whether the route's handler reads the request body

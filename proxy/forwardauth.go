@@ -80,6 +80,7 @@ func (a *AuthService) Ask(c *handlers.Ctx) handlers.AuthCall {
 		return nil
 	}
 	ac := lp.auths.Get()
+	lp.Stats.Auths.Add(1)
 	ac.a, ac.cl = a, c.Exchange
 	ac.now = nanotime()
 	ac.deadline = ac.now + a.timeout

@@ -63,12 +63,13 @@ type Stats struct {
 	Refused           atomic.Uint64 // requests answered 503 because no descriptor was left for a new upstream connection
 	Deferred          atomic.Uint64 // off-loop copies put off because no descriptor was left for the duplicates
 	Load              atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
+	Auths             atomic.Uint64 // forward_auth subrequests asked (forwardauth.go)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
-	Open, Load                                                                                                                                          int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred, Auths uint64
+	Open, Load                                                                                                                                                 int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -90,6 +91,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Cut += s.Cut.Load()
 	d.Refused += s.Refused.Load()
 	d.Deferred += s.Deferred.Load()
+	d.Auths += s.Auths.Load()
 	d.Open += s.Open.Load()
 	d.Load += s.Load.Load()
 }
