@@ -488,7 +488,8 @@ func TestForwardAuthHoldsBody(t *testing.T) {
 func TestForwardAuthFailures(t *testing.T) {
 	t.Parallel()
 	fs := startFauthServer(t)
-	for name, cl := range fs.clients(t) {
+	clients := fs.clients(t)
+	for name, cl := range clients {
 		resp, body := fauthDo(t, cl.c, "GET", cl.base+"/down/x", "")
 		if resp.StatusCode != 502 || body == "never\n" {
 			t.Errorf("%s: service down: %d %q", name, resp.StatusCode, body)
@@ -502,6 +503,9 @@ func TestForwardAuthFailures(t *testing.T) {
 		if resp, body := fauthDo(t, cl.c, "GET", cl.base+"/", ""); resp.StatusCode != 200 || body != "open\n" {
 			t.Errorf("%s: after: %d %q", name, resp.StatusCode, body)
 		}
+	}
+	if st := fs.srv.ProxyStats(); st.AuthFailures != uint64(2*len(clients)) {
+		t.Errorf("%d subrequests without an answer counted, want %d", st.AuthFailures, 2*len(clients))
 	}
 	logs := fs.log.String()
 	var down, slow bool

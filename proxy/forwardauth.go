@@ -545,7 +545,7 @@ func (ac *authCall) decide() {
 func (ac *authCall) fail(status int, up *Upstream, why string) {
 	ac.dropConn(true)
 	ac.verdict = handlers.AuthVerdict{Fail: status, Fields: ac.verdict.Fields[:0], Body: ac.verdict.Body[:0]}
-	ac.lp.Stats.Errors.Add(1)
+	ac.lp.Stats.AuthFailures.Add(1)
 	ac.a.logFailure(up, status, why)
 	ac.decide()
 }
@@ -572,7 +572,6 @@ func (ac *authCall) check(now int64) {
 		return
 	}
 	ac.now = now
-	ac.lp.Stats.Timeouts.Add(1)
 	if ac.up != nil {
 		ac.up.failed(now, "timeout")
 	}

@@ -64,12 +64,13 @@ type Stats struct {
 	Deferred          atomic.Uint64 // off-loop copies put off because no descriptor was left for the duplicates
 	Load              atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
 	Auths             atomic.Uint64 // forward_auth subrequests asked (forwardauth.go)
+	AuthFailures      atomic.Uint64 // forward_auth subrequests that got no answer (502, 503, 504)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred, Auths uint64
-	Open, Load                                                                                                                                                 int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred, Auths, AuthFailures uint64
+	Open, Load                                                                                                                                                               int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -92,6 +93,7 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Refused += s.Refused.Load()
 	d.Deferred += s.Deferred.Load()
 	d.Auths += s.Auths.Load()
+	d.AuthFailures += s.AuthFailures.Load()
 	d.Open += s.Open.Load()
 	d.Load += s.Load.Load()
 }
