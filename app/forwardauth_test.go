@@ -667,3 +667,34 @@ routes:
 		t.Errorf("a stream not reset: %d; %d subrequests, want 1 (none for the 20 reset streams)", resp.StatusCode, n)
 	}
 }
+
+// TestForwardAuthReload: a reload puts forward_auth in front of a route
+// and takes it away again, for new requests on kept connections.
+func TestForwardAuthReload(t *testing.T) {
+	t.Parallel()
+	auth := startAuthService(t)
+	open := `listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    respond: {status: 200, body: "open\n"}
+`
+	guarded := strings.Replace(open, "    respond:", "    forward_auth: {to: \""+auth.addr+"\", uri: /verify}\n    respond:", 1)
+	ts := startServer(t, open, nil)
+	c := client()
+	c.CheckRedirect = noRedirects
+	for i, text := range []string{guarded, open, guarded} {
+		if _, err := ts.srv.Reload(writeConfig(t, ts.dir, text)); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		want := 200
+		if text == guarded {
+			want = 302
+		}
+		if resp, _ := fauthDo(t, c, "GET", ts.url("/x"), ""); resp.StatusCode != want {
+			t.Errorf("after reload %d: %d, want %d", i, resp.StatusCode, want)
+		}
+		if resp, body := fauthDo(t, c, "GET", ts.url("/x"), "", "Cookie", "session=alice"); resp.StatusCode != 200 || body != "open\n" {
+			t.Errorf("after reload %d, with a session: %d %q", i, resp.StatusCode, body)
+		}
+	}
+}
