@@ -575,7 +575,9 @@ func normalizeHost(h string) string {
 
 // Serve resets c.Resp, normalises the request path (setting c.Path),
 // routes c.Req by it (setting c.Route and c.Rest), checks the route's
-// access rules (403) and rate limit (429), applies its rewrite (setting
+// access rules (403), rate limit (429) and basic_auth (401), asks its
+// forward_auth service (the exchange then waits for the verdict, see
+// forwardauth.go), applies its rewrite (setting
 // c.Path, c.Rest and c.Req.Query), applies the route's request header
 // rules to c.Req, runs the handler and then applies the route's response
 // header rules to c.Resp (proxy routes apply both themselves; see

@@ -221,7 +221,7 @@ func (ac *authCall) render(c *handlers.Ctx) {
 			b = codec.AppendFieldLine(b, []byte(name), v)
 		}
 	}
-	b = append(b, "Content-Length: 0\r\n\r\n"...)
+	b = append(b, "\r\n"...) // no body, and no Content-Length (RFC 9110 section 8.6)
 	ac.head = b
 }
 
