@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -696,5 +697,56 @@ routes:
 		if resp, body := fauthDo(t, c, "GET", ts.url("/x"), "", "Cookie", "session=alice"); resp.StatusCode != 200 || body != "open\n" {
 			t.Errorf("after reload %d, with a session: %d %q", i, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestForwardAuthConcurrent: many clients at once, half with a session,
+// over HTTP/1.1 and h2c: each gets its own verdict (the subrequests share
+// the pooled connections to the service, never their answers).
+func TestForwardAuthConcurrent(t *testing.T) {
+	t.Parallel()
+	fs := startFauthServer(t)
+	const workers, each = 16, 25
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := client()
+			c.CheckRedirect = noRedirects
+			if w%2 == 1 {
+				c = h2cClient(t)
+				c.CheckRedirect = noRedirects
+			}
+			for i := 0; i < each; i++ {
+				req, _ := http.NewRequest("GET", "http://"+fs.plain+"/app/"+strconv.Itoa(w)+"/"+strconv.Itoa(i), nil)
+				session := (w+i)%2 == 0
+				if session {
+					req.Header.Set("Cookie", "session=alice")
+				}
+				req.Header.Set("X-User", "mallory")
+				resp, err := c.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if session && (resp.StatusCode != 200 || string(body) != "user=alice method=GET body=0") ||
+					!session && (resp.StatusCode != 302 || !strings.HasSuffix(resp.Header.Get("Location"), url.QueryEscape("/app/"+strconv.Itoa(w)+"/"+strconv.Itoa(i)))) {
+					errs <- fmt.Errorf("worker %d request %d (session %v): %d %q %v", w, i, session, resp.StatusCode, body, resp.Header)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := fs.srv.ProxyStats().Auths; n != workers*each {
+		t.Errorf("%d subrequests for %d requests (verdicts are not cached)", n, workers*each)
 	}
 }
