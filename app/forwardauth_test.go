@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,12 +189,20 @@ routes:
   - path: /down/
     forward_auth: {to: "` + downAddr + `"}
     respond: {status: 200, body: "never\n"}
+  - path: /files/
+    forward_auth: {to: "` + auth.addr + `", uri: /verify}
+    static: {root: ./site}
   - path: /slow/
     forward_auth: {to: "` + auth.addr + `", uri: /sleep, timeout: 300ms}
     respond: {status: 200, body: "never\n"}
   - path: /
     respond: {status: 200, body: "open\n"}
 `
+	if err := os.MkdirAll(filepath.Join(dir, "site"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeSettled(t, filepath.Join(dir, "site", "a.txt"), []byte("file a\n"))
+	writeSettled(t, filepath.Join(dir, "site", "b.txt"), []byte(strings.Repeat("b", 300000)))
 	cfg := writeConfig(t, dir, yamlText)
 	logs := &syncBuffer{}
 	srv, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -362,6 +372,14 @@ func TestForwardAuthLoginFlow(t *testing.T) {
 		resp, _ = fauthDo(t, c, "GET", base+"/page/x", "")
 		if resp.StatusCode != 302 || resp.Header.Get("X-Route") != "page" {
 			t.Errorf("%s: respond route without a session: %d %v", name, resp.StatusCode, resp.Header)
+		}
+		for _, f := range []struct{ path, body string }{{"/files/a.txt", "file a\n"}, {"/files/b.txt", strings.Repeat("b", 300000)}} {
+			if resp, body := fauthDo(t, c, "GET", base+f.path, "", "Cookie", cookie); resp.StatusCode != 200 || body != f.body {
+				t.Errorf("%s: static %s: %d, %d bytes", name, f.path, resp.StatusCode, len(body))
+			}
+			if resp, _ := fauthDo(t, c, "GET", base+f.path, ""); resp.StatusCode != 302 {
+				t.Errorf("%s: static %s without a session: %d", name, f.path, resp.StatusCode)
+			}
 		}
 		resp, body = fauthDo(t, c, "HEAD", base+"/app/home", "")
 		if resp.StatusCode != 302 || body != "" || resp.Header.Get("Content-Length") != "12" {
