@@ -409,6 +409,17 @@ func TestForwardAuthInjection(t *testing.T) {
 			t.Fatalf("request %d (bob): %d %q", i, resp.StatusCode, body)
 		}
 	}
+	// Pipelined: a refused POST with its body, a pass, a refusal, in one
+	// write, answered in order.
+	fmt.Fprintf(c, "POST /app/p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX-User: a\r\n\r\nhelloGET /app/q HTTP/1.1\r\nHost: h\r\nCookie: session=alice\r\nx-user: b\r\n\r\nGET /page/r HTTP/1.1\r\nHost: h\r\n\r\n")
+	for i, want := range []struct {
+		status int
+		body   string
+	}{{302, "login first\n"}, {200, "user=alice method=GET body=0"}, {302, "login first\n"}} {
+		if resp, body := readResponse(t, br, "GET"); resp.StatusCode != want.status || body != want.body {
+			t.Fatalf("pipelined %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
 	// A pass that names no X-User leaves the request without one.
 	fmt.Fprintf(c, "POST /held/x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n%s\r\nabc", spellings)
 	<-fs.auth.held
