@@ -260,6 +260,8 @@ func (s *Server) writeProxyMetrics(w *metrics.Writer) {
 	w.Counter("gale_upstream_refused_total", "Requests answered 503 for want of a descriptor for a new upstream connection.", p.Refused)
 	w.Counter("gale_upstream_tunnels_total", "Upgraded connections tunnelled.", p.Tunnels)
 	w.Gauge("gale_upstream_connections_open", "Connections to upstreams open, pooled or in use.", p.Open)
+	w.Counter("gale_forward_auth_requests_total", "Subrequests to forward_auth services.", p.Auths)
+	w.Counter("gale_forward_auth_failures_total", "Subrequests to forward_auth services that got no answer (502, 503, 504 to the client).", p.AuthFailures)
 }
 
 // writeFastCGIMetrics writes the FastCGI routes' counters, summed over

@@ -30,6 +30,9 @@ func (s *Server) startProxies(set *wire.Settings) {
 		if st, ok := h.(interface{ Start(*slog.Logger) }); ok {
 			st.Start(s.log)
 		}
+		if a, ok := r.AuthGate().(*proxy.AuthService); ok {
+			a.Start(s.log)
+		}
 	}
 }
 
@@ -47,6 +50,9 @@ func (s *Server) stopProxies() {
 			_ = h.Close()
 		case *gateway.Handler:
 			_ = h.Close()
+		}
+		if a, ok := r.AuthGate().(*proxy.AuthService); ok {
+			_ = a.Close()
 		}
 	}
 }

@@ -289,6 +289,9 @@ var keySamples = map[string]any{
 	"routes[].basic_auth.realm":           "staff",
 	"routes[].basic_auth.users":           map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
 	"routes[].basic_auth.htpasswd":        "/dev/null",
+	"routes[].forward_auth.to":            "127.0.0.1:9",
+	"routes[].forward_auth.uri":           "/verify",
+	"routes[].forward_auth.copy_headers":  []any{"X-User"},
 	"routes[].rate_limit.header":          "X-Api-Key",
 	"routes[].static.try_files":           []any{"{path}", "/index.html"},
 }

@@ -427,6 +427,7 @@ var routeKeys = func() *keySpec {
 		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
 		rateLimitKeys,
 		basicAuthKeys,
+		forwardAuthKeys,
 		headersKeys,
 		staticKeys,
 		proxyKeys,

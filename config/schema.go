@@ -613,6 +613,9 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	if v := s.get("basic_auth"); v != nil {
 		r.BasicAuth = d.basicAuth(v, join(path, "basic_auth"))
 	}
+	if v := s.get("forward_auth"); v != nil {
+		r.ForwardAuth = d.forwardAuth(v, join(path, "forward_auth"))
+	}
 	if v := s.get("rate_limit"); v != nil {
 		r.RateLimit = d.rateLimit(v, join(path, "rate_limit"))
 	}

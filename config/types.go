@@ -227,6 +227,7 @@ type Route struct {
 	Access         []AccessRule // client address rules, first match wins, no match denies; nil = every client
 	RateLimit      *RateLimit   // nil = none
 	BasicAuth      *BasicAuth   // nil = none
+	ForwardAuth    *ForwardAuth // nil = none
 	Headers        HeaderRules  // applied on every route kind
 	Static         *Static
 	Respond        *Respond

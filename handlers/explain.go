@@ -61,6 +61,7 @@ func (rt *Router) Explain(c *Ctx) []string {
 	}
 	tr.limit(r)
 	tr.basicAuth(r)
+	tr.forwardAuth(r)
 	if r.rewrite != nil {
 		before, beforeQ := string(c.Path), string(c.Req.Query)
 		if !r.applyRewrite(c) {
@@ -194,6 +195,21 @@ func (t *trace) basicAuth(r *Route) {
 		return
 	}
 	t.addf("basic_auth: realm %q, %d users; without valid credentials: 401 with WWW-Authenticate", r.Conf.BasicAuth.Realm, len(r.auth.users))
+}
+
+// forwardAuth reports the route's forward_auth (the service is not
+// asked here: a server asks it).
+func (t *trace) forwardAuth(r *Route) {
+	if t == nil || r.fauth == nil {
+		return
+	}
+	fa := r.Conf.ForwardAuth
+	to := make([]string, len(fa.To))
+	for i, u := range fa.To {
+		to[i] = u.Raw
+	}
+	t.addf("forward_auth: GET %s from %s (timeout %v) decides; 2xx passes with %v copied onto the request (the client's own removed), any other answer is the response, no answer 502/504",
+		fa.URI, strings.Join(to, ", "), fa.Timeout, fa.CopyHeaders)
 }
 
 // limit reports the route's rate limit (whose state a server keeps).

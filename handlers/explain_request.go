@@ -76,7 +76,8 @@ func ExplainConfig(cfg *config.Config, req *codec.Request, remote netip.AddrPort
 	standIn := func(*Route) (Handler, error) {
 		return HandlerFunc(func(c *Ctx) { c.Error(502) }), nil
 	}
-	rt, err := Build(cfg, WithProxy(standIn), WithFastCGI(standIn))
+	askNone := func(*Route) (AuthGate, error) { return noAuthGate{}, nil }
+	rt, err := Build(cfg, WithProxy(standIn), WithFastCGI(standIn), WithForwardAuth(askNone))
 	if err != nil {
 		return nil, err
 	}
@@ -84,3 +85,9 @@ func ExplainConfig(cfg *config.Config, req *codec.Request, remote netip.AddrPort
 	c := &Ctx{Req: req, Remote: remote, Scratch: make([]byte, 0, 4096)}
 	return rt.Explain(c), nil
 }
+
+// noAuthGate stands in for a forward_auth service, which an explanation
+// never asks.
+type noAuthGate struct{}
+
+func (noAuthGate) Ask(*Ctx) AuthCall { return nil }

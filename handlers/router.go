@@ -51,11 +51,12 @@ type Route struct {
 	respOps  headerOps // response header rules
 	match    matcher   // Conf.Match
 	rewrite  *config.Rewrite
-	access   accessRules // nil = every client
-	limit    *limiter    // nil = no rate limit
-	auth     *basicAuth  // nil = no basic_auth
-	order    int         // index in the file, the last tie-break of the precedence
-	slashes  uint8       // what the route does with an encoded slash (slashKeep, slashReject, slashDecode)
+	access   accessRules  // nil = every client
+	limit    *limiter     // nil = no rate limit
+	auth     *basicAuth   // nil = no basic_auth
+	fauth    *forwardAuth // nil = no forward_auth (forwardauth.go)
+	order    int          // index in the file, the last tie-break of the precedence
+	slashes  uint8        // what the route does with an encoded slash (slashKeep, slashReject, slashDecode)
 }
 
 // ApplyRequestHeaders applies the route's request header rules (remove,
@@ -89,6 +90,17 @@ func (rt *Route) ApplyResponseHeaders(resp *Response) {
 // body byte arrived, to decide whether to keep the body for the handler
 // or to answer once the body ended.
 func (rt *Router) ReadsBody(c *Ctx) bool {
+	reads, _ := rt.UpstreamUse(c)
+	return reads
+}
+
+// UpstreamUse reports, as ReadsBody does and without serving c, whether
+// the route that would serve c reads the request body, and whether
+// serving it costs a request to an upstream: its handler forwards (a
+// proxy or FastCGI route), or its forward_auth asks a service first. An
+// engine that defends itself against requests cancelled as soon as sent
+// (HTTP/2's Rapid Reset) holds those until it knows they were not.
+func (rt *Router) UpstreamUse(c *Ctx) (readsBody, costs bool) {
 	mark, path, wire, slashes := len(c.Scratch), c.Path, c.WirePath, c.slashes
 	var r *Route
 	if c.normalizePath() {
@@ -96,7 +108,11 @@ func (rt *Router) ReadsBody(c *Ctx) bool {
 	}
 	c.Scratch, c.Path, c.WirePath, c.slashes = c.Scratch[:mark], path, wire, slashes
 	c.capPath, c.caps = nil, nil
-	return r != nil && r.ReadsBody()
+	if r == nil {
+		return false, false
+	}
+	reads := r.ReadsBody()
+	return reads, reads || r.fauth != nil
 }
 
 // ReadsBody reports whether the route's handler reads the request body
@@ -144,6 +160,7 @@ type Option func(*buildOptions)
 type buildOptions struct {
 	proxy    ProxyFactory
 	fastcgi  ProxyFactory
+	fauth    AuthFactory
 	cache    *cache.Cache
 	stopping *atomic.Bool
 }
@@ -342,6 +359,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 			return nil, err
 		}
 		r.auth = a
+	}
+	if err := rt.buildForwardAuth(r); err != nil {
+		return nil, err
 	}
 	kind, err := kindOf(rc)
 	if err != nil {
@@ -555,7 +575,9 @@ func normalizeHost(h string) string {
 
 // Serve resets c.Resp, normalises the request path (setting c.Path),
 // routes c.Req by it (setting c.Route and c.Rest), checks the route's
-// access rules (403) and rate limit (429), applies its rewrite (setting
+// access rules (403), rate limit (429) and basic_auth (401), asks its
+// forward_auth service (the exchange then waits for the verdict, see
+// forwardauth.go), applies its rewrite (setting
 // c.Path, c.Rest and c.Req.Query), applies the route's request header
 // rules to c.Req, runs the handler and then applies the route's response
 // header rules to c.Resp (proxy routes apply both themselves; see
@@ -596,9 +618,21 @@ func (rt *Router) Serve(c *Ctx) {
 	r.serveAdmitted(c)
 }
 
-// serveAdmitted serves an exchange the route admitted: its rewrite, then
-// its handler.
+// serveAdmitted serves an exchange the route admitted: its forward_auth
+// asks about it first, when it has one (the exchange then waits for the
+// verdict), else serveAuthorized goes on at once.
 func (r *Route) serveAdmitted(c *Ctx) {
+	if r.fauth != nil {
+		r.fauth.ask(r, c)
+		return
+	}
+	r.serveAuthorized(c)
+}
+
+// serveAuthorized serves an exchange the route admitted and its
+// authentication service (if any) let through: its rewrite, then its
+// handler.
+func (r *Route) serveAuthorized(c *Ctx) {
 	if !r.applyRewrite(c) {
 		r.ApplyResponseHeaders(&c.Resp)
 		return

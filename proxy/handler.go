@@ -62,10 +62,14 @@ type rrSlot struct {
 // New compiles the proxy route rt (rt.Conf.Proxy set) into a Handler. It
 // starts nothing: call Start to run active health checks.
 func New(rt *handlers.Route, opts Options) (*Handler, error) {
-	pc := rt.Conf.Proxy
-	if pc == nil {
+	if rt.Conf.Proxy == nil {
 		return nil, ErrNotProxy
 	}
+	return newHandler(rt, rt.Conf.Proxy, opts)
+}
+
+// newHandler compiles the upstreams of pc, for route rt.
+func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, error) {
 	if len(pc.To) == 0 {
 		return nil, fmt.Errorf("proxy: route %q has no upstream", rt.Conf.Path)
 	}

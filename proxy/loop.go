@@ -22,6 +22,7 @@ type Loop struct {
 	log *slog.Logger
 
 	exchanges upstream.Exchanges[*exchange] // in flight, for the sweep, and kept for reuse
+	auths     upstream.Exchanges[*authCall] // forward_auth subrequests in flight, and kept for reuse (forwardauth.go)
 	extra     map[*Upstream]*upstream.Pool  // pools of upstreams whose per-loop slots do not reach this loop
 	rr        map[*Handler]*rrSlot          // likewise for round-robin counters
 
@@ -62,12 +63,14 @@ type Stats struct {
 	Refused           atomic.Uint64 // requests answered 503 because no descriptor was left for a new upstream connection
 	Deferred          atomic.Uint64 // off-loop copies put off because no descriptor was left for the duplicates
 	Load              atomic.Int64  // requests counted in their upstream's load now (what least-connections compares)
+	Auths             atomic.Uint64 // forward_auth subrequests asked (forwardauth.go)
+	AuthFailures      atomic.Uint64 // forward_auth subrequests that got no answer (502, 503, 504)
 }
 
 // StatsSnapshot is a plain copy of summed Stats.
 type StatsSnapshot struct {
-	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred uint64
-	Open, Load                                                                                                                                          int64
+	Requests, Dials, DialFails, Reused, Retries, Errors, Timeouts, Truncated, Handoffs, Paced, Queued, Tunnels, Reenrolls, Held, Cut, Refused, Deferred, Auths, AuthFailures uint64
+	Open, Load                                                                                                                                                               int64
 }
 
 // Add adds s to d. Safe for concurrent use with the loop writing s.
@@ -89,6 +92,8 @@ func (s *Stats) Add(d *StatsSnapshot) {
 	d.Cut += s.Cut.Load()
 	d.Refused += s.Refused.Load()
 	d.Deferred += s.Deferred.Load()
+	d.Auths += s.Auths.Load()
+	d.AuthFailures += s.AuthFailures.Load()
 	d.Open += s.Open.Load()
 	d.Load += s.Load.Load()
 }
@@ -114,6 +119,11 @@ func NewLoop(el gnet.EventLoop, idx int, log *slog.Logger, g *upstream.Group) *L
 		ex := &exchange{lp: lp}
 		ex.resp.ContentLength = -1
 		return ex
+	}
+	lp.auths.New = func() *authCall {
+		ac := &authCall{lp: lp}
+		ac.resp.ContentLength = -1
+		return ac
 	}
 	lp.up = upstream.NewLoop(el, g)
 	lp.sweepFn = gnet.RunnableFunc(func(context.Context) error {
@@ -196,6 +206,7 @@ func (lp *Loop) putExchange(ex *exchange) {
 func (lp *Loop) Sweep(now int64) {
 	lp.up.Sweep(now)
 	lp.exchanges.Sweep(now, (*exchange).check)
+	lp.auths.Sweep(now, (*authCall).check)
 	for h := range lp.rr {
 		if h.closed.Load() {
 			delete(lp.rr, h)

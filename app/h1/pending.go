@@ -73,8 +73,13 @@ func (cs *Conn) answerLater() gnet.Action {
 	set := l.Shared.Set.Load()
 	now := time.Now().UnixNano()
 	if p := cs.ctx.Resp.Pending; p != nil {
-		cs.pend(p) // it waits again (for an error page, an index file)
-		return gnet.None
+		// It waits again (for an error page, an index file, the
+		// proxy once forward_auth let the request through): resumed
+		// at once, as endBatch resumes a new one, since the request's
+		// body may have arrived whole already and no event would
+		// come for it.
+		cs.pend(p)
+		return cs.resumePending()
 	}
 	l.Out = l.Out[:0]
 	l.Bodies = l.Bodies[:0]

@@ -1,8 +1,9 @@
 package h2conn
 
 // Deferred dispatch of forwarded streams. A stream on a route that
-// forwards (a proxy or FastCGI route) costs an upstream connection and an
-// upstream request once it is dispatched, however soon the client resets
+// forwards (a proxy or FastCGI route), or whose forward_auth asks a
+// service, costs an upstream connection and an upstream request once it
+// is dispatched, however soon the client resets
 // it: Rapid Reset (CVE-2023-44487) sends HEADERS and RST_STREAM together,
 // so that every reset stream costs the server a request and the client
 // nothing. Such a stream's request is copied out of the core's memory
@@ -21,12 +22,19 @@ func (h *Conn) deferForward(ex *exchange) bool {
 		return false
 	}
 	set := h.wc.Loop.Shared.Set.Load()
-	if !set.Forwards || h.redirect != nil || !set.Router.ReadsBody(&ex.ctx) {
+	if !set.Forwards || h.redirect != nil {
+		return false
+	}
+	reads, costs := set.Router.UpstreamUse(&ex.ctx)
+	if !costs || !reads && ex.s.BodyFollows {
+		// A local handler (a route with forward_auth asks its service
+		// once the body it does not read has ended) is answered as
+		// any other.
 		return false
 	}
 	ex.keepRequest()
-	ex.keepBody = ex.s.BodyFollows
-	ex.deferred = ex.s.BodyFollows
+	ex.keepBody = reads && ex.s.BodyFollows
+	ex.deferred = ex.keepBody
 	ex.bodySince = h.wc.LastActive
 	ex.dispatch = true
 	h.toDispatch = append(h.toDispatch, ex)

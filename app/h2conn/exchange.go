@@ -295,7 +295,13 @@ func (ex *exchange) resume() {
 	}
 	ex.setPending(nil)
 	if p := ex.ctx.Resp.Pending; p != nil {
-		ex.setPending(p) // it waits again (for an error page, an index file)
+		// It waits again (for an error page, an index file, the proxy
+		// once basic_auth or forward_auth let the request through):
+		// resumed at once, since a body it forwards may have arrived
+		// whole already, and no event would come for it before the
+		// sweep.
+		ex.setPending(p)
+		ex.resume()
 		return
 	}
 	ex.answer()

@@ -132,7 +132,12 @@ func (ex *exchange) resume() {
 	default:
 		ex.pending = nil
 		if np := c.Resp.Pending; np != nil {
-			ex.pending = np // it waits again (an error page, an index file, the proxy after a verification)
+			// It waits again (an error page, an index file, the proxy
+			// after a verification or forward_auth): resumed at once,
+			// since a body it forwards may have arrived whole already,
+			// and no event would come for it before the sweep.
+			ex.pending = np
+			ex.resume()
 			return
 		}
 	}

@@ -25,6 +25,15 @@ func proxyOption(cfg *config.Config, b *fds.Budget) handlers.Option {
 	})
 }
 
+// forwardAuthOption gives handlers.Build the factory of forward_auth
+// gates, whose connections count in b.
+func forwardAuthOption(cfg *config.Config, b *fds.Budget) handlers.Option {
+	loops := cfg.Server.EventLoops
+	return handlers.WithForwardAuth(func(rt *handlers.Route) (handlers.AuthGate, error) {
+		return proxy.NewAuth(rt, proxy.Options{Loops: loops, Budget: b})
+	})
+}
+
 // ExchangeSettings returns the server settings that a handler answering
 // later follows, whichever protocol the client speaks.
 func (s *Settings) ExchangeSettings() handlers.ExchangeSettings {

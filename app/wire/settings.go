@@ -46,7 +46,7 @@ func CompileBudget(cfg *config.Config, b *fds.Budget, opts ...handlers.Option) (
 			return nil, err
 		}
 	}
-	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b), fastcgiOption(b))...)
+	rt, err := handlers.Build(cfg, append(opts, proxyOption(cfg, b), fastcgiOption(b), forwardAuthOption(cfg, b))...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +94,12 @@ func compileHTTP2(cfg *config.Config) (h2.Config, bool) {
 	return hc, c.Enabled
 }
 
-// forwards reports whether any route of cfg proxies or runs FastCGI: its
-// handler reads request bodies.
+// forwards reports whether any route of cfg proxies or runs FastCGI (its
+// handler reads request bodies) or asks an authentication service
+// (forward_auth): its exchanges need the loops' upstream state.
 func forwards(cfg *config.Config) bool {
 	for i := range cfg.Routes {
-		if cfg.Routes[i].Proxy != nil || cfg.Routes[i].FastCGI != nil {
+		if cfg.Routes[i].Proxy != nil || cfg.Routes[i].FastCGI != nil || cfg.Routes[i].ForwardAuth != nil {
 			return true
 		}
 	}
