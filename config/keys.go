@@ -146,6 +146,7 @@ var (
 var certificateKeys = sectionKey("", "A certificate chain and its private key.",
 	strKey("cert", "PEM file: the leaf certificate first, then the intermediates (a fullchain file).").must(),
 	strKey("key", "PEM file: the leaf's private key (PKCS #1, PKCS #8 or SEC 1).").must(),
+	withName(clientAuthKeys, "client_auth", "Client certificates for handshakes whose server name (SNI) chooses this certificate, instead of the listener's client_auth."),
 )
 
 var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
@@ -156,6 +157,7 @@ var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
 	durationKey("client_hello_timeout", "5s", "From accept until the whole ClientHello has arrived; at most handshake_timeout."),
 	intKey("max_handshakes", 1, maxMaxHandshakes, "4096", "Handshakes in progress at once on this listener; more wait for a slot."),
 	intKey("max_handshakes_per_address", 1, maxMaxHandshakes, "", "Handshake slots one client address (an IPv6 /64) may hold or wait for; at most max_handshakes; default max_handshakes/16, at least 1."),
+	clientAuthKeys,
 ).needsAny("certificates", "automatic")
 
 var listenerKeys = sectionKey("", "A listener in object form.",

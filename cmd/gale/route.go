@@ -95,6 +95,9 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer rt.Close()
+	for _, line := range cfg.ListenerClientAuth() {
+		fmt.Fprintln(stdout, line)
+	}
 	c := &handlers.Ctx{Req: req, Remote: remote, Scratch: make([]byte, 0, 4096)}
 	for _, line := range rt.Explain(c) {
 		fmt.Fprintln(stdout, line)
