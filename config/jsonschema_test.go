@@ -291,6 +291,9 @@ var keySamples = map[string]any{
 	"routes[].access":                            []any{map[string]any{"allow": "all"}},
 	"routes[].access[].allow":                    []any{"127.0.0.2", "10.0.0.0/8"},
 	"routes[].access[].deny":                     "all",
+	"routes[].access[].client_cert":              "verified",
+	"routes[].access[].client_cert.names":        []any{"admin.example.com"},
+	"routes[].access[].client_cert.fingerprints": "AB:" + strings.Repeat("0f:", 30) + "CD",
 	"routes[].rate_limit.rate":                   "10/s",
 	"routes[].basic_auth.realm":                  "staff",
 	"routes[].basic_auth.users":                  map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
@@ -303,6 +306,7 @@ var keySamples = map[string]any{
 // which the generated document then holds too.
 var sampleSiblings = map[string]map[string]any{
 	"listen.tls.client_auth.mode":                {"ca": "clients-ca.pem"},
+	"routes[].access[].client_cert":              {"allow": "all"},
 	"listen.tls.client_auth.crl":                 {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.mode": {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.crl":  {"ca": "clients-ca.pem"},
@@ -351,6 +355,9 @@ func collectCases() []schemaCase {
 				inner := inner
 				walk(inner.sec, inner.path, func(t *testing.T, m map[string]any) map[string]any {
 					parent := fill(t, sec, path, k.name)
+					for name, v := range sampleSiblings[samplePath(kp)] {
+						parent[name] = v
+					}
 					parent[k.name] = inner.wrap(m)
 					return wrap(t, parent)
 				})

@@ -393,10 +393,18 @@ var matchKeys = sectionKey("match", "Request matchers beside host and path; the 
 	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
 )
 
+// certMatchKeys are the keys of an access rule's client_cert mapping.
+var certMatchKeys = sectionKey("", "A verified client certificate that matches every list given.",
+	oneOrList("names", strKey("", "A name."), "The subject's common name or a subject alternative name (DNS, email, URI or IP) is one of these."),
+	oneOrList("fingerprints", strKey("", "A SHA-256 fingerprint: 64 hex digits, or 32 pairs separated by colons."), "The certificate's SHA-256 fingerprint is one of these."),
+)
+
 var accessRuleKeys = func() *keySpec {
 	r := sectionKey("", "An access rule.",
 		anyOf("allow", `Allow clients in these CIDRs, or "all".`, cidrList.alts...),
 		anyOf("deny", `Deny clients in these CIDRs, or "all".`, cidrList.alts...),
+		anyOf("client_cert", `The rule matches only a client whose TLS certificate verified against its listener's client_auth CA ("verified"), and matches names and fingerprints when given.`,
+			enumKey("", []string{"verified"}, "", "Any certificate that verified."), certMatchKeys),
 	)
 	r.oneOf = []string{"allow", "deny"}
 	return r

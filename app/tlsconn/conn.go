@@ -17,6 +17,7 @@ import (
 
 	"gale/acme"
 	"gale/app/wire"
+	"gale/clientcert"
 )
 
 // The TLS transport of one client connection, with crypto/tls doing the
@@ -107,9 +108,11 @@ type Conn struct {
 	dupc    *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
 	counted bool     // the handshake's outcome was counted (outcome.go)
 
-	hsDone atomic.Bool // set by the handshake goroutine when it returns
-	flight bool        // the server's handshake output went out: the client may finish and send its request
-	hsErr  error       // written by the handshake goroutine before hsDone
+	hsDone atomic.Bool      // set by the handshake goroutine when it returns
+	flight bool             // the server's handshake output went out: the client may finish and send its request
+	hsErr  error            // written by the handshake goroutine before hsDone
+	auth   *clientAuth      // the client_auth of the handshake (GetConfigForClient, on the handshake goroutine)
+	cert   *clientcert.Info // the client's certificate, written by the handshake goroutine before hsDone; nil for none
 
 	// Admission (hello.go, gate.go).
 	key       netip.Addr  // the client address the handshake share is counted under
@@ -438,6 +441,10 @@ func (t *Conn) startHandshake() {
 	go func() {
 		err := t.handshake()
 		gate.release(key, t.ln.cur.Load().max)
+		if err == nil && t.auth != nil {
+			st := t.tc.ConnectionState()
+			t.cert = t.auth.info(&st)
+		}
 		t.hsErr = err
 		t.hsDone.Store(true)
 		if t.sh.endHandshake() {
@@ -498,6 +505,7 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 	}
 	t.phase = tlsOpen
 	t.succeed()
+	t.wc.Cert = t.cert
 	if t.ln.site != nil && t.tc.ConnectionState().NegotiatedProtocol == acme.ALPNChallenge {
 		// A TLS-ALPN-01 validation ends with its handshake (RFC 8737
 		// section 3).
