@@ -478,3 +478,67 @@ func TestClientAuthOpenSSL(t *testing.T) {
 		}
 	}
 }
+
+// TestClientAuthPerCertificate: client_auth on one certificate of a
+// listener applies to the handshakes whose server name chooses it, over
+// TCP and QUIC; the listener's other names ask for nothing.
+func TestClientAuthPerCertificate(t *testing.T) {
+	t.Parallel()
+	var pki *clientPKI
+	var alice tls.Certificate
+	ts := startTLSServer(t, `listen:
+  - address: 127.0.0.1:0
+    http3: true
+    tls:
+      certificates:
+        - $CERT
+        - {cert: admin.pem, key: admin.key, client_auth: {mode: require, ca: clients-ca.pem}}
+routes:
+  - path: /
+    access: [{allow: all, client_cert: verified}, {deny: all}]
+    respond: {body: "verified\n"}
+`, nil, func(ca *testCA, dir string) {
+		ca.issue(dir, "admin", "admin.test")
+		pki = newClientPKI(t, dir)
+		_, alice = pki.client(t, pki.ca, "alice", "alice")
+	})
+	get := func(name string, h3 bool, cert ...tls.Certificate) (int, error) {
+		cfg := ts.clientConfig(name)
+		cfg.Certificates = cert
+		var rt http.RoundTripper = &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}
+		if h3 {
+			tr := &http3.Transport{TLSClientConfig: cfg}
+			defer tr.Close()
+			rt = tr
+		}
+		c := &http.Client{Transport: rt, Timeout: 10 * time.Second}
+		req, _ := http.NewRequest("GET", "https://"+ts.tlsAddr+"/", nil)
+		req.Host = name
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for _, h3 := range []bool{false, true} {
+		if s, err := get("localhost", h3); err != nil || s != 403 {
+			t.Errorf("h3 %v: localhost without a certificate: %d %v, want 403 (asked for nothing, denied by the route)", h3, s, err)
+		}
+		if s, err := get("admin.test", h3); err == nil {
+			t.Errorf("h3 %v: admin.test without a certificate: %d, want the handshake refused", h3, s)
+		}
+		if s, err := get("admin.test", h3, alice); err != nil || s != 200 {
+			t.Errorf("h3 %v: admin.test with alice's certificate: %d %v", h3, s, err)
+		}
+	}
+	// Startup summary and gale route name the scoped client_auth.
+	cfg, err := config.Load(filepath.Join(ts.dir, "gale.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join(cfg.Summary(), "\n")
+	if !strings.Contains(lines, "certificates[1].client_auth require ca ./clients-ca.pem") {
+		t.Errorf("summary:\n%s", lines)
+	}
+}
