@@ -367,12 +367,20 @@ func TestClientAuthHTTP3(t *testing.T) {
 }
 
 // TestClientAuthCRLReload: a certificate revoked after the start is
-// refused once a reload (SIGHUP) read the new revocation list.
+// refused once a reload (SIGHUP) read the new revocation list, also when
+// the client resumes a session it got before.
 func TestClientAuthCRLReload(t *testing.T) {
 	t.Parallel()
 	env := startMTLS(t)
 	if _, _, err := env.mtlsGet(env.require, false, certs(env.alice), "/"); err != nil {
 		t.Fatalf("alice before the reload: %v", err)
+	}
+	sessions := tls.NewLRUClientSessionCache(4)
+	if _, err := env.rawGet(certs(env.alice), sessions); err != nil {
+		t.Fatalf("alice's first session: %v", err)
+	}
+	if resumed, err := env.rawGet(certs(env.alice), sessions); err != nil || !resumed {
+		t.Fatalf("alice's second connection: resumed %v, %v", resumed, err)
 	}
 	env.pki.revoke(t, env.revokedLeaf, env.aliceLeaf)
 	cfg, err := config.Load(filepath.Join(env.dir, "gale.yaml"))
@@ -384,6 +392,9 @@ func TestClientAuthCRLReload(t *testing.T) {
 	}
 	if status, _, err := env.mtlsGet(env.require, false, certs(env.alice), "/"); err == nil {
 		t.Fatalf("alice after her certificate was revoked: %d, want the handshake refused", status)
+	}
+	if _, err := env.rawGet(certs(env.alice), sessions); err == nil {
+		t.Fatal("alice resuming her session after her certificate was revoked: answered, want refused")
 	}
 	if _, _, err := env.mtlsGet(env.require, false, certs(env.admin), "/"); err != nil {
 		t.Fatalf("admin after the reload: %v", err)
@@ -541,4 +552,98 @@ routes:
 	if !strings.Contains(lines, "certificates[1].client_auth require ca ./clients-ca.pem") {
 		t.Errorf("summary:\n%s", lines)
 	}
+}
+
+// rawGet sends GET / over HTTP/1.1 on a new TLS connection to the require
+// listener, presenting certs and resuming from sessions, and reports
+// whether the session was resumed; an error when no 200 came back.
+func (env *mtlsEnv) rawGet(certs []tls.Certificate, sessions tls.ClientSessionCache) (bool, error) {
+	cfg := env.clientConfig("localhost")
+	cfg.Certificates, cfg.ClientSessionCache, cfg.NextProtos = certs, sessions, []string{"http/1.1"}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", env.require, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"); err != nil {
+		return false, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return false, err
+	}
+	_, _ = io.ReadAll(resp.Body) // reads the session ticket too, if it came after
+	resumed := conn.ConnectionState().DidResume
+	if resp.StatusCode != 200 {
+		return resumed, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return resumed, nil
+}
+
+// anyNameSessions is a client session cache that offers its one session
+// to every server name: a client that resumes a session under another
+// name than the one it began under.
+type anyNameSessions struct{ s *tls.ClientSessionState }
+
+func (c *anyNameSessions) Get(string) (*tls.ClientSessionState, bool) { return c.s, c.s != nil }
+func (c *anyNameSessions) Put(_ string, s *tls.ClientSessionState) {
+	if s != nil {
+		c.s = s
+	}
+}
+
+// TestClientAuthResumeAcrossNames: a session that began under one
+// certificate's client_auth (request: any certificate is accepted) and is
+// resumed under another's (verify_if_given) has its certificate verified
+// again: another CA's certificate is not let through as verified.
+func TestClientAuthResumeAcrossNames(t *testing.T) {
+	t.Parallel()
+	var stranger tls.Certificate
+	ts := startTLSServer(t, `listen:
+  - address: 127.0.0.1:0
+    tls:
+      certificates:
+        - $CERT
+        - {cert: admin.pem, key: admin.key, client_auth: {mode: verify_if_given, ca: clients-ca.pem}}
+      client_auth: {mode: request, ca: clients-ca.pem}
+routes:
+  - path: /
+    access: [{allow: all, client_cert: verified}, {deny: all}]
+    respond: {body: "verified\n"}
+`, nil, func(ca *testCA, dir string) {
+		ca.issue(dir, "admin", "admin.test")
+		pki := newClientPKI(t, dir)
+		_, stranger = pki.client(t, pki.stranger, "stranger", "alice")
+	})
+	sessions := &anyNameSessions{}
+	get := func(name string, skip bool, cert ...tls.Certificate) (int, bool, error) {
+		cfg := ts.clientConfig(name)
+		cfg.Certificates, cfg.ClientSessionCache, cfg.InsecureSkipVerify = cert, sessions, skip
+		cfg.NextProtos = []string{"http/1.1"}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", ts.tlsAddr, cfg)
+		if err != nil {
+			return 0, false, err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: "+name+"\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return 0, conn.ConnectionState().DidResume, err
+		}
+		_, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode, conn.ConnectionState().DidResume, nil
+	}
+	if s, _, err := get("localhost", false, stranger); err != nil || s != 403 {
+		t.Fatalf("localhost (request) with another CA's certificate: %d %v, want 403", s, err)
+	}
+	if sessions.s == nil {
+		t.Fatal("no session to resume")
+	}
+	s, resumed, err := get("admin.test", true)
+	if err == nil && s == 200 {
+		t.Fatalf("admin.test resuming the session of another CA's certificate: 200 (resumed %v), want it refused", resumed)
+	}
+	t.Logf("admin.test resuming: status %d resumed %v err %v", s, resumed, err)
 }

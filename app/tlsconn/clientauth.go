@@ -23,6 +23,10 @@ import (
 // errRevoked refuses a client certificate the revocation list names.
 var errRevoked = errors.New("app: tls: client certificate revoked")
 
+// errResumed refuses a resumed session whose client certificate does not
+// verify under the client_auth of this handshake.
+var errResumed = errors.New("app: tls: resumed session's client certificate refused")
+
 // clientAuth is one client_auth with its files loaded. Immutable.
 type clientAuth struct {
 	mode  config.ClientAuthMode
@@ -63,14 +67,28 @@ func (a *clientAuth) apply(c *tls.Config) {
 	if a.trust != nil {
 		c.ClientCAs = a.trust.Roots // also named in the CertificateRequest, which helps a client choose
 	}
-	if a.mode != config.ClientAuthRequest && a.trust != nil && a.trust.CRL != nil {
-		c.VerifyConnection = a.checkRevoked
+	if a.mode != config.ClientAuthRequest && a.trust != nil {
+		c.VerifyConnection = a.verifyConnection
 	}
 }
 
-// checkRevoked refuses a verified chain the revocation list names. It
-// runs in the handshake, full or resumed.
-func (a *clientAuth) checkRevoked(cs tls.ConnectionState) error {
+// verifyConnection runs at the end of every handshake, full or resumed.
+// A full handshake's chain was verified by crypto/tls: it refuses one the
+// revocation list names. A resumed session's certificate was verified
+// when the session began, maybe under another client_auth of the
+// listener (another certificate's name, which shares the ticket keys),
+// maybe not at all (request mode): it is verified again against this
+// one's CA and revocation list.
+func (a *clientAuth) verifyConnection(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return nil
+	}
+	if cs.DidResume {
+		if why := a.verify(cs.PeerCertificates); why != "" {
+			return fmt.Errorf("%w: %s", errResumed, why)
+		}
+		return nil
+	}
 	for _, chain := range cs.VerifiedChains {
 		if a.revoked(chain) {
 			return errRevoked
