@@ -46,7 +46,7 @@ func (m ClientAuthMode) String() string {
 type ClientAuth struct {
 	Mode ClientAuthMode
 	CA   string // absolute path of the PEM bundle client certificates must chain to; "" only in request mode
-	CRL  string // absolute path of a certificate revocation list (PEM or DER) signed by a CA of CA; "" = none
+	CRL  string // absolute path of certificate revocation lists (PEM, one per CA, or one DER), each signed by a CA of CA; "" = none
 	Pos  Pos    // where the section is written
 }
 
@@ -56,7 +56,7 @@ const maxCRLBytes = 16 << 20
 var clientAuthKeys = sectionKey("client_auth", "Ask clients for TLS certificates (mutual TLS). The verified certificate is offered to access rules (client_cert), the access log, FastCGI (SSL_CLIENT_*) and proxied upstreams (Client-Cert, RFC 9440).",
 	enumKey("mode", ClientAuthModes, "", `"require": refuse a client without a certificate that verifies against ca; "verify_if_given": accept one without, refuse one that does not verify; "request": ask, accept anything, and report whether it verified.`).must(),
 	strKey("ca", "PEM file of the CA certificates client certificates must chain to; required unless mode is request."),
-	strKey("crl", "A certificate revocation list (PEM or DER) signed by a CA of ca: certificates whose serial it lists are refused. Read again on reload (SIGHUP)."),
+	strKey("crl", "Certificate revocation lists (PEM X509 CRL blocks, one per CA, or one DER list), each signed by a CA of ca: certificates whose issuer's list names their serial are refused. Read again on reload (SIGHUP)."),
 )
 
 // clientAuthSection decodes a client_auth mapping and checks its files.
@@ -132,16 +132,15 @@ func (d *decoder) filePath(n *yaml.Node, path string) (string, bool) {
 }
 
 // ClientTrust is what client certificates are verified against: the CA
-// certificates of a client_auth's ca file and, when it names one, its
-// revocation list, whose signature has been checked against one of them.
+// certificates of a client_auth's ca file and, when it names one, the
+// revocation lists of its crl file, whose signatures have been checked
+// against them.
 // Immutable once loaded.
 type ClientTrust struct {
-	Roots *x509.CertPool       // the CA certificates
-	CAs   []*x509.Certificate  // the same, in file order
-	CRL   *x509.RevocationList // nil when there is none
-	CRLBy *x509.Certificate    // the CA that signed CRL
-	Bad   map[string]struct{}  // serials CRL lists (big.Int.String)
-	_     [0]func()            // not comparable
+	Roots *x509.CertPool         // the CA certificates
+	CAs   []*x509.Certificate    // the same, in file order
+	CRLs  []*x509.RevocationList // the revocation lists, each signed by a CA of CAs; none when there is no crl file
+	Bad   map[string]struct{}    // what CRLs revoke, by issuer and serial (revokedKey)
 }
 
 // LoadClientTrust reads the CA bundle at caFile and, when crlFile is not
@@ -182,53 +181,70 @@ func LoadClientTrust(caFile, crlFile string) (trust *ClientTrust, where, msg str
 	return t, "", ""
 }
 
-// loadCRL reads the revocation list at file into t.
+// loadCRL reads the revocation lists at file into t: one DER list, or
+// PEM X509 CRL blocks (one per CA, as nginx's ssl_crl file may hold).
 func (t *ClientTrust) loadCRL(file string) string {
 	data, msg := readFileBounded(file, "revocation list", maxCRLBytes)
 	if msg != "" {
 		return msg
 	}
-	der := data
-	if b, _ := pem.Decode(data); b != nil {
-		if b.Type != "X509 CRL" {
-			return fmt.Sprintf("%s: expected a PEM X509 CRL block, got %s", quote(file), b.Type)
+	ders := [][]byte{data}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("-----")) {
+		ders = ders[:0]
+		for rest := data; ; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if b.Type != "X509 CRL" {
+				return fmt.Sprintf("%s: expected PEM X509 CRL blocks, got %s", quote(file), b.Type)
+			}
+			ders = append(ders, b.Bytes)
 		}
-		der = b.Bytes
-	} else if bytes.HasPrefix(bytes.TrimSpace(data), []byte("-----")) {
+	}
+	if len(ders) == 0 {
 		return fmt.Sprintf("%s: not a PEM or DER revocation list", quote(file))
 	}
-	crl, err := x509.ParseRevocationList(der)
-	if err != nil {
-		return fmt.Sprintf("%s: %v", quote(file), err)
-	}
-	for _, ca := range t.CAs {
-		if bytes.Equal(ca.RawSubject, crl.RawIssuer) && crl.CheckSignatureFrom(ca) == nil {
-			t.CRL, t.CRLBy = crl, ca
-			break
+	t.Bad = map[string]struct{}{}
+	for i, der := range ders {
+		crl, err := x509.ParseRevocationList(der)
+		if err != nil {
+			return fmt.Sprintf("%s: revocation list %d: %v", quote(file), i+1, err)
 		}
-	}
-	if t.CRL == nil {
-		return fmt.Sprintf("%s is not signed by any CA certificate of the ca file", quote(file))
-	}
-	t.Bad = make(map[string]struct{}, len(crl.RevokedCertificateEntries))
-	for _, e := range crl.RevokedCertificateEntries {
-		if e.SerialNumber != nil {
-			t.Bad[e.SerialNumber.String()] = struct{}{}
+		if !t.signedByCA(crl) {
+			return fmt.Sprintf("%s: revocation list %d (issuer %s) is not signed by any CA certificate of the ca file", quote(file), i+1, crl.Issuer)
+		}
+		t.CRLs = append(t.CRLs, crl)
+		for _, e := range crl.RevokedCertificateEntries {
+			if e.SerialNumber != nil {
+				t.Bad[revokedKey(crl.RawIssuer, e.SerialNumber.String())] = struct{}{}
+			}
 		}
 	}
 	return ""
 }
 
-// Revoked reports whether the revocation list lists c: its issuer is the
-// list's and its serial is among the revoked ones. Safe for concurrent
-// use.
+// signedByCA reports whether a CA certificate of t issued and signed crl.
+func (t *ClientTrust) signedByCA(crl *x509.RevocationList) bool {
+	for _, ca := range t.CAs {
+		if bytes.Equal(ca.RawSubject, crl.RawIssuer) && crl.CheckSignatureFrom(ca) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// revokedKey is the key of Bad: the issuer's DER name and the serial.
+func revokedKey(issuer []byte, serial string) string {
+	return string(issuer) + "\x00" + serial
+}
+
+// Revoked reports whether a revocation list of t lists c: one of c's
+// issuer lists its serial. Safe for concurrent use.
 func (t *ClientTrust) Revoked(c *x509.Certificate) bool {
-	if t == nil || t.CRL == nil || c == nil || c.SerialNumber == nil {
+	if t == nil || len(t.Bad) == 0 || c == nil || c.SerialNumber == nil {
 		return false
 	}
-	if !bytes.Equal(c.RawIssuer, t.CRL.RawIssuer) {
-		return false
-	}
-	_, bad := t.Bad[c.SerialNumber.String()]
+	_, bad := t.Bad[revokedKey(c.RawIssuer, c.SerialNumber.String())]
 	return bad
 }

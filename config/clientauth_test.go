@@ -53,7 +53,8 @@ func TestClientAuthDecode(t *testing.T) {
 	other := newTestClientCA(t)
 	for name, data := range map[string][]byte{
 		"cert.pem": pair.leafPEM, "key.pem": pair.keyPEM,
-		"ca.pem": ca.caPEM, "crl.pem": ca.crlPEM, "other.crl": other.crlPEM, "empty.pem": []byte("nothing\n"),
+		"ca.pem": ca.caPEM, "crl.pem": ca.crlPEM,
+		"both.pem": append(append([]byte{}, ca.caPEM...), other.caPEM...), "both.crl": append(append([]byte{}, ca.crlPEM...), other.crlPEM...), "other.crl": other.crlPEM, "empty.pem": []byte("nothing\n"),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -87,8 +88,8 @@ func TestClientAuthDecode(t *testing.T) {
 		{"{ca: ca.pem}", "listen[0].tls.client_auth.mode: missing required key"},
 		{"{mode: require, ca: missing.pem}", "listen[0].tls.client_auth.ca: cannot read the CA bundle"},
 		{"{mode: require, ca: empty.pem}", "listen[0].tls.client_auth.ca: " + quote(filepath.Join(dir, "empty.pem")) + " holds no PEM CERTIFICATE block"},
-		{"{mode: require, ca: ca.pem, crl: other.crl}", "listen[0].tls.client_auth.crl: " + quote(filepath.Join(dir, "other.crl")) + " is not signed by any CA certificate"},
-		{"{mode: require, ca: ca.pem, crl: cert.pem}", "expected a PEM X509 CRL block"},
+		{"{mode: require, ca: ca.pem, crl: other.crl}", "listen[0].tls.client_auth.crl: " + quote(filepath.Join(dir, "other.crl")) + ": revocation list 1 (issuer CN=clients CA) is not signed by any CA certificate of the ca file"},
+		{"{mode: require, ca: ca.pem, crl: cert.pem}", "expected PEM X509 CRL blocks, got CERTIFICATE"},
 		{"{mode: request, crl: crl.pem}", "listen[0].tls.client_auth.crl: a crl is checked against the CA"},
 		{"{mode: require, ca: ca.pem, verify: yes}", "listen[0].tls.client_auth.verify: unknown key"},
 	} {
@@ -96,5 +97,38 @@ func TestClientAuthDecode(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("client_auth: %s: got %v, want %q", c.auth, err, c.want)
 		}
+	}
+}
+
+// TestClientTrustRevoked: a crl file may hold a list per CA; a
+// certificate is revoked by its own issuer's list only.
+func TestClientTrustRevoked(t *testing.T) {
+	dir := t.TempDir()
+	a, b := newTestClientCA(t), newTestClientCA(t)
+	caFile := filepath.Join(dir, "both.pem")
+	crlFile := filepath.Join(dir, "both.crl")
+	if err := os.WriteFile(caFile, append(append([]byte{}, a.caPEM...), b.caPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(crlFile, append(append([]byte{}, a.crlPEM...), b.crlPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trust, where, msg := LoadClientTrust(caFile, crlFile)
+	if msg != "" {
+		t.Fatalf("%s: %s", where, msg)
+	}
+	if len(trust.CRLs) != 2 {
+		t.Fatalf("%d lists", len(trust.CRLs))
+	}
+	for _, ca := range trust.CAs {
+		if !trust.Revoked(&x509.Certificate{RawIssuer: ca.RawSubject, SerialNumber: big.NewInt(7)}) {
+			t.Errorf("serial 7 of %s not revoked", ca.Subject)
+		}
+		if trust.Revoked(&x509.Certificate{RawIssuer: ca.RawSubject, SerialNumber: big.NewInt(8)}) {
+			t.Errorf("serial 8 of %s revoked", ca.Subject)
+		}
+	}
+	if trust.Revoked(&x509.Certificate{RawIssuer: []byte("someone else"), SerialNumber: big.NewInt(7)}) {
+		t.Error("serial 7 of another issuer revoked")
 	}
 }
