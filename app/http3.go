@@ -50,7 +50,7 @@ func (s *Server) startHTTP3() error {
 		ql, err := h3.Listen(h3.Config{
 			Addr:   s.addrs[i],
 			TLS:    li.tls.QUICConfig(),
-			Cert:   li.tls.ClientCert,
+			Certs:  li.tls,
 			HTTP3:  cfg.Server.HTTP3,
 			Shared: &s.sh,
 			Loops:  s,

@@ -27,13 +27,23 @@ type Loops interface {
 	Loops() []*wire.Loop
 }
 
+// ClientCerts describes the certificates clients present, as the TLS
+// listener asks for them. Its methods are safe for concurrent use.
+type ClientCerts interface {
+	// AsksClientCerts reports whether handshakes ask for certificates.
+	AsksClientCerts() bool
+	// ClientCert describes the certificate of a finished handshake;
+	// nil when none was presented.
+	ClientCert(*tls.ConnectionState) *clientcert.Info
+}
+
 // Config is what a Listener is made from.
 type Config struct {
-	Addr   string                                      // the UDP address, "host:port" with the port resolved (the TLS listener's)
-	TLS    *tls.Config                                 // tlsconn.Listener.QUICConfig: TLS 1.3, ALPN h3, the listener's certificates
-	Cert   func(*tls.ConnectionState) *clientcert.Info // describes the client's certificate of a finished handshake (tlsconn.Listener.ClientCert); nil = none asked for
-	HTTP3  config.HTTP3                                // server.http3
-	Shared *wire.Shared                                // settings, budget, access log, stop flag
+	Addr   string       // the UDP address, "host:port" with the port resolved (the TLS listener's)
+	TLS    *tls.Config  // tlsconn.Listener.QUICConfig: TLS 1.3, ALPN h3, the listener's certificates
+	Certs  ClientCerts  // the client certificates of the listener (tlsconn.Listener); nil = none asked for
+	HTTP3  config.HTTP3 // server.http3
+	Shared *wire.Shared // settings, budget, access log, stop flag
 	Loops  Loops
 	Log    *slog.Logger
 }
@@ -155,21 +165,24 @@ func (l *Listener) connContext(ctx context.Context, qc *quic.Conn) context.Conte
 
 // certOf returns the certificate the client of the request's connection
 // presented, nil for none: described once per connection, on its first
-// request's goroutine (a 0-RTT request waits for the handshake to end
-// when the listener asks for certificates).
+// request's goroutine (when the listener asks for certificates, a 0-RTT
+// request waits for the handshake to end).
 func (l *Listener) certOf(ctx context.Context) *clientcert.Info {
 	ci, ok := ctx.Value(connKey{}).(*connInfo)
-	if !ok || l.cfg.Cert == nil {
+	if !ok || l.cfg.Certs == nil {
 		return nil
 	}
 	ci.once.Do(func() {
+		if !l.cfg.Certs.AsksClientCerts() {
+			return
+		}
 		select {
 		case <-ci.qc.HandshakeComplete():
 		case <-ci.qc.Context().Done():
 			return
 		}
 		st := ci.qc.ConnectionState().TLS
-		ci.cert = l.cfg.Cert(&st)
+		ci.cert = l.cfg.Certs.ClientCert(&st)
 	})
 	return ci.cert
 }

@@ -148,8 +148,8 @@ func (a *clientAuth) verify(chain []*x509.Certificate) string {
 // variant is the per-handshake config of one client_auth: the listener's,
 // or a certificate's own.
 type variant struct {
-	config   *tls.Config // ALPN http/1.1 (see settings.config)
-	configH2 *tls.Config // h2 first (see settings.configH2)
+	config   *tls.Config // ALPN http/1.1 (see settings.base)
+	configH2 *tls.Config // h2 first
 	auth     *clientAuth // nil when no certificate is asked for
 }
 
@@ -165,6 +165,14 @@ func (set *settings) variantFor(hello *tls.ClientHelloInfo) *variant {
 		}
 	}
 	return &set.base
+}
+
+// AsksClientCerts reports whether handshakes of the listener ask for
+// client certificates now (its client_auth, or a certificate's). Safe for
+// concurrent use.
+func (tl *Listener) AsksClientCerts() bool {
+	set := tl.cur.Load()
+	return set.base.auth != nil || len(set.scoped) > 0
 }
 
 // ClientCert describes the certificate of a finished handshake of the
