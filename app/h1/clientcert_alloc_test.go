@@ -61,3 +61,31 @@ func selfSigned(t *testing.T, cn string) *x509.Certificate {
 	c, _ := x509.ParseCertificate(der)
 	return c
 }
+
+// TestFastCGIClientCertAllocs is TestFastCGIAllocs over TLS from a client
+// that presented a certificate: the SSL_CLIENT_* variables (the PEM
+// among them) are sent and the request still allocates nothing.
+func TestFastCGIClientCertAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f := newFastCGIFixture(t, `  - path: /
+    fastcgi: {to: "127.0.0.1:9", root: www}
+`)
+	f.req = []byte("GET /index.php HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+	f.resp = cgiResponse("Content-type: text/html; charset=UTF-8\r\n", "Hello, World!")
+	f.cs.SetListener(true, nil, true)
+	sent := func() int {
+		before := f.app.written
+		f.exchange(t)
+		return f.app.written - before
+	}
+	f.exchange(t) // dials, grows the buffers
+	without := sent()
+	f.cs.Cert = clientcert.New([]*x509.Certificate{selfSigned(t, "client")}, "")
+	f.exchange(t)
+	if with := sent(); with-without < len(f.cs.Cert.PEM) {
+		t.Errorf("the certificate added %d bytes to the params, want at least its PEM (%d)", with-without, len(f.cs.Cert.PEM))
+	}
+	if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {
+		t.Fatalf("%v allocations per FastCGI request with a client certificate, want 0", n)
+	}
+}
