@@ -651,3 +651,28 @@ routes:
 	}
 	t.Logf("admin.test resuming: status %d resumed %v err %v", s, resumed, err)
 }
+
+// TestClientAuthCRLPoll: a new revocation list written over the crl file
+// is picked up by the file watcher (Poll) without a reload; one that does
+// not load leaves the running one in place.
+func TestClientAuthCRLPoll(t *testing.T) {
+	t.Parallel()
+	env := startMTLS(t)
+	tl := env.srv.listeners[0].tls
+	writeAtomic(t, filepath.Join(env.dir, "clients.crl"), []byte("-----BEGIN X509 CRL-----\nbroken\n-----END X509 CRL-----\n"))
+	tl.Poll() // what the watcher runs: the files are looked at now
+	if _, _, err := env.mtlsGet(env.require, false, certs(env.alice), "/"); err != nil {
+		t.Fatalf("alice after a broken list was written: %v", err)
+	}
+	if _, _, err := env.mtlsGet(env.require, false, certs(env.revoked), "/"); err == nil {
+		t.Fatal("the revoked certificate after a broken list was written: accepted, want the running list kept")
+	}
+	env.pki.revoke(t, env.aliceLeaf)
+	tl.Poll()
+	if _, _, err := env.mtlsGet(env.require, false, certs(env.alice), "/"); err == nil {
+		t.Fatal("alice after the new list: accepted, want refused")
+	}
+	if _, _, err := env.mtlsGet(env.require, false, certs(env.revoked), "/"); err != nil {
+		t.Fatalf("mallory, off the new list: %v", err)
+	}
+}
