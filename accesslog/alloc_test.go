@@ -24,7 +24,7 @@ func TestLineAllocs(t *testing.T) {
 		var rec Record
 		var kept, lines []byte
 		logOne := func() {
-			rec.FromRequest(&r)
+			rec.FromRequest(&r, nil)
 			kept = rec.Keep(kept)
 			lines = a.AppendLine(lines[:0], testRemote, &rec, 200, 1234, time.Now().UnixNano())
 		}

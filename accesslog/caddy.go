@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"gale/clientcert"
 	"gale/codec"
 )
 
@@ -15,7 +16,9 @@ import (
 // under its canonical name, values in arrays as Caddy writes them, except
 // Host (request.host says it) and with the credentials (Authorization,
 // Proxy-Authorization, Cookie) redacted, as Caddy does unless told to log
-// them. Response fields are not logged (nor, so, Set-Cookie).
+// them. Response fields are not logged (nor, so, Set-Cookie). A request
+// whose TLS client presented a certificate has request.tls, describing
+// it (appendClientCert).
 
 // appendJSON appends rec's line in the JSON layout.
 func appendJSON(dst []byte, remote netip.Addr, rec *Record, status int, bodyBytes, now int64) []byte {
@@ -37,7 +40,11 @@ func appendJSON(dst []byte, remote netip.Addr, rec *Record, status int, bodyByte
 	dst = appendEscaped(dst, rec.target, true)
 	dst = append(dst, `","headers":{`...)
 	dst = appendHeaders(dst, rec.headers)
-	dst = append(dst, `}},"bytes_read":`...)
+	dst = append(dst, '}')
+	if rec.cert != nil {
+		dst = appendClientCert(dst, rec.cert)
+	}
+	dst = append(dst, `},"bytes_read":`...)
 	dst = strconv.AppendInt(dst, rec.bytesRead, 10)
 	dst = append(dst, `,"duration":`...)
 	dst = appendSeconds(dst, rec.duration)
@@ -46,6 +53,37 @@ func appendJSON(dst []byte, remote netip.Addr, rec *Record, status int, bodyByte
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(status), 10)
 	return append(dst, "}\n"...)
+}
+
+// appendClientCert appends the request's "tls" object with the client's
+// certificate, under Caddy's names (client_common_name, client_serial)
+// and gale's (client_subject, client_issuer, client_fingerprint: SHA-256,
+// client_verify: SSL_CLIENT_VERIFY's value).
+func appendClientCert(dst []byte, c *clientcert.Info) []byte {
+	for i, f := range [...]struct{ name, value string }{
+		{"client_common_name", c.CommonName}, {"client_serial", c.Serial},
+		{"client_subject", c.Subject}, {"client_issuer", c.Issuer},
+		{"client_fingerprint", c.Fingerprint}, {"client_verify", c.Result},
+	} {
+		if i == 0 {
+			dst = append(dst, `,"tls":{"`...)
+		} else {
+			dst = append(dst, `,"`...)
+		}
+		dst = append(dst, f.name...)
+		dst = append(dst, `":"`...)
+		dst = appendEscapedString(dst, f.value)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+// appendEscapedString is appendEscaped, JSON, for a string.
+func appendEscapedString(dst []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		dst = appendEscapedByte(dst, v[i], true)
+	}
+	return dst
 }
 
 // appendSeconds appends ns nanoseconds as seconds with a fraction of

@@ -93,7 +93,7 @@ func TestLineFormats(t *testing.T) {
 			if tc.h2 {
 				r.Version = codec.HTTP20
 			}
-			rec.FromRequest(&r)
+			rec.FromRequest(&r, nil)
 		}
 		if got := string(combined.AppendLine(nil, testRemote, &rec, 200, 1234, testNow)); got != tc.combined {
 			t.Errorf("%s, combined:\n got %q\nwant %q", tc.name, got, tc.combined)
@@ -157,7 +157,7 @@ func TestKeepOutlivesTheRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec Record
-		rec.FromRequest(&r)
+		rec.FromRequest(&r, nil)
 		want := string(a.AppendLine(nil, testRemote, &rec, 200, 1, testNow))
 		own := rec.Keep(make([]byte, 0, size))
 		copy(buf, other) // another connection's request in the same bytes
@@ -265,7 +265,7 @@ func TestJSONLayout(t *testing.T) {
 	parse(t, "GET /a?x=1 HTTP/1.1\r\nHost: example.com\r\nuser-agent: ua/1\r\nAuthorization: Basic c2VjcmV0\r\n"+
 		"Cookie: session=secret1\r\nAccept: */*\r\ncookie: other=secret2\r\nproxy-authorization: Bearer secret3\r\nX-ID: 7\r\n\r\n", &r)
 	var rec Record
-	rec.FromRequest(&r)
+	rec.FromRequest(&r, nil)
 	rec.SetTiming(1_500_000, 42)
 	line := openLog(t, "json").AppendLine(nil, testRemote, &rec, 404, 99, testNow)
 	if bytes.Contains(line, []byte("secret")) {

@@ -1,6 +1,9 @@
 package accesslog
 
-import "gale/codec"
+import (
+	"gale/clientcert"
+	"gale/codec"
+)
 
 // Record is what an access log line says of one request. The line is
 // formatted into the loop's buffer at once (see Log.AppendLine), so the
@@ -23,17 +26,19 @@ type Record struct {
 	host      []byte
 	referer   []byte
 	userAgent []byte
-	version   codec.Version  // meaningful only with a method
-	headers   []codec.Header // every request field (the JSON layout logs them, credentials redacted)
-	store     []codec.Header // Keep's storage for headers, reused
+	version   codec.Version    // meaningful only with a method
+	headers   []codec.Header   // every request field (the JSON layout logs them, credentials redacted)
+	store     []codec.Header   // Keep's storage for headers, reused
+	cert      *clientcert.Info // the client's certificate; nil for none (immutable, shared)
 
 	duration  int64 // nanoseconds from the request's first byte to the response's last (SetTiming)
 	bytesRead int64 // request body bytes
 }
 
-// FromRequest fills a from r, a request parsed during the current event.
+// FromRequest fills a from r, a request parsed during the current event,
+// and cert, the certificate its TLS client presented (nil for none).
 // a aliases r's bytes: use it before the event ends, or Keep it.
-func (a *Record) FromRequest(r *codec.Request) {
+func (a *Record) FromRequest(r *codec.Request, cert *clientcert.Info) {
 	*a = Record{
 		method:    r.Method,
 		target:    r.Target,
@@ -43,6 +48,7 @@ func (a *Record) FromRequest(r *codec.Request) {
 		version:   r.Version,
 		headers:   r.Headers,
 		store:     a.store,
+		cert:      cert,
 	}
 }
 

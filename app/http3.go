@@ -50,6 +50,7 @@ func (s *Server) startHTTP3() error {
 		ql, err := h3.Listen(h3.Config{
 			Addr:   s.addrs[i],
 			TLS:    li.tls.QUICConfig(),
+			Certs:  li.tls,
 			HTTP3:  cfg.Server.HTTP3,
 			Shared: &s.sh,
 			Loops:  s,

@@ -3,9 +3,14 @@
 package app
 
 import (
+	"bufio"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"io"
+	"math/big"
 	"net"
+	"net/http"
 	"runtime"
 	"slices"
 	"sync"
@@ -118,17 +123,42 @@ func tlsPipe(t testing.TB) (*conn, *tlsFakeConn, *tls.Conn, *memConn) {
 // tlsPipeALPN is tlsPipe with the client offering protos by ALPN (and the
 // server offering h2 when protos has it).
 func tlsPipeALPN(t testing.TB, protos []string) (*conn, *tlsFakeConn, *tls.Conn, *memConn) {
+	return tlsPipeWith(t, protos, false)
+}
+
+// tlsPipeWith is tlsPipeALPN; with mtls, the listener requires a client
+// certificate, the client presents one, and /hello is allowed only to a
+// verified one (client_cert).
+func tlsPipeWith(t testing.TB, protos []string, mtls bool) (*conn, *tlsFakeConn, *tls.Conn, *memConn) {
 	offerH2 := slices.Contains(protos, "h2")
 	ca := newTestCA(t)
 	dir := t.TempDir()
 	ca.issue(dir, "cert", "localhost")
-	cfg, err := config.Parse([]byte(`
+	yamlText := `
 listen:
   - {address: "127.0.0.1:0", tls: {certificates: [{cert: cert.pem, key: cert.key}]}}
 routes:
   - path: /hello
     respond: {status: 200, body: "hello\n"}
-`), dir+"/gale.yaml")
+`
+	var clientCerts []tls.Certificate
+	if mtls {
+		yamlText = `
+listen:
+  - {address: "127.0.0.1:0", tls: {certificates: [{cert: cert.pem, key: cert.key}], client_auth: {mode: require, ca: ca.pem}}}
+routes:
+  - path: /hello
+    access: [{allow: all, client_cert: verified}]
+    respond: {status: 200, body: "hello\n"}
+`
+		writeAtomic(t, dir+"/ca.pem", ca.rootPEM)
+		key := genKey(t)
+		leaf := ca.sign(&x509.Certificate{SerialNumber: big.NewInt(ca.serial.Add(1)), Subject: pkix.Name{CommonName: "client"},
+			NotBefore: ca.notBefore, NotAfter: ca.notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca.inter, &key.PublicKey, ca.interKey)
+		clientCerts = []tls.Certificate{{Certificate: [][]byte{leaf.Raw, ca.inter.Raw}, PrivateKey: key}}
+	}
+	cfg, err := config.Parse([]byte(yamlText), dir+"/gale.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +181,7 @@ routes:
 	// The handshake, pumped by hand: the test plays the loop.
 	mc := &memConn{wrote: progress}
 	mc.cond.L = &mc.mu
-	client := tls.Client(mc, &tls.Config{RootCAs: ca.pool, ServerName: "localhost", NextProtos: protos})
+	client := tls.Client(mc, &tls.Config{RootCAs: ca.pool, ServerName: "localhost", NextProtos: protos, Certificates: clientCerts})
 	done := make(chan error, 1)
 	go func() { done <- client.Handshake() }()
 	deadline := time.Now().Add(5 * time.Second)
@@ -189,13 +219,25 @@ routes:
 }
 
 func TestTLSServeAllocs(t *testing.T) {
+	testTLSServeAllocs(t, false)
+}
+
+// TestTLSServeAllocsClientCert is TestTLSServeAllocs on a connection whose
+// client presented a certificate, to a route whose access rule checks it:
+// the certificate is described once, at the handshake, and requests only
+// share it.
+func TestTLSServeAllocsClientCert(t *testing.T) {
+	testTLSServeAllocs(t, true)
+}
+
+func testTLSServeAllocs(t *testing.T, mtls bool) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cs, fc, client, mc := tlsPipe(t)
+	cs, fc, client, mc := tlsPipeWith(t, nil, mtls)
 	// The client's records are made ahead, so that only the server's
 	// work is measured.
 	req := []byte("GET /hello HTTP/1.1\r\nHost: localhost\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
 	const warm, runs = 10, 200
-	records := make([][]byte, warm+runs+1)
+	records := make([][]byte, warm+runs+2)
 	for i := range records {
 		if _, err := client.Write(req); err != nil {
 			t.Fatal(err)
@@ -214,6 +256,23 @@ func TestTLSServeAllocs(t *testing.T) {
 			t.Fatalf("wrote %d bytes, left %d", len(fc.out), len(fc.in))
 		}
 		fc.out = fc.out[:0]
+	}
+	if mtls {
+		if cs.Conn.Cert == nil || cs.Conn.Cert.CommonName != "client" {
+			t.Fatalf("the connection's certificate: %+v", cs.Conn.Cert)
+		}
+		// The route lets the certificate through: read one response.
+		fc.in = append(fc.in[:0], records[next]...)
+		next++
+		cs.onTraffic()
+		mc.mu.Lock()
+		mc.toClient = append(mc.toClient, fc.out...)
+		mc.mu.Unlock()
+		fc.out = fc.out[:0]
+		resp, err := http.ReadResponse(bufio.NewReader(client), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("response %v %v", resp, err)
+		}
 	}
 	for i := 0; i < warm; i++ {
 		serve() // grow the buffers

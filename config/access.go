@@ -16,9 +16,19 @@ import (
 // request. The first rule that matches decides; a request no rule matches
 // is denied (403).
 type AccessRule struct {
-	Allow    bool           // true: allow; false: deny
-	Prefixes []netip.Prefix // masked; "all" is 0.0.0.0/0 and ::/0
-	Pos      Pos            // where the rule is written
+	Allow      bool           // true: allow; false: deny
+	Prefixes   []netip.Prefix // masked; "all" is 0.0.0.0/0 and ::/0
+	ClientCert *CertMatch     // nil = any client; else the rule matches only a client whose TLS certificate verified and matches
+	Pos        Pos            // where the rule is written
+}
+
+// CertMatch is an access rule's client_cert: the client presented a TLS
+// certificate that verified against its listener's client_auth CA
+// (SSL_CLIENT_VERIFY SUCCESS) and, for each list that is not empty, that
+// matches one of its entries.
+type CertMatch struct {
+	Names        []string // the subject's common name or a subject alternative name (DNS, email, URI, IP) is one of these
+	Fingerprints []string // the SHA-256 fingerprint of the certificate is one of these (lower-case hex, no colons)
 }
 
 // RateLimit limits a route's requests per key with the generic cell rate
@@ -87,6 +97,11 @@ func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
 			}
 		} else {
 			r.Prefixes = d.prefixes(&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{v}, Line: vn.Line, Column: vn.Column}, join(ip, key))
+		}
+		if cv := s.get("client_cert"); cv != nil {
+			if r.ClientCert = d.certMatch(cv, join(ip, "client_cert")); r.ClientCert == nil {
+				continue
+			}
 		}
 		if len(r.Prefixes) > 0 {
 			out = append(out, r)
@@ -266,4 +281,95 @@ func (d *decoder) tryFiles(n *yaml.Node, path string, m *Match) ([]Template, int
 		out = append(out, t)
 	}
 	return out, status
+}
+
+// certMatch decodes an access rule's client_cert: "verified", or a
+// mapping of names and fingerprints.
+func (d *decoder) certMatch(n *yaml.Node, path string) *CertMatch {
+	const eg = `expected "verified" or a mapping such as {names: [admin.example.com], fingerprints: [<SHA-256 hex>]}`
+	vn := deref(n)
+	if vn.Kind == yaml.ScalarNode {
+		if vn.ShortTag() == "!!str" && vn.Value == "verified" {
+			return &CertMatch{}
+		}
+		d.errorf(vn, path, "%s, got %s", eg, quote(vn.Value))
+		return nil
+	}
+	s := d.section(n, path, certMatchKeys.names()...)
+	if s == nil {
+		return nil
+	}
+	m := &CertMatch{}
+	ok := true
+	if v := s.get("names"); v != nil {
+		m.Names, ok = d.strOrList(v, join(path, "names"), func(string) string { return "" })
+	}
+	if v := s.get("fingerprints"); v != nil {
+		var good bool
+		m.Fingerprints, good = d.strOrList(v, join(path, "fingerprints"), checkFingerprint)
+		ok = ok && good
+		for i, f := range m.Fingerprints {
+			m.Fingerprints[i] = normalFingerprint(f)
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return m
+}
+
+// strOrList decodes one non-empty string or a non-empty list of them,
+// each checked by check (a message, "" when good).
+func (d *decoder) strOrList(n *yaml.Node, path string, check func(string) string) ([]string, bool) {
+	vn := deref(n)
+	items := []*yaml.Node{n}
+	if vn.Kind == yaml.SequenceNode {
+		items = vn.Content
+		if len(items) == 0 {
+			d.errorf(vn, path, "expected at least one value")
+			return nil, false
+		}
+	}
+	var out []string
+	ok := true
+	for i, it := range items {
+		p := path
+		if vn.Kind == yaml.SequenceNode {
+			p = index(path, i)
+		}
+		v, good := d.str(it, p)
+		if good && v == "" {
+			d.errorf(deref(it), p, "expected a value, got an empty string")
+			good = false
+		}
+		if good {
+			if msg := check(v); msg != "" {
+				d.errorf(deref(it), p, "%s", msg)
+				good = false
+			}
+		}
+		ok = ok && good
+		out = append(out, v)
+	}
+	return out, ok
+}
+
+// normalFingerprint is a SHA-256 fingerprint as lower-case hex without
+// colons, the form clientcert.Info holds.
+func normalFingerprint(f string) string {
+	return strings.ToLower(strings.ReplaceAll(f, ":", ""))
+}
+
+// checkFingerprint accepts 64 hexadecimal digits, optionally in pairs
+// separated by colons (as openssl x509 -fingerprint -sha256 prints them).
+func checkFingerprint(f string) string {
+	h := normalFingerprint(f)
+	paired := len(f) == 95
+	for i := 2; paired && i < len(f); i += 3 {
+		paired = f[i] == ':'
+	}
+	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" || (len(f) != 64 && !paired) {
+		return "expected a SHA-256 fingerprint: 64 hexadecimal digits (openssl x509 -noout -fingerprint -sha256), got " + quote(f)
+	}
+	return ""
 }

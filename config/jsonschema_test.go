@@ -227,73 +227,94 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 // decoder checks more than the type, by key path. The walk fails on a
 // string key that has none, so a new key gets one.
 var keySamples = map[string]any{
-	"listen":                              "127.0.0.1:0",
-	"listen.address":                      "127.0.0.1:0",
-	"listen.deny[]":                       "10.0.0.0/8",
-	"server.trusted_proxies[]":            "10.0.0.0/8",
-	"listen.tls.certificates[].cert":      "cert.pem",
-	"listen.tls.certificates[].key":       "key.pem",
-	"listen.tls.automatic.domains[]":      "example.com",
-	"listen.tls.automatic.email":          "ops@example.com",
-	"listen.tls.automatic.ca":             "letsencrypt-staging",
-	"listen.tls.automatic.ca_root":        "cert.pem",
-	"listen.tls.automatic.storage":        "acme",
-	"listen.tls.automatic.challenges":     []any{"tls-alpn-01"},
-	"listen.tls.automatic.on_demand.ask":  "http://127.0.0.1:9/allowed",
-	"listen.tls.automatic.on_demand.rate": "10/m",
-	"server.server_header":                "gale",
-	"mime_types":                          map[string]any{".webmanifest": "application/manifest+json"},
-	"access_log.path":                     "access.log",
-	"admin.listen":                        "unix:admin.sock",
-	"admin.token_file":                    "admin.token",
-	"routes[].name":                       "api",
-	"routes[].host":                       "example.com",
-	"routes[].path":                       "/",
-	"routes[].headers.request.set":        map[string]any{"X-A": "1"},
-	"routes[].headers.request.add":        map[string]any{"X-A": []any{"1", "2"}},
-	"routes[].headers.request.remove":     []any{"X-B"},
-	"routes[].headers.response.set":       map[string]any{"X-A": "1"},
-	"routes[].headers.response.add":       map[string]any{"X-A": []any{"1", "2"}},
-	"routes[].headers.response.remove":    []any{"X-B"},
-	"routes[].static.root":                "site",
-	"routes[].static.index":               []any{"index.html"},
-	"routes[].static.spa_fallback":        "/index.html",
-	"routes[].static.cache_control":       "no-cache",
-	"routes[].static.error_pages":         map[any]any{404: "404.html"},
-	"routes[].respond.body":               "hello",
-	"routes[].respond.content_type":       "text/plain",
-	"routes[].redirect.to":                "/elsewhere",
-	"routes[].fastcgi.to":                 "127.0.0.1:9",
-	"routes[].fastcgi.root":               "site",
-	"routes[].fastcgi.env":                map[string]any{"APP_ENV": "prod"},
-	"routes[].fastcgi.trusted_proxies":    []any{"10.0.0.0/8"},
-	"routes[].php.to":                     "127.0.0.1:9",
-	"routes[].php.root":                   "site",
-	"routes[].php.env":                    map[string]any{"APP_ENV": "prod"},
-	"routes[].php.trusted_proxies":        []any{"10.0.0.0/8"},
-	"routes[].fastcgi.split_path":         []any{".php"},
-	"routes[].fastcgi.index":              "index.php",
-	"routes[].proxy.to":                   "127.0.0.1:9",
-	"routes[].proxy.rewrite":              "/v2/",
-	"routes[].proxy.health_check.path":    "/healthz",
-	"routes[].proxy.trusted_proxies":      []any{"10.0.0.0/8"},
-	"routes[].match.methods":              []any{"GET"},
-	"routes[].match.path":                 "/",
-	"routes[].match.path_regex":           "/(.*)",
-	"routes[].match.remote":               []any{"10.0.0.0/8"},
-	"routes[].rewrite":                    "/x{path}?{query}",
-	"routes[].access":                     []any{map[string]any{"allow": "all"}},
-	"routes[].access[].allow":             []any{"127.0.0.2", "10.0.0.0/8"},
-	"routes[].access[].deny":              "all",
-	"routes[].rate_limit.rate":            "10/s",
-	"routes[].basic_auth.realm":           "staff",
-	"routes[].basic_auth.users":           map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
-	"routes[].basic_auth.htpasswd":        "/dev/null",
-	"routes[].forward_auth.to":            "127.0.0.1:9",
-	"routes[].forward_auth.uri":           "/verify",
-	"routes[].forward_auth.copy_headers":  []any{"X-User"},
-	"routes[].rate_limit.header":          "X-Api-Key",
-	"routes[].static.try_files":           []any{"{path}", "/index.html"},
+	"listen":                                     "127.0.0.1:0",
+	"listen.address":                             "127.0.0.1:0",
+	"listen.deny[]":                              "10.0.0.0/8",
+	"server.trusted_proxies[]":                   "10.0.0.0/8",
+	"listen.tls.certificates[].cert":             "cert.pem",
+	"listen.tls.certificates[].key":              "key.pem",
+	"listen.tls.automatic.domains[]":             "example.com",
+	"listen.tls.automatic.email":                 "ops@example.com",
+	"listen.tls.automatic.ca":                    "letsencrypt-staging",
+	"listen.tls.automatic.ca_root":               "cert.pem",
+	"listen.tls.automatic.storage":               "acme",
+	"listen.tls.automatic.challenges":            []any{"tls-alpn-01"},
+	"listen.tls.automatic.on_demand.ask":         "http://127.0.0.1:9/allowed",
+	"listen.tls.automatic.on_demand.rate":        "10/m",
+	"server.server_header":                       "gale",
+	"mime_types":                                 map[string]any{".webmanifest": "application/manifest+json"},
+	"access_log.path":                            "access.log",
+	"admin.listen":                               "unix:admin.sock",
+	"admin.token_file":                           "admin.token",
+	"routes[].name":                              "api",
+	"routes[].host":                              "example.com",
+	"routes[].path":                              "/",
+	"routes[].headers.request.set":               map[string]any{"X-A": "1"},
+	"routes[].headers.request.add":               map[string]any{"X-A": []any{"1", "2"}},
+	"routes[].headers.request.remove":            []any{"X-B"},
+	"routes[].headers.response.set":              map[string]any{"X-A": "1"},
+	"routes[].headers.response.add":              map[string]any{"X-A": []any{"1", "2"}},
+	"routes[].headers.response.remove":           []any{"X-B"},
+	"routes[].static.root":                       "site",
+	"routes[].static.index":                      []any{"index.html"},
+	"routes[].static.spa_fallback":               "/index.html",
+	"routes[].static.cache_control":              "no-cache",
+	"routes[].static.error_pages":                map[any]any{404: "404.html"},
+	"routes[].respond.body":                      "hello",
+	"routes[].respond.content_type":              "text/plain",
+	"routes[].redirect.to":                       "/elsewhere",
+	"routes[].fastcgi.to":                        "127.0.0.1:9",
+	"routes[].fastcgi.root":                      "site",
+	"routes[].fastcgi.env":                       map[string]any{"APP_ENV": "prod"},
+	"routes[].fastcgi.trusted_proxies":           []any{"10.0.0.0/8"},
+	"routes[].php.to":                            "127.0.0.1:9",
+	"routes[].php.root":                          "site",
+	"routes[].php.env":                           map[string]any{"APP_ENV": "prod"},
+	"routes[].php.trusted_proxies":               []any{"10.0.0.0/8"},
+	"routes[].fastcgi.split_path":                []any{".php"},
+	"routes[].fastcgi.index":                     "index.php",
+	"routes[].proxy.to":                          "127.0.0.1:9",
+	"routes[].proxy.rewrite":                     "/v2/",
+	"routes[].proxy.health_check.path":           "/healthz",
+	"routes[].proxy.trusted_proxies":             []any{"10.0.0.0/8"},
+	"routes[].match.methods":                     []any{"GET"},
+	"routes[].match.path":                        "/",
+	"routes[].match.path_regex":                  "/(.*)",
+	"routes[].match.remote":                      []any{"10.0.0.0/8"},
+	"routes[].rewrite":                           "/x{path}?{query}",
+	"routes[].access":                            []any{map[string]any{"allow": "all"}},
+	"routes[].access[].allow":                    []any{"127.0.0.2", "10.0.0.0/8"},
+	"routes[].access[].deny":                     "all",
+	"routes[].rate_limit.rate":                   "10/s",
+	"routes[].basic_auth.realm":                  "staff",
+	"routes[].basic_auth.users":                  map[string]any{"alice": "$2a$04$FxxBKMKXSGAv6nRhKjp.eemloTS3TBOIvSnAeNuJOPZhOM8Xb0wiu"},
+	"routes[].basic_auth.htpasswd":               "/dev/null",
+	"routes[].forward_auth.to":                   "127.0.0.1:9",
+	"routes[].forward_auth.uri":                  "/verify",
+	"routes[].forward_auth.copy_headers":         []any{"X-User"},
+	"routes[].rate_limit.header":                 "X-Api-Key",
+	"routes[].static.try_files":                  []any{"{path}", "/index.html"},
+	"listen.tls.client_auth":                     map[string]any{"mode": "require", "ca": "clients-ca.pem"},
+	"listen.tls.certificates[].client_auth":      map[string]any{"mode": "require", "ca": "clients-ca.pem"},
+	"listen.tls.client_auth.mode":                "request",
+	"listen.tls.client_auth.ca":                  "clients-ca.pem",
+	"listen.tls.client_auth.crl":                 "clients.crl",
+	"listen.tls.certificates[].client_auth.mode": "require",
+	"listen.tls.certificates[].client_auth.ca":   "clients-ca.pem",
+	"listen.tls.certificates[].client_auth.crl":  "clients.crl",
+	"routes[].access[].client_cert":              "verified",
+	"routes[].access[].client_cert.names":        []any{"admin.example.com"},
+	"routes[].access[].client_cert.fingerprints": "AB:" + strings.Repeat("0f:", 30) + "CD",
+}
+
+// sampleSiblings are keys the decoder accepts only beside another key,
+// which the generated document then holds too.
+var sampleSiblings = map[string]map[string]any{
+	"listen.tls.client_auth.mode":                {"ca": "clients-ca.pem"},
+	"routes[].access[].client_cert":              {"allow": "all"},
+	"listen.tls.client_auth.crl":                 {"ca": "clients-ca.pem"},
+	"listen.tls.certificates[].client_auth.mode": {"ca": "clients-ca.pem"},
+	"listen.tls.certificates[].client_auth.crl":  {"ca": "clients-ca.pem"},
 }
 
 // crossKeyBounds are keys whose own bound the decoder accepts only
@@ -327,6 +348,9 @@ func collectCases() []schemaCase {
 			kp := join(path, k.name)
 			out = append(out, schemaCase{key: k, path: kp, build: func(t *testing.T, v any, present bool) map[string]any {
 				m := fill(t, sec, path, k.name)
+				for name, v := range sampleSiblings[samplePath(kp)] {
+					m[name] = v
+				}
 				if present {
 					m[k.name] = v
 				}
@@ -336,6 +360,9 @@ func collectCases() []schemaCase {
 				inner := inner
 				walk(inner.sec, inner.path, func(t *testing.T, m map[string]any) map[string]any {
 					parent := fill(t, sec, path, k.name)
+					for name, v := range sampleSiblings[samplePath(kp)] {
+						parent[name] = v
+					}
 					parent[k.name] = inner.wrap(m)
 					return wrap(t, parent)
 				})
@@ -589,8 +616,10 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 	sch := compileSchema(t)
 	dir := t.TempDir()
 	pair := newTestPair(t, "localhost")
+	clientCA := newTestClientCA(t)
 	for name, data := range map[string][]byte{
 		"cert.pem": pair.leafPEM, "key.pem": pair.keyPEM,
+		"clients-ca.pem": clientCA.caPEM, "clients.crl": clientCA.crlPEM,
 		"site/index.html": []byte("hi\n"), "404.html": []byte("not here\n"),
 		"admin.token": []byte("0123456789abcdef0123\n"),
 	} {

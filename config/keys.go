@@ -146,6 +146,7 @@ var (
 var certificateKeys = sectionKey("", "A certificate chain and its private key.",
 	strKey("cert", "PEM file: the leaf certificate first, then the intermediates (a fullchain file).").must(),
 	strKey("key", "PEM file: the leaf's private key (PKCS #1, PKCS #8 or SEC 1).").must(),
+	withName(clientAuthKeys, "client_auth", "Client certificates for handshakes whose server name (SNI) chooses this certificate, instead of the listener's client_auth."),
 )
 
 var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
@@ -156,6 +157,7 @@ var tlsKeys = sectionKey("tls", "Terminate TLS 1.2 and 1.3 on this listener.",
 	durationKey("client_hello_timeout", "5s", "From accept until the whole ClientHello has arrived; at most handshake_timeout."),
 	intKey("max_handshakes", 1, maxMaxHandshakes, "4096", "Handshakes in progress at once on this listener; more wait for a slot."),
 	intKey("max_handshakes_per_address", 1, maxMaxHandshakes, "", "Handshake slots one client address (an IPv6 /64) may hold or wait for; at most max_handshakes; default max_handshakes/16, at least 1."),
+	clientAuthKeys,
 ).needsAny("certificates", "automatic")
 
 var listenerKeys = sectionKey("", "A listener in object form.",
@@ -397,10 +399,18 @@ var matchKeys = sectionKey("match", "Request matchers beside host and path; the 
 	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
 )
 
+// certMatchKeys are the keys of an access rule's client_cert mapping.
+var certMatchKeys = sectionKey("", "A verified client certificate that matches every list given.",
+	oneOrList("names", strKey("", "A name."), "The subject's common name or a subject alternative name (DNS, email, URI or IP) is one of these."),
+	oneOrList("fingerprints", strKey("", "A SHA-256 fingerprint: 64 hex digits, or 32 pairs separated by colons."), "The certificate's SHA-256 fingerprint is one of these."),
+)
+
 var accessRuleKeys = func() *keySpec {
 	r := sectionKey("", "An access rule.",
 		anyOf("allow", `Allow clients in these CIDRs, or "all".`, cidrList.alts...),
 		anyOf("deny", `Deny clients in these CIDRs, or "all".`, cidrList.alts...),
+		anyOf("client_cert", `The rule matches only a client whose TLS certificate verified against its listener's client_auth CA ("verified"), and matches names and fingerprints when given.`,
+			enumKey("", []string{"verified"}, "", "Any certificate that verified."), certMatchKeys),
 	)
 	r.oneOf = []string{"allow", "deny"}
 	return r

@@ -13,6 +13,7 @@ import (
 //	listen  :8443  tls (2 certificates)
 //	listen  :443  tls automatic [example.com www.example.com] (+on demand) in /var/lib/gale
 //	listen  :80  redirect to https
+//	listen  :8444  tls (1 certificate)  client_auth require ca ./clients.pem crl ./clients.crl
 //	listen  :9090  protocols [h2c]
 //	route   */             static ./site (browse)
 //	route   */hello        respond 200
@@ -44,6 +45,9 @@ func (c *Config) Summary(bound ...string) []string {
 			line += "  tls (" + strconv.Itoa(len(l.TLS.Certificates)) + " certificates)"
 		case l.RedirectToHTTPS != nil:
 			line += "  redirect to https"
+		}
+		if l.TLS != nil {
+			line += c.clientAuthSummary(l.TLS)
 		}
 		if l.Protocols != DefaultProtocols(l.TLS != nil) {
 			line += "  protocols " + l.Protocols.String()
@@ -146,4 +150,56 @@ func automaticSummary(t *TLS) string {
 		s += " (+" + strconv.Itoa(n) + " certificate files)"
 	}
 	return s + " in " + a.Storage
+}
+
+// clientAuthSummary describes the client certificates a TLS listener asks
+// for: its own client_auth, then those of its certificates that have
+// their own (named by their position); "" when none asks.
+func (c *Config) clientAuthSummary(t *TLS) string {
+	var b strings.Builder
+	if t.ClientAuth != nil {
+		b.WriteString("  client_auth " + c.ClientAuthString(t.ClientAuth))
+	}
+	for i, cert := range t.Certificates {
+		if cert.ClientAuth != nil {
+			b.WriteString("  certificates[" + strconv.Itoa(i) + "].client_auth " + c.ClientAuthString(cert.ClientAuth))
+		}
+	}
+	return b.String()
+}
+
+// ClientAuthString describes a client_auth in one line: its mode, then
+// its CA and CRL files (relative to the config's directory when under
+// it). Safe for concurrent use.
+func (c *Config) ClientAuthString(a *ClientAuth) string {
+	s := a.Mode.String()
+	if a.CA != "" {
+		s += " ca " + c.displayPath(a.CA)
+	}
+	if a.CRL != "" {
+		s += " crl " + c.displayPath(a.CRL)
+	}
+	return s
+}
+
+// ListenerClientAuth describes, one line per TLS listener that asks for
+// client certificates, what it asks ("listen :8443  client_auth require
+// ca ./clients.pem"); bound as for Summary. Safe for concurrent use.
+func (c *Config) ListenerClientAuth(bound ...string) []string {
+	var out []string
+	for i, l := range c.Listen {
+		if l.TLS == nil {
+			continue
+		}
+		s := c.clientAuthSummary(l.TLS)
+		if s == "" {
+			continue
+		}
+		addr := l.Address
+		if i < len(bound) && bound[i] != "" {
+			addr = bound[i]
+		}
+		out = append(out, "listen "+addr+s)
+	}
+	return out
 }

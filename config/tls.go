@@ -174,6 +174,10 @@ func (d *decoder) tlsSection(n *yaml.Node, path string) *TLS {
 		}
 	}
 	ok = d.handshakeShares(s, t) && ok
+	if v := s.get("client_auth"); v != nil {
+		t.ClientAuth = d.clientAuthSection(v, join(path, "client_auth"))
+		ok = ok && t.ClientAuth != nil
+	}
 	if !ok {
 		return nil
 	}
@@ -244,6 +248,11 @@ func (d *decoder) certificate(n *yaml.Node, path string) (Certificate, bool) {
 		return Certificate{}, false
 	}
 	c.Cert, c.Key = certAbs, keyAbs
+	if v := s.get("client_auth"); v != nil {
+		if c.ClientAuth = d.clientAuthSection(v, join(path, "client_auth")); c.ClientAuth == nil {
+			return Certificate{}, false
+		}
+	}
 	// The messages name the files by their absolute paths.
 	if where, msg := CheckKeyPair(certAbs, keyAbs); msg != "" {
 		if where == "cert" {
@@ -312,6 +321,12 @@ func LoadKeyPair(certFile, keyFile string) (cert *tls.Certificate, where, msg st
 
 // readPEM reads a PEM file of bounded size; msg names the file on failure.
 func readPEM(file, what string) ([]byte, string) {
+	return readFileBounded(file, what, maxPEMBytes)
+}
+
+// readFileBounded reads a regular file of at most limit bytes; msg names
+// the file on failure.
+func readFileBounded(file, what string, limit int64) ([]byte, string) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Sprintf("cannot read the %s %s: %v", what, quote(file), unwrapPath(err))
@@ -320,12 +335,12 @@ func readPEM(file, what string) ([]byte, string) {
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Sprintf("the %s %s is not a regular file", what, quote(file))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Sprintf("cannot read the %s %s: %v", what, quote(file), unwrapPath(err))
 	}
-	if len(data) > maxPEMBytes {
-		return nil, fmt.Sprintf("the %s %s is larger than 1MiB", what, quote(file))
+	if int64(len(data)) > limit {
+		return nil, fmt.Sprintf("the %s %s is larger than %s", what, quote(file), formatSize(limit))
 	}
 	return data, ""
 }

@@ -127,6 +127,7 @@ type TLS struct {
 	ClientHelloTimeout      time.Duration // default 5s (at most HandshakeTimeout): from accept until the whole ClientHello has arrived
 	MaxHandshakes           int           // default 4096: handshakes in progress at once on this listener, 1..1048576; more wait for a slot
 	MaxHandshakesPerAddress int           // default MaxHandshakes/16, at least 1: slots one client address (an IPv6 /64) may hold or wait for; beyond it a handshake is refused
+	ClientAuth              *ClientAuth   // nil = no client certificates asked for (except by a certificate's own)
 }
 
 // Certificate is a certificate chain and its private key, both PEM files
@@ -137,6 +138,10 @@ type Certificate struct {
 	Cert string // absolute path: the leaf certificate first, then the intermediates (a "fullchain" file)
 	Key  string // absolute path: the leaf's private key (PKCS #1, PKCS #8 or SEC 1)
 	Pos  Pos    // where the entry is written
+
+	// ClientAuth, when not nil, replaces the listener's client_auth for
+	// handshakes whose server name (SNI) chooses this certificate.
+	ClientAuth *ClientAuth
 }
 
 // Server holds the reactor and HTTP protocol settings.

@@ -25,6 +25,14 @@ func AppendPairString(dst []byte, name string, value []byte) []byte {
 	return append(dst, value...)
 }
 
+// AppendPairStrings is AppendPair for a name and a value held as strings.
+func AppendPairStrings(dst []byte, name, value string) []byte {
+	dst = appendPairLen(dst, len(name))
+	dst = appendPairLen(dst, len(value))
+	dst = append(dst, name...)
+	return append(dst, value...)
+}
+
 func appendPairLen(dst []byte, n int) []byte {
 	if n < 128 {
 		return append(dst, byte(n))

@@ -122,7 +122,30 @@ func (h *Handler) appendEnv(b []byte, c *handlers.Ctx, sc *envScratch, script, i
 	b = fastcgi.AppendPairString(b, "CONTENT_LENGTH", clen)
 	b = h.appendRemote(b, c, sc)
 	b = appendServer(b, c, sc)
+	b = appendClientCert(b, c)
 	return h.appendFields(b, req, sc), 0
+}
+
+// appendClientCert appends, over TLS, the client certificate variables
+// nginx's $ssl_client_* give (and Apache's mod_ssl names): SSL_CLIENT_VERIFY
+// (NONE, SUCCESS, or FAILED: and the reason) and, when the client
+// presented a certificate, its subject and issuer (RFC 2253),
+// serial (hex), SHA-256 fingerprint (hex) and PEM. The request's own
+// fields arrive as HTTP_*, so a client cannot set these.
+func appendClientCert(b []byte, c *handlers.Ctx) []byte {
+	if !c.TLS {
+		return b
+	}
+	in := c.Cert
+	b = fastcgi.AppendPairStrings(b, "SSL_CLIENT_VERIFY", in.ResultOrNone())
+	if in == nil {
+		return b
+	}
+	b = fastcgi.AppendPairStrings(b, "SSL_CLIENT_S_DN", in.Subject)
+	b = fastcgi.AppendPairStrings(b, "SSL_CLIENT_I_DN", in.Issuer)
+	b = fastcgi.AppendPairStrings(b, "SSL_CLIENT_SERIAL", in.Serial)
+	b = fastcgi.AppendPairStrings(b, "SSL_CLIENT_FINGERPRINT", in.Fingerprint)
+	return fastcgi.AppendPairStrings(b, "SSL_CLIENT_CERT", in.PEM)
 }
 
 // requestURI is the request-target as sent, in origin form.
@@ -258,13 +281,23 @@ func lastColon(h []byte) int {
 	return -1
 }
 
-// appendFields appends HTTP_* for the request's fields.
+// clientCertField reports whether a field is one of RFC 9440's
+// (Client-Cert, Client-Cert-Chain): an application that reads them
+// behind a proxy must not find a client's own in HTTP_CLIENT_CERT;
+// SSL_CLIENT_CERT carries the certificate gale verified.
+func clientCertField(name []byte) bool {
+	return len(name) == 11 && codec.EqualFold(name, "client-cert") ||
+		len(name) == 17 && codec.EqualFold(name, "client-cert-chain")
+}
+
+// appendFields appends HTTP_* for the request's fields, but RFC 9440's
+// (clientCertField).
 func (h *Handler) appendFields(b []byte, req *codec.Request, sc *envScratch) []byte {
 	hs := req.Headers
 	strip := h.route.StripsAuthorization()
 	for i := range hs {
 		name := hs[i].Name
-		if skipField(name) || seenBefore(hs, i) || strip && codec.EqualFold(name, "Authorization") {
+		if skipField(name) || seenBefore(hs, i) || strip && codec.EqualFold(name, "Authorization") || clientCertField(name) {
 			continue
 		}
 		sc.name = append(sc.name[:0], "HTTP_"...)

@@ -176,14 +176,18 @@ func (t *trace) access(r *Route, c *Ctx) bool {
 		t.addf("access: every client (no access rules)")
 		return true
 	}
-	ok, i := r.access.allows(ClientAddr(c))
+	ok, i := r.access.allows(ClientAddr(c), c.Cert)
+	client := addrString(ClientAddr(c))
+	if c.Cert != nil {
+		client += " with certificate " + c.Cert.Subject + " (" + c.Cert.ResultOrNone() + ")"
+	}
 	switch {
 	case i < 0:
-		t.addf("access: no rule matches %s: denied, 403", addrString(ClientAddr(c)))
+		t.addf("access: no rule matches %s: denied, 403", client)
 	case ok:
-		t.addf("access: rule %d (allow %s) allows %s", i+1, joinPrefixes(r.access[i].Prefixes), addrString(ClientAddr(c)))
+		t.addf("access: rule %d (allow %s%s) allows %s", i+1, joinPrefixes(r.access[i].Prefixes), certRule(r.access[i].ClientCert), client)
 	default:
-		t.addf("access: rule %d (deny %s) denies %s: 403", i+1, joinPrefixes(r.access[i].Prefixes), addrString(ClientAddr(c)))
+		t.addf("access: rule %d (deny %s%s) denies %s: 403", i+1, joinPrefixes(r.access[i].Prefixes), certRule(r.access[i].ClientCert), client)
 	}
 	return ok
 }
@@ -346,4 +350,19 @@ func addrString(a netip.Addr) string {
 		return "unknown"
 	}
 	return a.String()
+}
+
+// certRule describes a rule's client_cert condition ("" for none).
+func certRule(m *config.CertMatch) string {
+	if m == nil {
+		return ""
+	}
+	s := ", client_cert verified"
+	if len(m.Names) > 0 {
+		s += " names " + strings.Join(m.Names, " ")
+	}
+	if len(m.Fingerprints) > 0 {
+		s += " fingerprints " + strings.Join(m.Fingerprints, " ")
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"gale/clientcert"
 	"net/netip"
 	"os"
 
@@ -30,10 +31,16 @@ type Ctx struct {
 	Remote netip.AddrPort // the client's address: the peer's, or behind server.trusted_proxies the one X-Forwarded-For names (Router.Serve)
 	Peer   netip.AddrPort // the address the connection came from (a PROXY header's client); Router.Serve sets it
 
-	peerTrusted bool     // Peer is one of server.trusted_proxies (realip.go)
-	TLS         bool     // the request arrived over TLS (set by the server for the connection's life)
-	Resp        Response // filled by the handler
-	Route       *Route   // the route that matched (set by the router; nil when none did)
+	peerTrusted bool // Peer is one of server.trusted_proxies (realip.go)
+	TLS         bool // the request arrived over TLS (set by the server for the connection's life)
+
+	// Cert is the certificate the TLS client presented on the
+	// exchange's connection (tls.client_auth), shared by its exchanges
+	// and immutable; nil when it presented none. The engine sets it.
+	Cert *clientcert.Info
+
+	Resp  Response // filled by the handler
+	Route *Route   // the route that matched (set by the router; nil when none did)
 
 	// Path is the request path in normal form (see normpath.go), set by
 	// the router before it matches: what routes, header rules and

@@ -655,7 +655,7 @@ func (r *Route) serveAuthorized(c *Ctx) {
 // does not let it through now.
 func (r *Route) admit(c *Ctx) bool {
 	if r.access != nil {
-		if ok, _ := r.access.allows(ClientAddr(c)); !ok {
+		if ok, _ := r.access.allows(ClientAddr(c), c.Cert); !ok {
 			c.Error(403)
 			return false
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 
+	"gale/clientcert"
 	"gale/codec"
 	"gale/handlers"
 	"gale/upstream"
@@ -33,12 +34,15 @@ var (
 	hdrXFH    = []byte("X-Forwarded-Host")
 	hdrRealIP = []byte("X-Real-IP")
 	hdrVia    = []byte("Via")
-	valVia11  = []byte("1.1 gale")
-	valVia10  = []byte("1.0 gale")
-	valHTTP   = []byte("http")
-	valHTTPS  = []byte("https")
-	crlf      = "\r\n"
-	valUpLine = "Connection: Upgrade\r\nUpgrade: "
+
+	hdrClientCert      = []byte("Client-Cert")
+	hdrClientCertChain = []byte("Client-Cert-Chain")
+	valVia11           = []byte("1.1 gale")
+	valVia10           = []byte("1.0 gale")
+	valHTTP            = []byte("http")
+	valHTTPS           = []byte("https")
+	crlf               = "\r\n"
+	valUpLine          = "Connection: Upgrade\r\nUpgrade: "
 )
 
 // framingField reports whether a field is one gale renders itself from
@@ -317,6 +321,9 @@ func (ex *exchange) endToEndFields(hs []codec.Header, req *codec.Request, truste
 		if len(lp.conns) > 0 && namedIn(lp.conns, name) {
 			continue
 		}
+		if clientCertField(name) {
+			continue // gale's own, from the TLS handshake (appendClientCert)
+		}
 		if len(name) == 13 && codec.EqualFold(name, "authorization") && ex.h.route.StripsAuthorization() {
 			continue // basic_auth's credentials stop at gale
 		}
@@ -400,12 +407,43 @@ func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fw
 	if !seen.host && len(req.Host) > 0 {
 		hs = append(hs, codec.Header{Name: hdrXFH, Value: req.Host})
 	}
+	hs = appendClientCert(hs, c)
 	// A gateway adds itself to Via, after the hops the request already
 	// went through (RFC 9110 section 7.6.3).
 	if req.Version == codec.HTTP10 {
 		return append(hs, codec.Header{Name: hdrVia, Value: valVia10})
 	}
 	return append(hs, codec.Header{Name: hdrVia, Value: valVia11})
+}
+
+// clientCertField reports whether a field is one of RFC 9440's, which
+// only gale sets: whatever a client sends under these names is dropped,
+// whoever it is.
+func clientCertField(name []byte) bool {
+	switch len(name) {
+	case 11:
+		return codec.EqualFold(name, "client-cert")
+	case 17:
+		return codec.EqualFold(name, "client-cert-chain")
+	}
+	return false
+}
+
+// appendClientCert appends Client-Cert and, when the client sent
+// intermediates, Client-Cert-Chain (RFC 9440): the certificate the TLS
+// client presented, when it verified against its listener's client_auth
+// CA. A certificate that did not verify (client_auth mode request) is
+// not forwarded: an upstream would have no way to tell.
+func appendClientCert(hs []codec.Header, c *handlers.Ctx) []codec.Header {
+	in := c.Cert
+	if in == nil || in.Verify != clientcert.Success {
+		return hs
+	}
+	hs = append(hs, codec.Header{Name: hdrClientCert, Value: in.Field})
+	if len(in.ChainField) > 0 {
+		hs = append(hs, codec.Header{Name: hdrClientCertChain, Value: in.ChainField})
+	}
+	return hs
 }
 
 // appendRequestFraming renders the framing of the request body as gale

@@ -386,6 +386,7 @@ func (cs *Conn) answer(set *wire.Settings, now int64) {
 
 	// A Content-Length over limits.body_bytes never gets here: Parse
 	// answers it with 413.
+	ctx.Cert = cs.Cert
 	ctx.Remote, ctx.Peer = cs.Remote, netip.AddrPort{} // Serve finds the request's client anew (server.trusted_proxies)
 	serve.Dispatch(ctx, cs.redirect, set.Router)
 	cs.meter.Route = ctx.Route
@@ -471,7 +472,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	cs.LastActive = now
 	var rec accesslog.Record
 	if l.Shared.Access != nil {
-		rec.FromRequest(req) // parsed during this event, or kept: its bytes are valid
+		rec.FromRequest(req, cs.ctx.Cert) // parsed during this event, or kept: its bytes are valid
 	}
 	cs.meter.InBytes = max(req.ContentLength, 0)
 	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, head.Status, sent)

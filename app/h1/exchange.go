@@ -69,7 +69,7 @@ func (cs *Conn) End(r handlers.Result) {
 	l.Stats.BytesOut.Add(uint64(r.BytesOut + cs.sink.wrote))
 	var rec accesslog.Record
 	if l.Shared.Access != nil {
-		rec.FromRequest(&cs.kept) // the copy pend made
+		rec.FromRequest(&cs.kept, cs.ctx.Cert) // the copy pend made
 	}
 	cs.meter.InBytes = cs.src.Raw()
 	cs.RecordFor(cs.ctx.Remote.Addr(), &rec, &cs.meter, r.Status, r.BodyBytes+cs.sink.body)

@@ -250,6 +250,7 @@ func (ex *exchange) start(s *h2.Stream) {
 	c.Route, c.Path, c.Rest = nil, nil, nil
 	c.Remote, c.Peer = cs.Remote, netip.AddrPort{}
 	c.TLS = cs.Layered()
+	c.Cert = cs.Cert
 }
 
 // serve routes the request and runs its handler (serve.Dispatch, as on
@@ -406,7 +407,7 @@ func (ex *exchange) answer() {
 	ex.answered = true
 	logged := h.wc.Loop.Shared.Access != nil
 	if logged {
-		ex.rec.FromRequest(c.Req)
+		ex.rec.FromRequest(c.Req, c.Cert)
 	}
 	if end {
 		ex.closeFile(resp)

@@ -65,7 +65,7 @@ func (ex *exchange) endForwarded() {
 		h.core.Reset(ex.s, h2.InternalError)
 	}
 	if !ex.answered && h.wc.Loop.Shared.Access != nil {
-		ex.rec.FromRequest(ex.ctx.Req)
+		ex.rec.FromRequest(ex.ctx.Req, ex.ctx.Cert)
 		ex.recBuf = ex.rec.Keep(ex.recBuf)
 	}
 	h.now = time.Now().UnixNano()

@@ -92,7 +92,7 @@ func (s *streamSink) WriteHead(hd handlers.Head) {
 	ex.status = hd.Status
 	ex.answered = true
 	if h.wc.Loop.Shared.Access != nil {
-		ex.rec.FromRequest(ex.ctx.Req)
+		ex.rec.FromRequest(ex.ctx.Req, ex.ctx.Cert)
 		ex.recBuf = ex.rec.Keep(ex.recBuf)
 	}
 	if h.wc.Loop.Shared.Metered {

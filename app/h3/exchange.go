@@ -195,7 +195,7 @@ func (ex *exchange) recordSent(sent int64) {
 	lp := ex.loop
 	lp.Stats.H3Requests.Add(1)
 	if lp.Shared.Access != nil {
-		ex.rec.FromRequest(ex.ctx.Req)
+		ex.rec.FromRequest(ex.ctx.Req, ex.ctx.Cert)
 	}
 	ex.meter.Begin(ex.req.Method, ex.start)
 	ex.meter.Route = ex.ctx.Route

@@ -27,6 +27,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.loop = lp
 	ex.start = time.Now().UnixNano()
 	ex.early = ex.fill(r)
+	ex.ctx.Cert = l.certOf(r.Context())
 	set := lp.Shared.Set.Load()
 	if set.Forwards {
 		// A route may forward the request (forward.go).

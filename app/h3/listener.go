@@ -16,6 +16,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"gale/app/wire"
+	"gale/clientcert"
 	"gale/config"
 )
 
@@ -26,10 +27,21 @@ type Loops interface {
 	Loops() []*wire.Loop
 }
 
+// ClientCerts describes the certificates clients present, as the TLS
+// listener asks for them. Its methods are safe for concurrent use.
+type ClientCerts interface {
+	// AsksClientCerts reports whether handshakes ask for certificates.
+	AsksClientCerts() bool
+	// ClientCert describes the certificate of a finished handshake;
+	// nil when none was presented.
+	ClientCert(*tls.ConnectionState) *clientcert.Info
+}
+
 // Config is what a Listener is made from.
 type Config struct {
 	Addr   string       // the UDP address, "host:port" with the port resolved (the TLS listener's)
 	TLS    *tls.Config  // tlsconn.Listener.QUICConfig: TLS 1.3, ALPN h3, the listener's certificates
+	Certs  ClientCerts  // the client certificates of the listener (tlsconn.Listener); nil = none asked for
 	HTTP3  config.HTTP3 // server.http3
 	Shared *wire.Shared // settings, budget, access log, stop flag
 	Loops  Loops
@@ -125,21 +137,54 @@ func (l *Listener) Serve() error {
 	return err
 }
 
-// loopKey carries a QUIC connection's loop in its context.
-type loopKey struct{}
+// connKey carries a QUIC connection's *connInfo in its context.
+type connKey struct{}
+
+// connInfo is what a QUIC connection's requests share: the loop that
+// answers them and the client's certificate.
+type connInfo struct {
+	lp   *wire.Loop
+	qc   *quic.Conn
+	once sync.Once
+	cert *clientcert.Info // set by the first certificate call
+}
 
 // connContext gives each QUIC connection the event loop that answers all
 // of its requests (round robin over the loops), so that one connection's
 // requests share that loop's cache view and counters, and counts it
 // there.
-func (l *Listener) connContext(ctx context.Context, _ *quic.Conn) context.Context {
+func (l *Listener) connContext(ctx context.Context, qc *quic.Conn) context.Context {
 	loops := l.cfg.Loops.Loops()
-	if len(loops) == 0 {
-		return ctx
+	ci := &connInfo{qc: qc}
+	if len(loops) > 0 {
+		ci.lp = loops[int(l.next.Add(1)-1)%len(loops)]
+		_ = ci.lp.EL.Execute(ctx, countConn{ci.lp})
 	}
-	lp := loops[int(l.next.Add(1)-1)%len(loops)]
-	_ = lp.EL.Execute(ctx, countConn{lp})
-	return context.WithValue(ctx, loopKey{}, lp)
+	return context.WithValue(ctx, connKey{}, ci)
+}
+
+// certOf returns the certificate the client of the request's connection
+// presented, nil for none: described once per connection, on its first
+// request's goroutine (when the listener asks for certificates, a 0-RTT
+// request waits for the handshake to end).
+func (l *Listener) certOf(ctx context.Context) *clientcert.Info {
+	ci, ok := ctx.Value(connKey{}).(*connInfo)
+	if !ok || l.cfg.Certs == nil {
+		return nil
+	}
+	ci.once.Do(func() {
+		if !l.cfg.Certs.AsksClientCerts() {
+			return
+		}
+		select {
+		case <-ci.qc.HandshakeComplete():
+		case <-ci.qc.Context().Done():
+			return
+		}
+		st := ci.qc.ConnectionState().TLS
+		ci.cert = l.cfg.Certs.ClientCert(&st)
+	})
+	return ci.cert
 }
 
 // countConn counts a QUIC connection on the loop that answers it.
@@ -152,8 +197,8 @@ func (c countConn) Run(context.Context) error {
 
 // loopOf returns the loop of the request's connection.
 func (l *Listener) loopOf(ctx context.Context) (*wire.Loop, error) {
-	if lp, ok := ctx.Value(loopKey{}).(*wire.Loop); ok {
-		return lp, nil
+	if ci, ok := ctx.Value(connKey{}).(*connInfo); ok && ci.lp != nil {
+		return ci.lp, nil
 	}
 	loops := l.cfg.Loops.Loops() // the connection came before the loops
 	if len(loops) == 0 {

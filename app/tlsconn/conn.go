@@ -17,6 +17,7 @@ import (
 
 	"gale/acme"
 	"gale/app/wire"
+	"gale/clientcert"
 )
 
 // The TLS transport of one client connection, with crypto/tls doing the
@@ -92,24 +93,28 @@ var (
 // Conn is the TLS state of one connection. Fields are touched on the
 // connection's loop, except where the shim's comments say otherwise.
 type Conn struct {
-	wc      *wire.Conn // the transport this layer sits in
-	lp      *Loop      // the loop's TLS buffers
-	ln      *Listener
-	tc      *tls.Conn
-	sh      shim
-	phase   uint8
-	eof     bool     // no more application data will come: close_notify, or a fatal record error
-	fatal   bool     // the TLS session failed (an alert was sent)
-	start   int64    // when the connection opened, for the ClientHello timeout and the wait for a slot
-	hsStart int64    // when the handshake got its slot and started, for the handshake timeout
-	plain   []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
-	lent    bool     // plain aliases the loop's in buffer (see Inbound)
-	dupc    *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
-	counted bool     // the handshake's outcome was counted (outcome.go)
+	wc       *wire.Conn // the transport this layer sits in
+	lp       *Loop      // the loop's TLS buffers
+	ln       *Listener
+	tc       *tls.Conn
+	sh       shim
+	phase    uint8
+	eof      bool     // no more application data will come: close_notify, or a fatal record error
+	fatal    bool     // the TLS session failed (an alert was sent)
+	start    int64    // when the connection opened, for the ClientHello timeout and the wait for a slot
+	hsStart  int64    // when the handshake got its slot and started, for the handshake timeout
+	plain    []byte   // decrypted request bytes not yet consumed: a prefix of the loop's in buffer while lent, else owned
+	lent     bool     // plain aliases the loop's in buffer (see Inbound)
+	dupc     *dupConn // the duplicate handed off the loop (dup.go), until reclaimed
+	counted  bool     // the handshake's outcome was counted (outcome.go)
+	failedAt int64    // when the handshake failed: the connection lingers from then (finishHandshake)
+	shut     bool     // lingering, the output was shut after the alert
 
-	hsDone atomic.Bool // set by the handshake goroutine when it returns
-	flight bool        // the server's handshake output went out: the client may finish and send its request
-	hsErr  error       // written by the handshake goroutine before hsDone
+	hsDone atomic.Bool      // set by the handshake goroutine when it returns
+	flight bool             // the server's handshake output went out: the client may finish and send its request
+	hsErr  error            // written by the handshake goroutine before hsDone
+	auth   *clientAuth      // the client_auth of the handshake (GetConfigForClient, on the handshake goroutine)
+	cert   *clientcert.Info // the client's certificate, written by the handshake goroutine before hsDone; nil for none
 
 	// Admission (hello.go, gate.go).
 	key       netip.Addr  // the client address the handshake share is counted under
@@ -321,7 +326,12 @@ func (t *Conn) Traffic() (a gnet.Action, handled bool) {
 		return gnet.None, false
 	}
 	if t.phase == tlsFailed {
-		return gnet.Close, true
+		// Lingering after the alert (finishHandshake): what the client
+		// still sends is dropped.
+		if n := t.wc.C.InboundBuffered(); n > 0 {
+			_, _ = t.wc.C.Discard(n)
+		}
+		return gnet.None, true
 	}
 	c := t.wc.C
 	// Hand the handshake what arrived.
@@ -438,6 +448,10 @@ func (t *Conn) startHandshake() {
 	go func() {
 		err := t.handshake()
 		gate.release(key, t.ln.cur.Load().max)
+		if err == nil && t.auth != nil {
+			st := t.tc.ConnectionState()
+			t.cert = t.auth.info(&st)
+		}
 		t.hsErr = err
 		t.hsDone.Store(true)
 		if t.sh.endHandshake() {
@@ -488,16 +502,22 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 		if l := t.wc.Loop.Shared.Log; l.Enabled(context.Background(), slog.LevelDebug) {
 			l.Debug("tls handshake failed", "remote", t.wc.Remote.String(), "err", t.hsErr.Error())
 		}
-		if t.wc.OutboundBuffered() > 0 {
-			// An alert is on its way: the sweep closes after it
-			// (CheckHandshake), and the engine above learns of it
-			// from Failed.
-			return gnet.None, true
-		}
-		return gnet.Close, true
+		// The alert goes out, then the connection lingers: it reads
+		// and drops what the client still sends until the client
+		// closes or wire.LingerTime passes (CheckHandshake; the engine
+		// above learns of the failure from Failed). Closing with the
+		// client's last flight, or the request a TLS 1.3 client sends
+		// right after its Finished, unread in the socket would reset
+		// the connection, and the reset can destroy the alert before
+		// the client reads it: a client refused for want of a
+		// certificate would see a reset instead of "certificate
+		// required".
+		t.failedAt = time.Now().UnixNano()
+		return gnet.None, true
 	}
 	t.phase = tlsOpen
 	t.succeed()
+	t.wc.Cert = t.cert
 	if t.ln.site != nil && t.tc.ConnectionState().NegotiatedProtocol == acme.ALPNChallenge {
 		// A TLS-ALPN-01 validation ends with its handshake (RFC 8737
 		// section 3).
@@ -518,7 +538,11 @@ func (t *Conn) finishHandshake() (gnet.Action, bool) {
 // reports whether the connection must be closed.
 func (t *Conn) CheckHandshake(now int64) bool {
 	if t.phase == tlsFailed {
-		return t.wc.OutboundBuffered() == 0
+		if !t.shut && t.wc.OutboundBuffered() == 0 {
+			t.shut = true
+			t.wc.ShutdownWrite() // the alert is out: the client sees the end
+		}
+		return now-t.failedAt > int64(wire.LingerTime)
 	}
 	set := t.ln.cur.Load()
 	if now-t.timeoutFrom() > set.timeout || (!t.helloDone && now-t.start > set.hello) {

@@ -43,14 +43,19 @@ type Listener struct {
 // settings is one generation of a listener's TLS settings: replaced as
 // a whole when certificates or settings change. Immutable.
 type settings struct {
-	config   *tls.Config // per-handshake config: version floor, certificate choice; ALPN http/1.1 when the listener has h1
-	configH2 *tls.Config // the same, offering h2 first when the listener has h2 (while the server serves HTTP/2)
-	certs    certSet     // the loaded certificates
-	timeout  int64       // handshake timeout, nanoseconds
-	hello    int64       // ClientHello timeout, nanoseconds
-	max      int64       // handshakes in progress at once
-	share    int64       // slots one client address may hold or wait for
-	src      *config.TLS // what this generation was loaded from
+	// base is the per-handshake config: version floor, certificate
+	// choice, the listener's client_auth; config offers ALPN http/1.1
+	// when the listener has h1, configH2 h2 first when it has h2 (while
+	// the server serves HTTP/2). scoped holds the variants of the
+	// certificates that have a client_auth of their own (clientauth.go).
+	base    variant
+	scoped  map[*tls.Certificate]*variant
+	certs   certSet     // the loaded certificates
+	timeout int64       // handshake timeout, nanoseconds
+	hello   int64       // ClientHello timeout, nanoseconds
+	max     int64       // handshakes in progress at once
+	share   int64       // slots one client address may hold or wait for
+	src     *config.TLS // what this generation was loaded from
 }
 
 // fileStamp identifies one version of a certificate or key file.
@@ -201,11 +206,15 @@ func NewListener(index int, l *config.Listener, logf func(string, ...any), h2 fu
 		// The base config holds what must stay the same for the
 		// listener's life: the session ticket keys (generated and
 		// rotated by crypto/tls), so that resumption survives reloads.
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			if h2() {
-				return tl.cur.Load().configH2, nil
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			v := tl.cur.Load().variantFor(hello)
+			if s, ok := hello.Conn.(*shim); ok {
+				s.t.auth = v.auth // read by the handshake goroutine once it succeeded
 			}
-			return tl.cur.Load().config, nil
+			if h2() {
+				return v.configH2, nil
+			}
+			return v.config, nil
 		},
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
@@ -240,7 +249,7 @@ func (tl *Listener) loadSettings(t *config.TLS) (*settings, []fileStamp, error) 
 	if t.MinVersion == "1.3" {
 		minVersion = tls.VersionTLS13
 	}
-	set.config = &tls.Config{
+	base := &tls.Config{
 		MinVersion: minVersion,
 		NextProtos: tl.alpn(false),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -250,12 +259,43 @@ func (tl *Listener) loadSettings(t *config.TLS) (*settings, []fileStamp, error) 
 		// response, like nginx's default 16k ssl_buffer_size.
 		DynamicRecordSizingDisabled: true,
 	}
+	auth, authStamps, err := loadClientAuth(t.ClientAuth)
+	if err != nil {
+		return nil, nil, err
+	}
+	stamps = append(stamps, authStamps...)
+	set.base = tl.variant(base, auth)
+	for i, c := range t.Certificates {
+		if c.ClientAuth == nil {
+			continue
+		}
+		own, ownStamps, err := loadClientAuth(c.ClientAuth)
+		if err != nil {
+			return nil, nil, err
+		}
+		stamps = append(stamps, ownStamps...)
+		if set.scoped == nil {
+			set.scoped = map[*tls.Certificate]*variant{}
+		}
+		v := tl.variant(base, own)
+		set.scoped[certs[i]] = &v
+	}
+	return set, stamps, nil
+}
+
+// variant builds the per-handshake configs of client_auth a (nil for
+// none) from base.
+func (tl *Listener) variant(base *tls.Config, a *clientAuth) variant {
+	v := variant{config: base.Clone(), auth: a}
+	if a != nil {
+		a.apply(v.config)
+	}
 	// h2 is offered over TLS 1.2 and later only (the floor is 1.2 at
 	// least); a TLS 1.2 session with a suite RFC 9113 section 9.2.2
 	// forbids is refused after the handshake (h2Cipher).
-	set.configH2 = set.config.Clone()
-	set.configH2.NextProtos = tl.alpn(true)
-	return set, stamps, nil
+	v.configH2 = v.config.Clone()
+	v.configH2.NextProtos = tl.alpn(true)
+	return v
 }
 
 // alpn is what the listener offers in ALPN: its protocols (see alpn),

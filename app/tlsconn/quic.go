@@ -16,9 +16,11 @@ var errChallengeOverQUIC = errors.New("app: tls: acme-tls/1 is answered over TCP
 // certificate chosen by SNI from the listener's current certificates, so
 // that a reload or a changed certificate file reaches QUIC handshakes
 // the moment it reaches TCP ones; automatic certificates once a TCP
-// handshake or the background obtained them. Safe for concurrent use.
+// handshake or the background obtained them; client certificates as
+// tls.client_auth asks (ClientCert describes them). Safe for concurrent
+// use.
 func (tl *Listener) QUICConfig() *tls.Config {
-	return &tls.Config{
+	base := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		NextProtos: []string{"h3"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -35,4 +37,20 @@ func (tl *Listener) QUICConfig() *tls.Config {
 			return tl.choose(set, hello, tl.site.Cached)
 		},
 	}
+	c := base.Clone()
+	// Client certificates as on TCP (clientauth.go): the server name
+	// chooses the client_auth, from the current settings.
+	c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		v := tl.cur.Load().variantFor(hello)
+		if v.auth == nil {
+			return nil, nil
+		}
+		// A clone of c keeps its session ticket keys (initialized
+		// before quic-go clones c), so that sessions resume.
+		withAuth := c.Clone()
+		withAuth.GetConfigForClient = nil
+		v.auth.apply(withAuth)
+		return withAuth, nil
+	}
+	return c
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gale/accesslog"
+	"gale/clientcert"
 )
 
 const (
@@ -35,10 +36,11 @@ const (
 type Conn struct {
 	C          gnet.Conn
 	Loop       *Loop
-	Remote     netip.AddrPort // client address
-	LastActive int64          // last progress: a response written or body bytes read (unix ns)
-	Dead       bool           // gnet closed the connection; touch nothing
-	Detached   bool           // a tunnel took the socket over, and the connection's place in the budget
+	Remote     netip.AddrPort   // client address
+	LastActive int64            // last progress: a response written or body bytes read (unix ns)
+	Dead       bool             // gnet closed the connection; touch nothing
+	Detached   bool             // a tunnel took the socket over, and the connection's place in the budget
+	Cert       *clientcert.Info // the certificate the TLS client presented (set when its handshake finished); nil for none
 
 	layer    Layer // nil for plain connections
 	queued   int64 // bytes ever handed to gnet for the client
@@ -95,6 +97,7 @@ func (c *Conn) Init(l *Loop, gc gnet.Conn, now int64) {
 	}
 	c.LastActive = now
 	c.leftSeen = -1
+	c.Cert = nil
 }
 
 // Unmapped is ap with an IPv4-mapped IPv6 address (what a dual-stack

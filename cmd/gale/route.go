@@ -89,6 +89,9 @@ func cmdRoute(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, err)
 		return 1
 	}
+	for _, line := range cfg.ListenerClientAuth() {
+		fmt.Fprintln(stdout, line)
+	}
 	for _, line := range lines {
 		fmt.Fprintln(stdout, line)
 	}

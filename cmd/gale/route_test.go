@@ -125,3 +125,32 @@ routes:
 		}
 	}
 }
+
+// TestRouteClientAuth: gale route names each listener's client_auth, and
+// explains a client_cert access rule (a request it builds presents no
+// certificate).
+func TestRouteClientAuth(t *testing.T) {
+	dir := t.TempDir()
+	writeTestCert(t, dir)
+	file := filepath.Join(dir, "gale.yaml")
+	cfg := `listen:
+  - {address: "127.0.0.1:8443", tls: {certificates: [{cert: cert.pem, key: key.pem}], client_auth: {mode: verify_if_given, ca: cert.pem}}}
+routes:
+  - path: /admin
+    access: [{allow: all, client_cert: {names: [admin]}}, {deny: all}]
+    respond: {body: "admin\n"}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	run([]string{"route", "-c", file, "GET", "/admin"}, &out, &errOut)
+	for _, want := range []string{
+		"listen 127.0.0.1:8443  client_auth verify_if_given ca ./cert.pem\n",
+		"access: rule 2 (deny all) denies 127.0.0.1: 403\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("gale route: want %q in\n%s%s", want, out.String(), errOut.String())
+		}
+	}
+}
