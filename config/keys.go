@@ -260,8 +260,8 @@ var headerOpsKeys = sectionKey("", "Header edits, applied in this order: remove,
 )
 
 var headersKeys = sectionKey("headers", "Request and response header rules, applied on every route kind.",
-	withName(headerOpsKeys, "request", "Edits of the request (before the handler; the proxy forwards them)."),
-	withName(headerOpsKeys, "response", "Edits of the response."),
+	withName(headerOpsKeys, "request", "Edits of the request, applied remove, set, add, before the handler (the proxy forwards them)."),
+	withName(headerOpsKeys, "response", "Edits of every response of the route, errors included, applied remove, set, add."),
 )
 
 // withName returns a copy of a section under another name and doc.
@@ -272,34 +272,34 @@ func withName(k *keySpec, name, doc string) *keySpec {
 }
 
 var compressKeys = sectionKey("compress", "Precompressed sidecars and on-the-fly compression.",
-	listKey("encodings", enumKey("", encodingOptions, "", ""), "Encodings in preference order; [] = identity only.").distinct().withDefault("[zstd, br, gzip]"),
+	listKey("encodings", enumKey("", encodingOptions, "", ""), "Codings served, in preference order, from precompressed sidecars or compressed on the fly; [] serves identity only (and no Vary).").distinct().withDefault("[zstd, br, gzip]"),
 	sizeKey("min_bytes", 0, 1<<63-1, "1KiB", "Smaller files are not compressed on the fly (sidecars are served whatever their size)."),
 )
 
 var staticKeys = sectionKey("static", "Serve files under root.",
 	strKey("root", "Directory served; it must exist.").must(),
-	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index file names; [] = none.").withDefault("[index.html]"),
-	boolKey("browse", "false", "Directory listings (HTML, or JSON for clients that ask for it) when no index file exists."),
-	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served for unknown page paths; "" = off.`},
+	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index files tried for a directory; [] = none.").withDefault("[index.html]"),
+	boolKey("browse", "false", "List a directory that has no index file: HTML, or JSON when the client's Accept asks for application/json only."),
+	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served with 200 for unknown paths that look like pages: GET or HEAD whose Accept names text/html, or whose last segment has no extension; "" = off.`},
 	listKey("try_files", &keySpec{typ: typeString, doc: `A path template under root ("{path}", "{path}/", "/index.html"), or "=CODE" last.`},
-		`Candidates tried in order (a trailing "/" names a directory); the last is the fallback, or "=404" answers that status when none exists.`).atLeast(2),
-	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories."),
-	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed."),
-	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served; "" = none.`},
-	mapKeyOf("error_pages", "^[45][0-9][0-9]$", strKey("", "A file served as the body of that error."), "Status (400..599) -> file."),
+		`Candidates tried in order, e.g. ["{path}", "{path}/", /index.html] (a trailing "/" names a directory); the last is the fallback, or "=CODE" (400..599) answers that status when none exists.`).atLeast(2),
+	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories: deny answers 404 for them (and leaves them out of listings); allow serves them."),
+	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed: inside_root those that stay under root, always every one, never none (a link on the path is refused)."),
+	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served (also on their 304 and 206 responses); "" = none.`},
+	mapKeyOf("error_pages", "^[45][0-9][0-9]$", strKey("", "A file served as the body of that error."), "Status (400..599) -> file, e.g. {404: 404.html} (relative to the config's directory)."),
 	compressKeys,
 )
 
 var respondKeys = sectionKey("respond", "Answer with a fixed response.",
 	intKey("status", 200, 599, "200", "Status code."),
-	&keySpec{name: "body", typ: typeString, def: `""`, doc: "Response body."},
+	&keySpec{name: "body", typ: typeString, def: `""`, doc: "Response body (none is sent with 204 and 304)."},
 	strKey("content_type", `Content-Type; default "text/plain; charset=utf-8" when body is not empty.`),
 )
 
 var redirectKeys = sectionKey("redirect", "Answer with a redirect.",
-	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment.").must(),
+	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment, never in the scheme or host.").must(),
 	&keySpec{name: "status", typ: typeInt, enum: redirectStatuses, def: "308", doc: "Redirect status."},
-	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query."),
+	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query; not with placeholders in to (write {rest} and {query} there)."),
 )
 
 var proxyTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with upstreams.",
@@ -389,12 +389,12 @@ const queryNamePattern = "^[!$'()*+,.:;?@/~0-9A-Za-z_%-]+$"
 var cidrList = oneOrList("", &keySpec{typ: typeString, doc: `A CIDR ("10.0.0.0/8") or an address ("::1").`}, "")
 
 var matchKeys = sectionKey("match", "Request matchers beside host and path; the route takes a request only when all of them hold.",
-	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods (GET also matches HEAD).").atLeast(1),
-	strKey("path", "An exact normal path under the route's path; such routes are tried before every prefix."),
-	strKey("path_regex", "An RE2 regular expression matched against the whole normal path; its groups are usable in templates as {1} or {name}."),
-	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Header name -> value(s) of its first field."),
-	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Query parameter -> value(s) of its first occurrence, compared decoded."),
-	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
+	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods, e.g. [GET, POST] (upper-cased); GET also matches HEAD.").atLeast(1),
+	strKey("path", `An exact normal path under the route's path ("/health" on path "/"); such routes are tried before every prefix.`),
+	strKey("path_regex", "An RE2 regular expression (linear time) matched against the whole normal path (anchored at both ends); its groups, numbered and named ((?P<id>...)), are usable as {1}, {id} in rewrite, redirect.to and static.try_files. Not with match.path."),
+	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any value (the field is present).`), ""), "Header name -> value(s), compared exactly against the first field of that name."),
+	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any value (the parameter is present).`), ""), `Query parameter -> value(s), compared decoded ("%XX", "+" as a space) against the first parameter of that name.`),
+	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges (an IPv4-mapped IPv6 address counts as IPv4).").atLeast(1).distinct(),
 )
 
 var accessRuleKeys = func() *keySpec {
@@ -407,11 +407,11 @@ var accessRuleKeys = func() *keySpec {
 }()
 
 var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 at once, then one per 1/rate; over it 429 with Retry-After.",
-	strKey("rate", `"N/s", "N/m" or "N/h".`).must(),
+	strKey("rate", `"N/s", "N/m" or "N/h"; at most a million a second.`).must(),
 	intKey("burst", 0, maxRateBurst, "0", "Requests allowed at once beyond the rate (nginx's burst with nodelay)."),
-	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value instead of the client address (a request without it is keyed by its address)."},
-	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix."),
-	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
+	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value (e.g. X-Api-Key) instead of the client address; a request without it is keyed by its address, so leaving it out escapes nothing."},
+	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix, so one host cannot take a fresh limit per address of its /64."),
+	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory (16 bytes a key) is allocated at load and never grows."),
 )
 
 // routeNamePattern is what a route's name must match.
@@ -419,11 +419,11 @@ const routeNamePattern = `^[A-Za-z0-9_.-]{1,64}$`
 
 var routeKeys = func() *keySpec {
 	r := sectionKey("", "A route: a host and path prefix and what answers them.",
-		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (letters, digits, "_", ".", "-", up to 64; unique); absent = its index in the file ("0", "1", ...).`},
+		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (route="api"): 1 to 64 letters, digits, "_", ".", "-", unique, not all digits; absent = its index in the file ("0", "1", ...).`},
 		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
-		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
+		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab". It starts with "/" and is in normal form: no "//", "." or ".." segments, no escapes of unreserved characters, upper-case hex digits.`).must(),
 		matchKeys,
-		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept.`),
+		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept. Not with proxy.strip_prefix or proxy.rewrite.`),
 		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
 		rateLimitKeys,
 		basicAuthKeys,
