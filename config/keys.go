@@ -304,8 +304,8 @@ var redirectKeys = sectionKey("redirect", "Answer with a redirect.",
 
 var proxyTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with upstreams.",
 	durationKey("connect", "2s", "Dialing an upstream; past it the attempt fails (504 when no retry is left)."),
-	durationKey("response_header", "30s", "From the request to the end of the response head (504), and the longest pause between two reads of a response body."),
-	durationKey("idle", "90s", "A pooled keep-alive connection unused this long is closed; also a tunnel without traffic either way."),
+	durationKey("response_header", "30s", "From the end of the request to the end of the response head (504), and the longest pause between two reads of a response body (the client's connection is then closed)."),
+	durationKey("idle", "90s", "A pooled keep-alive connection unused this long is closed; also a tunnel (WebSocket) without traffic either way."),
 )
 
 var passiveKeys = sectionKey("passive", "Take an upstream out when real requests fail (refused or timed-out connects, resets, garbage, response timeouts; not error statuses).",
@@ -315,7 +315,7 @@ var passiveKeys = sectionKey("passive", "Take an upstream out when real requests
 )
 
 var healthCheckKeys = sectionKey("health_check", "Active checks (when path is set) and passive health.",
-	strKey("path", `The path (and query) requested with GET, such as "/healthz"; absent = no active checks.`),
+	strKey("path", `The path (and query) requested with GET on a fresh connection to every upstream, such as "/healthz"; absent = no active checks.`),
 	durationKey("interval", "5s", "Time between two active checks of one upstream."),
 	durationKey("timeout", "2s", "An active check taking longer fails."),
 	intKey("expect_status", 100, 599, "200", "The status an active check must get."),
@@ -325,19 +325,19 @@ var healthCheckKeys = sectionKey("health_check", "Active checks (when path is se
 )
 
 var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port"`}, "Upstreams, no two alike.").must(),
-	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
-	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
-	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host[:port]" (no path; https is not supported yet)`}, "Upstreams, no two alike; one string is a list of one.").must(),
+	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding: "/api/users" goes upstream as "/users" (the same as rewrite: "/").`),
+	strKey("rewrite", `An absolute path that replaces the route's path prefix: "/v2/" sends "/api/users" as "/v2/users". Not with strip_prefix.`),
+	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams: round-robin; least-connections (fewest requests in flight on this event loop); random-two (the less busy of two at random); client-ip-hash (the same client address always goes to the same upstream; behind trusted_proxies, the address they report)."),
 	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, or HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways)."),
-	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 = none kept."),
-	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; requests beyond wait for one to be free, up to the connect timeout (504). 0 = no limit."),
+	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 closes each after its response."),
+	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; a request that finds none idle while all are in use waits, first come first served, for the next one put back on its loop (or a place freed on any loop), up to the connect timeout (504). 0 = no limit. Routes naming the same upstream share its connections (the latest route to use them sets the bounds); bursts of HTTP/2 streams then reuse a few kept-alive connections instead of dialing one each. HTTP/1.1 upstreams only."),
 	proxyTimeoutsKeys,
 	healthCheckKeys,
-	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream."),
-	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
-	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
-	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name, "websocket" or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
+	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream (a failed connect: another upstream is tried), or that was written to a pooled connection the upstream had just closed when it is safe to repeat (an idempotent method without a body)."),
+	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose forwarding fields are kept (X-Forwarded-For appended to; X-Forwarded-Proto, X-Forwarded-Host, X-Real-IP, Forwarded and the like kept as they are); from anyone else they are removed, and gale sets its own.").distinct(),
+	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's (localhost for Unix sockets)."),
+	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name (any version of it, as "websocket") or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
 )
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI
@@ -346,7 +346,7 @@ var fastcgiBalancingOptions = []string{"round-robin", "least-connections"}
 
 var fastcgiTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with the FastCGI servers.",
 	durationKey("connect", "2s", "Connecting to a server; past it the attempt fails (504 when no retry is left)."),
-	durationKey("response_header", "60s", "From the request to the end of the CGI response head (504), and the longest pause between two reads of the response body."),
+	durationKey("response_header", "60s", "From the request to the end of the CGI response head (504), and the longest pause between two reads of the response body (the client's connection then closes)."),
 	durationKey("idle", "60s", "A pooled connection unused this long is closed."),
 )
 
@@ -358,22 +358,22 @@ var fastcgiHealthKeys = sectionKey("health_check", "Passive health (active check
 // share.
 func fastcgiCommon() []*keySpec {
 	return []*keySpec{
-		oneOrList("to", &keySpec{typ: typeString, doc: `"unix:/run/php/php-fpm.sock" or "host:port"`}, "FastCGI servers, no two alike.").must(),
+		oneOrList("to", &keySpec{typ: typeString, doc: `"unix:/run/php/php-fpm.sock" or "host:port"`}, "FastCGI servers, no two alike; one string is a list of one.").must(),
 		strKey("root", "The document root: DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist.").must(),
-		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request."),
-		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers."),
-		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops together; requests beyond wait for one. PHP-FPM gives each connection a worker until it closes: keep it at most pm.max_children."),
-		boolKey("keep_alive", "true", "Keep connections open between requests (FCGI_KEEP_CONN) until timeouts.idle; false closes each after its request, as nginx does by default, so no idle connection holds a PHP-FPM worker."),
+		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request, after the CGI ones; names the server sets (SCRIPT_NAME, HTTP_*, ...) are refused."),
+		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers: round-robin, or least-connections (fewest requests in flight on this event loop)."),
+		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops together (not per loop); requests beyond wait, in order, for the next one free on any loop (504 past timeouts.response_header). PHP-FPM gives each connection a worker until it closes: keep it at most the pool's pm.max_children (5 in PHP-FPM's default pool). Set higher by mistake, it costs connections, not hung requests: while a new connection waits for its first answer (in FPM's backlog), connections that free up are closed instead of kept. Routes naming the same server share its connections (the latest route to use them sets the bound)."),
+		boolKey("keep_alive", "true", "Keep connections open between requests (FCGI_KEEP_CONN) until timeouts.idle, which saves a connect per request; false closes each after its request, as nginx does by default, so no idle connection holds a PHP-FPM worker (choose it when FPM's workers are shared with other clients)."),
 		fastcgiTimeoutsKeys,
 		fastcgiHealthKeys,
-		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed."),
-		listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-For gives REMOTE_ADDR.").distinct(),
+		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed; a request without a body sent on a pooled connection the server had just closed is sent again on a fresh one."),
+		listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-For gives REMOTE_ADDR (its last address that is not a trusted proxy).").distinct(),
 	}
 }
 
 var fastcgiKeys = sectionKey("fastcgi", "Send requests to a FastCGI application (PHP-FPM and others).",
 	append(fastcgiCommon(),
-		listKey("split_path", &keySpec{typ: typeString, doc: `An extension such as ".php".`}, "The path is split after the first of these that ends a segment (ASCII case-insensitive): the script, then PATH_INFO.").withDefault(`[".php"]`),
+		listKey("split_path", &keySpec{typ: typeString, doc: `An extension such as ".php".`}, `The path is split after the first of these that ends a segment (ASCII case-insensitive): the script, then PATH_INFO ("/index.php/a/b" runs "/index.php" with PATH_INFO "/a/b"); [] = the whole path is the script.`).withDefault(`[".php"]`),
 		strKey("index", `The script of a path that ends in "/"; default "index.php".`),
 	)...,
 )
