@@ -280,15 +280,24 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 var referenceLink = regexp.MustCompile(`\]\(config/REFERENCE\.md#([^)]*)\)`)
 
 // TestReadmeReferenceLinks checks that every link of README.md into a
-// section of config/REFERENCE.md names one of its headings' anchors.
+// section of config/REFERENCE.md, and every in-page link of that file,
+// names one of its headings' anchors.
 func TestReadmeReferenceLinks(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("config", config.ReferenceFile))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref := strings.Split(string(data), "\n")
 	anchors := map[string]bool{}
-	for _, h := range headings(strings.Split(string(data), "\n")) {
+	for _, h := range headings(ref) {
 		anchors[h.slug] = true
+	}
+	for i, line := range outsideFences(ref) {
+		for _, m := range anchorLink.FindAllStringSubmatch(line, -1) {
+			if !anchors[m[1]] {
+				t.Errorf("config/REFERENCE.md:%d: link to #%s, which no heading has", i+1, m[1])
+			}
+		}
 	}
 	links := 0
 	for i, line := range outsideFences(readme(t)) {
