@@ -276,3 +276,196 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
+
+var referenceLink = regexp.MustCompile(`\]\(config/REFERENCE\.md#([^)]*)\)`)
+
+// TestReadmeReferenceLinks checks that every link of README.md into a
+// section of config/REFERENCE.md, and every in-page link of that file,
+// names one of its headings' anchors.
+func TestReadmeReferenceLinks(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("config", config.ReferenceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.Split(string(data), "\n")
+	anchors := map[string]bool{}
+	for _, h := range headings(ref) {
+		anchors[h.slug] = true
+	}
+	for i, line := range outsideFences(ref) {
+		for _, m := range anchorLink.FindAllStringSubmatch(line, -1) {
+			if !anchors[m[1]] {
+				t.Errorf("config/REFERENCE.md:%d: link to #%s, which no heading has", i+1, m[1])
+			}
+		}
+	}
+	links := 0
+	for i, line := range outsideFences(readme(t)) {
+		for _, m := range referenceLink.FindAllStringSubmatch(line, -1) {
+			links++
+			if !anchors[m[1]] {
+				t.Errorf("README.md:%d: link to config/REFERENCE.md#%s, which no heading there has", i+1, m[1])
+			}
+		}
+	}
+	if links < 5 {
+		t.Fatalf("found %d links into config/REFERENCE.md's sections, expected one per configuration section", links)
+	}
+}
+
+// outsideFences returns lines with those inside fenced code blocks (and
+// the fences) blanked, so that indexes stay line numbers.
+func outsideFences(lines []string) []string {
+	out := make([]string, len(lines))
+	fenced := false
+	for i, line := range lines {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			out[i] = line
+		}
+	}
+	return out
+}
+
+// maxKeyRows is how many rows of one README table may name config keys
+// before the table counts as a hand-written copy of the reference.
+const maxKeyRows = 5
+
+// TestReadmeNoKeyTables fails when README.md holds a table whose first
+// column names config keys in more than maxKeyRows rows: the keys' types,
+// defaults and meanings belong in the key tables (config/keys.go), which
+// generate config/REFERENCE.md, and the README links there.
+func TestReadmeNoKeyTables(t *testing.T) {
+	keys := configKeyNames(t)
+	for _, tb := range keyTables(readme(t), keys) {
+		if tb.rows > maxKeyRows {
+			t.Errorf("README.md:%d: a table whose first column names %d config keys (%s, ...); "+
+				"link to config/REFERENCE.md instead, and put what the reference lacks into the keys' docs in config/keys.go",
+				tb.line, tb.rows, tb.first)
+		}
+	}
+}
+
+// TestKeyTableDetection checks that keyTables recognises a table of keys
+// written as the README used to write them, and not the tables it keeps.
+func TestKeyTableDetection(t *testing.T) {
+	keys := configKeyNames(t)
+	md := strings.Split(`| key | type | default | meaning |
+|---|---|---|---|
+| `+"`event_loops`"+` | int | `+"`0`"+` | loops |
+| `+"`reuse_port`"+` | bool | `+"`true`"+` | SO_REUSEPORT |
+| `+"`limits.body_bytes`"+` | size | `+"`10MiB`"+` | 413 beyond |
+| `+"`proxy.health_check.interval` / `.timeout`"+` | duration | `+"`5s`"+` | checks |
+| `+"`.retries`"+` | int | `+"`1`"+` | retries |
+| `+"`static.compress.min_bytes`"+` | size | `+"`1KiB`"+` | small files |
+
+| package | what it owns |
+|---|---|
+| `+"`config`"+` | the YAML schema |
+| `+"`cache`"+` | the static file cache |
+| `+"`proxy`"+` | the reverse proxy |
+| `+"`fastcgi`"+` | FastCGI |`, "\n")
+	got := keyTables(md, keys)
+	if len(got) != 2 || got[0].rows != 6 || got[1].rows != 0 {
+		t.Fatalf("keyTables = %+v, want 6 key rows in the first table and none in the second", got)
+	}
+}
+
+// configKeyNames returns every dotted suffix of the path of each key the
+// reference lists ("routes[].proxy.retries" gives "retries",
+// "proxy.retries" and "routes.proxy.retries"), but of keys whose value is
+// only a mapping: those share their names with packages and features.
+func configKeyNames(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(config.Reference()), "\n") {
+		cells := tableCells(line)
+		if len(cells) < 2 || !strings.HasPrefix(cells[0], "`") || cells[1] == "mapping" {
+			continue
+		}
+		segs := strings.Split(strings.ReplaceAll(strings.Trim(cells[0], "`"), "[]", ""), ".")
+		for i := range segs {
+			out[strings.Join(segs[i:], ".")] = true
+		}
+	}
+	if len(out) < 100 {
+		t.Fatalf("found %d key names in the reference, expected hundreds", len(out))
+	}
+	return out
+}
+
+// keyTable is a Markdown table of README.md: the line it starts on, how
+// many of its body rows name a config key in their first cell, and the
+// first such cell.
+type keyTable struct {
+	line  int
+	rows  int
+	first string
+}
+
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+// keyTables returns the tables of lines outside fenced code, each with
+// the body rows whose first cell holds a code span naming a key of keys
+// (after "[]" and a leading "." are taken off).
+func keyTables(lines []string, keys map[string]bool) []keyTable {
+	var out []keyTable
+	var cur *keyTable
+	body := 0
+	for i, line := range outsideFences(lines) {
+		if !strings.HasPrefix(line, "|") {
+			cur = nil
+			continue
+		}
+		if cur == nil {
+			out = append(out, keyTable{line: i + 1})
+			cur, body = &out[len(out)-1], 0
+			continue // the header row
+		}
+		if body++; body == 1 {
+			continue // the delimiter row
+		}
+		cells := tableCells(line)
+		if len(cells) == 0 {
+			continue
+		}
+		for _, m := range codeSpan.FindAllStringSubmatch(cells[0], -1) {
+			name := strings.TrimPrefix(strings.ReplaceAll(m[1], "[]", ""), ".")
+			if keys[name] {
+				if cur.rows == 0 {
+					cur.first = cells[0]
+				}
+				cur.rows++
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tableCells splits a Markdown table row into its trimmed cells; "\|" is
+// a pipe inside a cell.
+func tableCells(line string) []string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "|") {
+		return nil
+	}
+	var cells []string
+	var b strings.Builder
+	for i := 1; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
+			b.WriteByte('|')
+			i++
+		case line[i] == '|':
+			cells = append(cells, strings.TrimSpace(b.String()))
+			b.Reset()
+		default:
+			b.WriteByte(line[i])
+		}
+	}
+	return cells
+}

@@ -22,8 +22,8 @@ type BasicAuth struct {
 var basicAuthKeys = sectionKey("basic_auth", "HTTP Basic authentication (RFC 7617) against bcrypt hashes; 401 with WWW-Authenticate without valid credentials (with no user named, every request).",
 	strKey("realm", `The realm WWW-Authenticate names; default "gale".`),
 	mapKeyOf("users", `^[^:\x00-\x1f\x7f]{1,64}$`, strKey("", `A bcrypt hash ("$2y$...", "$2b$...", "$2a$..."), as "gale hash-password" prints.`), "User name -> bcrypt hash."),
-	strKey("htpasswd", `An htpasswd file of "user:bcrypt-hash" lines (htpasswd -B); read at load.`),
-	boolKey("forward_authorization", "false", "Send the client's Authorization field to the upstream (proxy routes); by default it stops at gale."),
+	strKey("htpasswd", `An htpasswd file of "user:bcrypt-hash" lines (htpasswd -B); read at load and on reload.`),
+	boolKey("forward_authorization", "false", "Send the client's Authorization field to the upstream or FastCGI application (HTTP_AUTHORIZATION); by default it stops at gale."),
 )
 
 // basicAuth decodes a route's basic_auth section.

@@ -38,11 +38,11 @@ func defaultHTTP3() HTTP3 {
 }
 
 var http3Keys = sectionKey("http3", "HTTP/3 (RFC 9114) over QUIC, on the TLS listeners that set http3: true; read at start (a change needs a restart).",
-	intKey("max_concurrent_streams", 1, maxH3Streams, "100", "Request streams one connection may have open at once."),
-	sizeKey("max_header_bytes", minH3HeaderBytes, maxH3HeaderBytes, "16KiB", "Largest request header section (SETTINGS_MAX_FIELD_SECTION_SIZE)."),
-	durationKey("idle_timeout", "30s", "A connection without packets for this long is closed."),
+	intKey("max_concurrent_streams", 1, maxH3Streams, "100", "Request streams one connection may have open at once (QUIC MAX_STREAMS); a client that wants more waits for streams to end."),
+	sizeKey("max_header_bytes", minH3HeaderBytes, maxH3HeaderBytes, "16KiB", "Largest request field section, counted as RFC 9114 section 4.2.2 does (each field's name and value plus 32 bytes; SETTINGS_MAX_FIELD_SECTION_SIZE); a larger one is refused."),
+	durationKey("idle_timeout", "30s", "A QUIC connection without packets, and an HTTP/3 connection without requests, for this long is closed."),
 	durationKey("handshake_timeout", "10s", "From the first packet to the end of the QUIC handshake."),
-	boolKey("allow_0rtt", "false", "Accept 0-RTT requests; early data can be replayed by an attacker."),
+	boolKey("allow_0rtt", "false", "Accept requests in 0-RTT early data on resumed connections; early data can be replayed by an attacker (RFC 9001 section 9.2), so leave it off unless every route is safe to run twice."),
 	durationKey("alt_svc_max_age", "24h", "ma= of the Alt-Svc field advertising HTTP/3 on the listener's HTTP/1.1 and HTTP/2 responses."),
 )
 

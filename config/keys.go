@@ -174,75 +174,75 @@ var listenerKeys = sectionKey("", "A listener in object form.",
 var addressSpec = anyOf("", "", &keySpec{typ: typeString, doc: `"host:port"`}, listenerKeys)
 
 var limitsKeys = sectionKey("limits", "Size limits.",
-	sizeKey("request_line", 1, maxBuffer, formatSize(DefaultRequestLine), "Longest request line."),
-	sizeKey("header_bytes", 1, maxBuffer, formatSize(DefaultHeaderBytes), "Largest request head."),
-	sizeKey("body_bytes", 1, 1<<63-1, formatSize(DefaultBodyBytes), "Largest request body."),
-	intKey("connections", 0, 1<<31-1, "0", "Client connections open at once, tunnels included; 0 = as many as the descriptor budget allows."),
+	sizeKey("request_line", 1, maxBuffer, formatSize(DefaultRequestLine), "Longest request line (414 beyond)."),
+	sizeKey("header_bytes", 1, maxBuffer, formatSize(DefaultHeaderBytes), "Largest request head (431 beyond)."),
+	sizeKey("body_bytes", 1, 1<<63-1, formatSize(DefaultBodyBytes), "Largest request body (413 beyond)."),
+	intKey("connections", 0, 1<<31-1, "0", "Client connections open at once, a WebSocket or other tunnel counting as its client's connection until it ends; 0 = no cap of its own: the descriptor budget alone limits them."),
 )
 
 var timeoutsKeys = sectionKey("timeouts", "Time limits.",
-	durationKey("read_header", "10s", "From the first byte of a request to the end of its head."),
+	durationKey("read_header", "10s", "From the first byte of a request to the end of its head; a client trickling header bytes is cut off with 408."),
 	durationKey("read_body", "30s", "Longest time without progress while reading a body."),
 	durationKey("idle", "60s", "Keep-alive wait for the next request."),
-	durationKey("write", "60s", "Longest time without progress while output is pending."),
+	durationKey("write", "60s", "Longest time without progress while output is pending; progress is bytes reaching the socket, so output that keeps growing for a client that reads nothing is no progress."),
 	durationKey("shutdown", "30s", "Graceful stop deadline."),
 	durationKey("drain", "", "On a stop, how long health ready routes answer 503 while everything else is served as usual, before the graceful stop begins; absent = no delay."),
 )
 
 var http2Keys = sectionKey("http2", "HTTP/2 settings (RFC 9113); a reload applies them to connections accepted afterwards.",
-	boolKey("enabled", "true", "Offer HTTP/2: ALPN h2 on TLS listeners, h2c with prior knowledge on plain ones."),
-	intKey("max_concurrent_streams", 1, maxH2Streams, "128", "SETTINGS_MAX_CONCURRENT_STREAMS."),
-	sizeKey("initial_stream_window", minH2Window, maxH2Window, "256KiB", "Receive window per stream, SETTINGS_INITIAL_WINDOW_SIZE."),
-	sizeKey("initial_connection_window", minH2Window, maxH2Window, "1MiB", "Receive window of the whole connection."),
+	boolKey("enabled", "true", "Offer HTTP/2: ALPN h2 on TLS listeners, h2c with prior knowledge (the client opens with the connection preface) on plain ones, each where the listener's protocols allow it; false serves HTTP/1.1 only, on every listener (each must then include h1)."),
+	intKey("max_concurrent_streams", 1, maxH2Streams, "128", "Streams open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)."),
+	sizeKey("initial_stream_window", minH2Window, maxH2Window, "256KiB", "What a client may send on one stream before gale reads it: the receive window per stream, SETTINGS_INITIAL_WINDOW_SIZE."),
+	sizeKey("initial_connection_window", minH2Window, maxH2Window, "1MiB", "The receive window of all streams of a connection together (raised from the protocol's 65535 by a WINDOW_UPDATE after the preface); when smaller than initial_stream_window it bounds every stream as well."),
 	sizeKey("max_frame_size", minH2FrameSize, maxH2FrameSize, "16KiB", "Largest frame payload accepted, SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2)."),
-	sizeKey("max_header_list_size", minH2HeaderList, maxH2HeaderList, "", "SETTINGS_MAX_HEADER_LIST_SIZE; default limits.header_bytes brought within 1KiB..1MiB."),
-	intKey("max_requests", 1, maxH2Requests, "10000", "Streams one connection may carry before a graceful GOAWAY."),
+	sizeKey("max_header_list_size", minH2HeaderList, maxH2HeaderList, "", "Largest request field section, counted as HPACK does (each field's name and value plus 32 bytes), SETTINGS_MAX_HEADER_LIST_SIZE; default limits.header_bytes brought within 1KiB..1MiB."),
+	intKey("max_requests", 1, maxH2Requests, "10000", "Streams one connection may carry; then a graceful GOAWAY lets the streams in flight finish, and the client opens another connection for more."),
 )
 
 var serverKeys = sectionKey("server", "Reactor and protocol settings.",
-	intKey("event_loops", 0, maxEventLoop, "0", "Event loops; 0 = one per CPU."),
+	intKey("event_loops", 0, maxEventLoop, "0", "gnet event loops; 0 = one per CPU."),
 	boolKey("reuse_port", "true", "Each loop accepts on its own SO_REUSEPORT listener (the kernel spreads connections)."),
 	enumKey("load_balancing", loadBalancingOptions, "round-robin", "With reuse_port false, how the accepting reactor hands connections to loops."),
 	boolKey("lock_os_thread", "false", "Lock each event loop to an OS thread."),
 	boolKey("edge_triggered", "false", "Edge-triggered epoll."),
 	sizeKey("read_buffer", 1, maxBuffer, "64KiB", "gnet's per-loop read buffer, rounded up to a power of two."),
 	sizeKey("write_buffer", 1, maxBuffer, "64KiB", "gnet's write buffer hint, rounded up to a power of two."),
-	sizeKey("max_buffered_output", 1, maxBuffer, "256KiB", "Per connection: a response larger than this leaves the loop."),
+	sizeKey("max_buffered_output", 1, maxBuffer, "256KiB", "Per connection: a response body larger than this leaves the loop and is sent from a goroutine; parsing pauses while more than this is queued."),
 	sizeKey("socket_recv_buffer", 0, maxBuffer, "0", "SO_RCVBUF; 0 = kernel default."),
 	sizeKey("socket_send_buffer", 0, maxBuffer, "0", "SO_SNDBUF; 0 = kernel default."),
 	boolKey("tcp_no_delay", "true", "TCP_NODELAY."),
 	&keySpec{name: "server_header", typ: typeString, def: "gale", doc: `The Server header; "" sends none.`},
-	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Peers (load balancers, CDNs) whose X-Forwarded-For names the client: a request from one has as its client the rightmost address of that field that is not itself trusted, for access rules, rate limits, logs and the forwarded fields (nginx's real_ip).").distinct(),
+	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Peers (load balancers, CDNs) whose X-Forwarded-For names the client: a request from one has as its client the rightmost address of that field that is not itself trusted, for access rules, rate limits, logs and the forwarded fields (nginx's real_ip). A reload applies it.").distinct(),
 	limitsKeys,
 	timeoutsKeys,
 	http2Keys,
 	http3Keys,
-	enumKey("encoded_slashes", encodedSlashOptions, "keep", encodedSlashesDoc),
+	enumKey("encoded_slashes", encodedSlashOptions, "keep", encodedSlashesDoc+" A route's own encoded_slashes overrides it."),
 )
 
 var cacheKeys = sectionKey("cache", "The static file cache, one per server, shared by every static route.",
-	sizeKey("max_bytes", 1, 1<<63-1, "256MiB", "Budget over bodies, compressed variants, rendered headers and pinned old versions."),
-	sizeKey("max_file_bytes", 1, 1<<63-1, "1MiB", "Larger files are streamed from disk; at most max_bytes."),
-	durationKey("revalidate", "1s", "A cached path is stat'ed at most this often."),
-	durationKey("negative_ttl", "1s", `How long "not found" and "denied" are remembered.`),
+	sizeKey("max_bytes", 1, 1<<63-1, "256MiB", "Budget over everything the cache holds: bodies, compressed variants, rendered heads and old versions still being sent; when full it evicts (SIEVE), it never just refuses."),
+	sizeKey("max_file_bytes", 1, 1<<63-1, "1MiB", "Larger files keep only their metadata and rendered heads in the cache and are streamed from disk; at most max_bytes."),
+	durationKey("revalidate", "1s", "A cached path is stat'ed at most this often; a changed file becomes a new version, a deleted one disappears."),
+	durationKey("negative_ttl", "1s", `How long "not found" and "permission denied" are remembered.`),
 )
 
 var logKeys = sectionKey("log", "The process log.",
-	enumKey("level", []string{"debug", "info", "warn", "error"}, "info", "Lowest level written."),
-	enumKey("format", []string{"text", "json"}, "text", "Line format."),
+	enumKey("level", []string{"debug", "info", "warn", "error"}, "info", "Lowest level written; gnet's own log lines go through it too."),
+	enumKey("format", []string{"text", "json"}, "text", `Line format; with json every line gale writes is one JSON object, the startup summary included (records "listening" with url, "config" with summary): set access_log.format: json too when the access log goes to stdout.`),
 )
 
 var accessLogKeys = sectionKey("access_log", "The request log.",
-	&keySpec{name: "path", typ: typeString, def: `""`, doc: `"" = off, "-" = stdout, else a file path (its directory must exist).`},
-	enumKey("format", []string{"combined", "json"}, "combined", "Line format."),
+	&keySpec{name: "path", typ: typeString, def: `""`, doc: `"" = off (it then costs nothing), "-" = stdout, else a file path (its directory must exist).`},
+	enumKey("format", []string{"combined", "json"}, "combined", "Line format: combined (Apache's and nginx's), or json (Caddy's access log entries)."),
 	sizeKey("max_bytes", 1, 1<<63-1, "100MiB", "Rotate past this size."),
-	intKey("keep", 0, 1000, "5", "Rotated files kept; 0 = none."),
+	intKey("keep", 0, 1000, "5", "Rotated files kept (access.log.1 is the newest); 0 = none."),
 )
 
 var metricsKeys = sectionKey("metrics", "Prometheus metrics, served on a listener of their own (off the event loops).",
-	&keySpec{name: "listen", typ: typeString, def: `""`, doc: `"" = off; else "host:port" to serve metrics on (keep it private, e.g. 127.0.0.1:9180).`},
+	&keySpec{name: "listen", typ: typeString, def: `""`, doc: `"" = off; else "host:port" of a listener of its own, not one of listen. Keep it private (e.g. 127.0.0.1:9180): anyone who reaches it reads the server's counters.`},
 	&keySpec{name: "path", typ: typeString, def: "/metrics", doc: "The path the metrics are served at; other paths answer 404."},
-	&keySpec{name: "stub_status", typ: typeString, def: `""`, doc: `A path of the metrics listener that answers in the format of nginx's stub_status (for nginx-prometheus-exporter); "" = none.`},
+	&keySpec{name: "stub_status", typ: typeString, def: `""`, doc: `A path of the metrics listener that answers in the format of nginx's stub_status (for nginx-prometheus-exporter and other nginx tools); "" = none.`},
 )
 
 var adminKeys = sectionKey("admin", "The admin API (GET /config, POST /load, GET /routes, GET /upstreams, POST /purge, POST /stop, GET /status), on a listener of its own; absent = none.",
@@ -262,8 +262,8 @@ var headerOpsKeys = sectionKey("", "Header edits, applied in this order: remove,
 )
 
 var headersKeys = sectionKey("headers", "Request and response header rules, applied on every route kind.",
-	withName(headerOpsKeys, "request", "Edits of the request (before the handler; the proxy forwards them)."),
-	withName(headerOpsKeys, "response", "Edits of the response."),
+	withName(headerOpsKeys, "request", "Edits of the request, applied remove, set, add, before the handler (the proxy forwards them)."),
+	withName(headerOpsKeys, "response", "Edits of every response of the route, errors included, applied remove, set, add."),
 )
 
 // withName returns a copy of a section under another name and doc.
@@ -274,40 +274,40 @@ func withName(k *keySpec, name, doc string) *keySpec {
 }
 
 var compressKeys = sectionKey("compress", "Precompressed sidecars and on-the-fly compression.",
-	listKey("encodings", enumKey("", encodingOptions, "", ""), "Encodings in preference order; [] = identity only.").distinct().withDefault("[zstd, br, gzip]"),
+	listKey("encodings", enumKey("", encodingOptions, "", ""), "Codings served, in preference order, from precompressed sidecars or compressed on the fly; [] serves identity only (and no Vary).").distinct().withDefault("[zstd, br, gzip]"),
 	sizeKey("min_bytes", 0, 1<<63-1, "1KiB", "Smaller files are not compressed on the fly (sidecars are served whatever their size)."),
 )
 
 var staticKeys = sectionKey("static", "Serve files under root.",
 	strKey("root", "Directory served; it must exist.").must(),
-	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index file names; [] = none.").withDefault("[index.html]"),
-	boolKey("browse", "false", "Directory listings (HTML, or JSON for clients that ask for it) when no index file exists."),
-	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served for unknown page paths; "" = off.`},
+	listKey("index", &keySpec{typ: typeString, doc: "A file name, no slashes."}, "Index files tried for a directory; [] = none.").withDefault("[index.html]"),
+	boolKey("browse", "false", "List a directory that has no index file: HTML, or JSON when the client's Accept asks for application/json only."),
+	&keySpec{name: "spa_fallback", typ: typeString, def: `""`, doc: `A file under root ("/index.html") served with 200 for unknown paths that look like pages: GET or HEAD whose Accept names text/html, or whose last segment has no extension; "" = off.`},
 	listKey("try_files", &keySpec{typ: typeString, doc: `A path template under root ("{path}", "{path}/", "/index.html"), or "=CODE" last.`},
-		`Candidates tried in order (a trailing "/" names a directory); the last is the fallback, or "=404" answers that status when none exists.`).atLeast(2),
-	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories."),
-	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed."),
-	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served; "" = none.`},
-	mapKeyOf("error_pages", "^[45][0-9][0-9]$", strKey("", "A file served as the body of that error."), "Status (400..599) -> file."),
+		`Candidates tried in order, e.g. ["{path}", "{path}/", /index.html] (a trailing "/" names a directory); the last is the fallback, or "=CODE" (400..599) answers that status when none exists.`).atLeast(2),
+	enumKey("hidden", []string{"deny", "allow"}, "deny", "Dot files and directories: deny answers 404 for them (and leaves them out of listings); allow serves them."),
+	enumKey("follow_symlinks", []string{"inside_root", "always", "never"}, "inside_root", "Which symbolic links are followed: inside_root those that stay under root, always every one, never none (a link on the path is refused)."),
+	&keySpec{name: "cache_control", typ: typeString, def: `""`, doc: `The Cache-Control header of files served (also on their 304 and 206 responses); "" = none.`},
+	mapKeyOf("error_pages", "^[45][0-9][0-9]$", strKey("", "A file served as the body of that error."), "Status (400..599) -> file, e.g. {404: 404.html} (relative to the config's directory)."),
 	compressKeys,
 )
 
 var respondKeys = sectionKey("respond", "Answer with a fixed response.",
 	intKey("status", 200, 599, "200", "Status code."),
-	&keySpec{name: "body", typ: typeString, def: `""`, doc: "Response body."},
+	&keySpec{name: "body", typ: typeString, def: `""`, doc: "Response body (none is sent with 204 and 304)."},
 	strKey("content_type", `Content-Type; default "text/plain; charset=utf-8" when body is not empty.`),
 )
 
 var redirectKeys = sectionKey("redirect", "Answer with a redirect.",
-	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment.").must(),
+	strKey("to", "An absolute URL or an absolute path; placeholders ({path}, {query}, {rest}, path_regex groups) may stand in its path, query and fragment, never in the scheme or host.").must(),
 	&keySpec{name: "status", typ: typeInt, enum: redirectStatuses, def: "308", doc: "Redirect status."},
-	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query."),
+	boolKey("keep_path", "false", "Append the rest of the path (after the route's prefix) and the query; not with placeholders in to (write {rest} and {query} there)."),
 )
 
 var proxyTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with upstreams.",
 	durationKey("connect", "2s", "Dialing an upstream; past it the attempt fails (504 when no retry is left)."),
-	durationKey("response_header", "30s", "From the request to the end of the response head (504), and the longest pause between two reads of a response body."),
-	durationKey("idle", "90s", "A pooled keep-alive connection unused this long is closed; also a tunnel without traffic either way."),
+	durationKey("response_header", "30s", "From the end of the request to the end of the response head (504), and the longest pause between two reads of a response body (the client's connection is then closed)."),
+	durationKey("idle", "90s", "A pooled keep-alive connection unused this long is closed; also a tunnel (WebSocket) without traffic either way."),
 )
 
 var passiveKeys = sectionKey("passive", "Take an upstream out when real requests fail (refused or timed-out connects, resets, garbage, response timeouts; not error statuses).",
@@ -317,7 +317,7 @@ var passiveKeys = sectionKey("passive", "Take an upstream out when real requests
 )
 
 var healthCheckKeys = sectionKey("health_check", "Active checks (when path is set) and passive health.",
-	strKey("path", `The path (and query) requested with GET, such as "/healthz"; absent = no active checks.`),
+	strKey("path", `The path (and query) requested with GET on a fresh connection to every upstream, such as "/healthz"; absent = no active checks.`),
 	durationKey("interval", "5s", "Time between two active checks of one upstream."),
 	durationKey("timeout", "2s", "An active check taking longer fails."),
 	intKey("expect_status", 100, 599, "200", "The status an active check must get."),
@@ -327,19 +327,19 @@ var healthCheckKeys = sectionKey("health_check", "Active checks (when path is se
 )
 
 var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port"`}, "Upstreams, no two alike.").must(),
-	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
-	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
-	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host[:port]" (no path; https is not supported yet)`}, "Upstreams, no two alike; one string is a list of one.").must(),
+	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding: "/api/users" goes upstream as "/users" (the same as rewrite: "/").`),
+	strKey("rewrite", `An absolute path that replaces the route's path prefix: "/v2/" sends "/api/users" as "/v2/users". Not with strip_prefix.`),
+	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams: round-robin; least-connections (fewest requests in flight on this event loop); random-two (the less busy of two at random); client-ip-hash (the same client address always goes to the same upstream; behind trusted_proxies, the address they report)."),
 	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, or HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways)."),
-	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 = none kept."),
-	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; requests beyond wait for one to be free, up to the connect timeout (504). 0 = no limit."),
+	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 closes each after its response."),
+	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; a request that finds none idle while all are in use waits, first come first served, for the next one put back on its loop (or a place freed on any loop), up to the connect timeout (504). 0 = no limit. Routes naming the same upstream share its connections (the latest route to use them sets the bounds); bursts of HTTP/2 streams then reuse a few kept-alive connections instead of dialing one each. HTTP/1.1 upstreams only."),
 	proxyTimeoutsKeys,
 	healthCheckKeys,
-	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream."),
-	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
-	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
-	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name, "websocket" or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
+	intKey("retries", 0, maxProxyRetries, "1", "Further attempts for a request that reached no upstream (a failed connect: another upstream is tried), or that was written to a pooled connection the upstream had just closed when it is safe to repeat (an idempotent method without a body)."),
+	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose forwarding fields are kept (X-Forwarded-For appended to; X-Forwarded-Proto, X-Forwarded-Host, X-Real-IP, Forwarded and the like kept as they are); from anyone else they are removed, and gale sets its own.").distinct(),
+	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's (localhost for Unix sockets)."),
+	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name (any version of it, as "websocket") or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
 )
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI
@@ -348,7 +348,7 @@ var fastcgiBalancingOptions = []string{"round-robin", "least-connections"}
 
 var fastcgiTimeoutsKeys = sectionKey("timeouts", "Time limits of the exchanges with the FastCGI servers.",
 	durationKey("connect", "2s", "Connecting to a server; past it the attempt fails (504 when no retry is left)."),
-	durationKey("response_header", "60s", "From the request to the end of the CGI response head (504), and the longest pause between two reads of the response body."),
+	durationKey("response_header", "60s", "From the request to the end of the CGI response head (504), and the longest pause between two reads of the response body (the client's connection then closes)."),
 	durationKey("idle", "60s", "A pooled connection unused this long is closed."),
 )
 
@@ -360,22 +360,22 @@ var fastcgiHealthKeys = sectionKey("health_check", "Passive health (active check
 // share.
 func fastcgiCommon() []*keySpec {
 	return []*keySpec{
-		oneOrList("to", &keySpec{typ: typeString, doc: `"unix:/run/php/php-fpm.sock" or "host:port"`}, "FastCGI servers, no two alike.").must(),
+		oneOrList("to", &keySpec{typ: typeString, doc: `"unix:/run/php/php-fpm.sock" or "host:port"`}, "FastCGI servers, no two alike; one string is a list of one.").must(),
 		strKey("root", "The document root: DOCUMENT_ROOT, under which SCRIPT_FILENAME is found; must exist.").must(),
-		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request."),
-		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers."),
-		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops together; requests beyond wait for one. PHP-FPM gives each connection a worker until it closes: keep it at most pm.max_children."),
-		boolKey("keep_alive", "true", "Keep connections open between requests (FCGI_KEEP_CONN) until timeouts.idle; false closes each after its request, as nginx does by default, so no idle connection holds a PHP-FPM worker."),
+		mapKeyOf("env", "^[A-Za-z_][A-Za-z0-9_]*$", strKey("", "The value."), "User-defined variables (name -> value) sent with every request, after the CGI ones; names the server sets (SCRIPT_NAME, HTTP_*, ...) are refused."),
+		enumKey("load_balancing", fastcgiBalancingOptions, "round-robin", "How requests are spread over the servers: round-robin, or least-connections (fewest requests in flight on this event loop)."),
+		intKey("max_conns", 1, maxFastCGIConns, "4", "Connections to each server over all event loops together (not per loop); requests beyond wait, in order, for the next one free on any loop (504 past timeouts.response_header). PHP-FPM gives each connection a worker until it closes: keep it at most the pool's pm.max_children (5 in PHP-FPM's default pool). Set higher by mistake, it costs connections, not hung requests: while a new connection waits for its first answer (in FPM's backlog), connections that free up are closed instead of kept. Routes naming the same server share its connections (the latest route to use them sets the bound)."),
+		boolKey("keep_alive", "true", "Keep connections open between requests (FCGI_KEEP_CONN) until timeouts.idle, which saves a connect per request; false closes each after its request, as nginx does by default, so no idle connection holds a PHP-FPM worker (choose it when FPM's workers are shared with other clients)."),
 		fastcgiTimeoutsKeys,
 		fastcgiHealthKeys,
-		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed."),
-		listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-For gives REMOTE_ADDR.").distinct(),
+		intKey("retries", 0, maxProxyRetries, "1", "Further servers tried for a request whose connect failed; a request without a body sent on a pooled connection the server had just closed is sent again on a fresh one."),
+		listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-For gives REMOTE_ADDR (its last address that is not a trusted proxy).").distinct(),
 	}
 }
 
 var fastcgiKeys = sectionKey("fastcgi", "Send requests to a FastCGI application (PHP-FPM and others).",
 	append(fastcgiCommon(),
-		listKey("split_path", &keySpec{typ: typeString, doc: `An extension such as ".php".`}, "The path is split after the first of these that ends a segment (ASCII case-insensitive): the script, then PATH_INFO.").withDefault(`[".php"]`),
+		listKey("split_path", &keySpec{typ: typeString, doc: `An extension such as ".php".`}, `The path is split after the first of these that ends a segment (ASCII case-insensitive): the script, then PATH_INFO ("/index.php/a/b" runs "/index.php" with PATH_INFO "/a/b"); [] = the whole path is the script.`).withDefault(`[".php"]`),
 		strKey("index", `The script of a path that ends in "/"; default "index.php".`),
 	)...,
 )
@@ -391,12 +391,12 @@ const queryNamePattern = "^[!$'()*+,.:;?@/~0-9A-Za-z_%-]+$"
 var cidrList = oneOrList("", &keySpec{typ: typeString, doc: `A CIDR ("10.0.0.0/8") or an address ("::1").`}, "")
 
 var matchKeys = sectionKey("match", "Request matchers beside host and path; the route takes a request only when all of them hold.",
-	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods (GET also matches HEAD).").atLeast(1),
-	strKey("path", "An exact normal path under the route's path; such routes are tried before every prefix."),
-	strKey("path_regex", "An RE2 regular expression matched against the whole normal path; its groups are usable in templates as {1} or {name}."),
-	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Header name -> value(s) of its first field."),
-	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any.`), ""), "Query parameter -> value(s) of its first occurrence, compared decoded."),
-	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges.").atLeast(1).distinct(),
+	listKey("methods", &keySpec{typ: typeString, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", doc: "A method, e.g. GET."}, "Request methods, e.g. [GET, POST] (upper-cased); GET also matches HEAD.").atLeast(1),
+	strKey("path", `An exact normal path under the route's path ("/health" on path "/"); such routes are tried before every prefix.`),
+	strKey("path_regex", "An RE2 regular expression (linear time) matched against the whole normal path (anchored at both ends); its groups, numbered and named ((?P<id>...)), are usable as {1}, {id} in rewrite, redirect.to and static.try_files. Not with match.path."),
+	mapKeyOf("headers", headerNamePattern, oneOrList("", strKey("", `A value, or "*" for any value (the field is present).`), ""), "Header name -> value(s), compared exactly against the first field of that name."),
+	mapKeyOf("query", queryNamePattern, oneOrList("", strKey("", `A value, or "*" for any value (the parameter is present).`), ""), `Query parameter -> value(s), compared decoded ("%XX", "+" as a space) against the first parameter of that name.`),
+	listKey("remote", &keySpec{typ: typeString, doc: "A CIDR or an address."}, "Client address ranges (an IPv4-mapped IPv6 address counts as IPv4).").atLeast(1).distinct(),
 )
 
 // certMatchKeys are the keys of an access rule's client_cert mapping.
@@ -417,11 +417,11 @@ var accessRuleKeys = func() *keySpec {
 }()
 
 var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 at once, then one per 1/rate; over it 429 with Retry-After.",
-	strKey("rate", `"N/s", "N/m" or "N/h".`).must(),
+	strKey("rate", `"N/s", "N/m" or "N/h"; at most a million a second.`).must(),
 	intKey("burst", 0, maxRateBurst, "0", "Requests allowed at once beyond the rate (nginx's burst with nodelay)."),
-	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value instead of the client address (a request without it is keyed by its address)."},
-	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix."),
-	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory is fixed by it."),
+	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value (e.g. X-Api-Key) instead of the client address; a request without it is keyed by its address, so leaving it out escapes nothing."},
+	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix, so one host cannot take a fresh limit per address of its /64."),
+	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory (16 bytes a key) is allocated at load and never grows."),
 )
 
 // routeNamePattern is what a route's name must match.
@@ -429,11 +429,11 @@ const routeNamePattern = `^[A-Za-z0-9_.-]{1,64}$`
 
 var routeKeys = func() *keySpec {
 	r := sectionKey("", "A route: a host and path prefix and what answers them.",
-		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (letters, digits, "_", ".", "-", up to 64; unique); absent = its index in the file ("0", "1", ...).`},
+		&keySpec{name: "name", typ: typeString, pattern: routeNamePattern, doc: `The route's label in metrics (route="api"): 1 to 64 letters, digits, "_", ".", "-", unique, not all digits; absent = its index in the file ("0", "1", ...).`},
 		strKey("host", `Host pattern: "example.com", "*.example.com" or an IP address; absent = any host.`),
-		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab".`).must(),
+		strKey("path", `Path prefix: "/a/" matches its subtree, "/a" matches "/a" and "/a/..." but not "/ab". It starts with "/" and is in normal form: no "//", "." or ".." segments, no escapes of unreserved characters, upper-case hex digits.`).must(),
 		matchKeys,
-		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept.`),
+		strKey("rewrite", `A "/path?query" template applied before the handler; without "?" the query is kept. Not with proxy.strip_prefix or proxy.rewrite.`),
 		listKey("access", accessRuleKeys, "Ordered allow/deny rules: the first containing the client decides; none denies (403).").atLeast(1),
 		rateLimitKeys,
 		basicAuthKeys,
@@ -457,7 +457,7 @@ var topKeys = sectionKey("", "gale's config file.",
 	oneOrList("listen", addressSpec, `Addresses to accept connections on: "host:port" or {address, tls, redirect_to_https, protocols, http3, proxy_protocol, deny, max_conns_per_address}.`).must(),
 	serverKeys,
 	cacheKeys,
-	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to the built-in table.`),
+	mapKeyOf("mime_types", `^\.[^./\\]+$`, strKey("", "A media type."), `Extension (".webmanifest") -> media type, added to (and overriding) the built-in table, e.g. {".webmanifest": application/manifest+json}.`),
 	logKeys,
 	accessLogKeys,
 	metricsKeys,

@@ -16,11 +16,12 @@ const ReferenceFile = "REFERENCE.md"
 
 // Reference returns the configuration reference in Markdown, generated from
 // the key tables the decoder and JSONSchema use: a section per top-level
-// key, each with a table of that key and every key under it (by its dotted
-// path, "[]" for a list item or a map value) with its type, default, the
-// values allowed and its description. Like JSONSchema, it leaves out keys
-// the decoder refuses as not supported yet. The output is deterministic and
-// ends with a newline.
+// key, and within it a subsection per mapping directly under it (such as
+// server.http2 or routes[].proxy), each with a table of its keys (by their
+// dotted paths, "[]" for a list item or a map value) with their type,
+// default, the values allowed and their description. Like JSONSchema, it
+// leaves out keys the decoder refuses as not supported yet. The output is
+// deterministic and ends with a newline.
 func Reference() []byte { return reference(notSupportedYet) }
 
 const referenceIntro = `# gale configuration reference
@@ -44,21 +45,77 @@ func reference(gate map[string]string) []byte {
 	b.WriteString("\nTop-level keys:\n\n")
 	top := offered(topKeys, "", gate)
 	for _, k := range top {
-		fmt.Fprintf(&b, "- [`%s`](#%s)\n", k.name, k.name)
+		fmt.Fprintf(&b, "- [`%s`](#%s)\n", k.name, anchor(k.name))
+		for _, s := range subsections(k, k.name, gate) {
+			fmt.Fprintf(&b, "  - [`%s`](#%s)\n", s.path, anchor(s.path))
+		}
 	}
 	for _, k := range top {
-		fmt.Fprintf(&b, "\n## `%s`\n\n", k.name)
-		if k.doc != "" {
-			b.WriteString(k.doc + "\n\n")
+		writeSection(&b, "##", k, k.name, gate, true)
+		for _, s := range subsections(k, k.name, gate) {
+			writeSection(&b, "###", s.sec, s.path, gate, false)
 		}
-		b.WriteString("| key | type | default | allowed | description |\n")
-		b.WriteString("|---|---|---|---|---|\n")
-		visitKeys(k, k.name, gate, func(k *keySpec, path string) {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n",
-				cell(code(path)), cell(typeText(k)), cell(defaultText(k)), cell(allowedText(k)), cell(docText(k)))
-		})
 	}
 	return b.Bytes()
+}
+
+// writeSection writes a heading for key k at path, its doc, and the table
+// of k and the keys under it; with top, the keys of its subsections are
+// left to those.
+func writeSection(b *bytes.Buffer, level string, k *keySpec, path string, gate map[string]string, top bool) {
+	fmt.Fprintf(b, "\n%s `%s`\n\n", level, path)
+	if k.doc != "" {
+		b.WriteString(k.doc + "\n\n")
+	}
+	b.WriteString("| key | type | default | allowed | description |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	row := func(k *keySpec, path string) {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n",
+			cell(code(path)), cell(typeText(k)), cell(defaultText(k)), cell(allowedText(k)), cell(docText(k)))
+	}
+	if !top {
+		visitKeys(k, path, gate, row)
+		return
+	}
+	row(k, path)
+	eachChild(k, path, gate, func(c *keySpec, path string) {
+		if c.typ != typeSection {
+			visitKeys(c, path, gate, row)
+		}
+	})
+}
+
+// subsections returns the mappings directly under top-level key k at
+// path, which the reference gives sections of their own.
+func subsections(k *keySpec, path string, gate map[string]string) []sectionAt {
+	var out []sectionAt
+	eachChild(k, path, gate, func(c *keySpec, path string) {
+		if c.typ == typeSection {
+			out = append(out, sectionAt{c, path})
+		}
+	})
+	return out
+}
+
+// eachChild calls visit with every key directly under key k at path (in
+// each section its value may be, once), leaving out the keys gate holds.
+func eachChild(k *keySpec, path string, gate map[string]string, visit func(c *keySpec, path string)) {
+	seen := map[*keySpec]bool{}
+	for _, r := range sectionsOf(k, path) {
+		if seen[r.sec] {
+			continue
+		}
+		seen[r.sec] = true
+		for _, c := range offered(r.sec, r.path, gate) {
+			visit(c, join(r.path, c.name))
+		}
+	}
+}
+
+// anchor is the anchor GitHub gives a heading that is a key path in a code
+// span: lower case, with "." and "[]" dropped.
+func anchor(path string) string {
+	return strings.NewReplacer(".", "", "[", "", "]", "").Replace(strings.ToLower(path))
 }
 
 // visitKeys calls visit with key k at path, then with every key under it in
@@ -68,16 +125,9 @@ func reference(gate map[string]string) []byte {
 // alone or in a list) is visited once, at the first path.
 func visitKeys(k *keySpec, path string, gate map[string]string, visit func(k *keySpec, path string)) {
 	visit(k, path)
-	seen := map[*keySpec]bool{}
-	for _, r := range sectionsOf(k, path) {
-		if seen[r.sec] {
-			continue
-		}
-		seen[r.sec] = true
-		for _, c := range offered(r.sec, r.path, gate) {
-			visitKeys(c, join(r.path, c.name), gate, visit)
-		}
-	}
+	eachChild(k, path, gate, func(c *keySpec, path string) {
+		visitKeys(c, path, gate, visit)
+	})
 }
 
 // sectionAt is a section a key's value may be, and the path of its keys.
