@@ -24,9 +24,12 @@ func (c *ngxConv) static(r *obj, s *scope, prefix string) {
 		c.note(s.at, "root", "no root: nginx serves its prefix's html directory; the route answers 404")
 		r.set("respond", newObj().set("status", 404))
 		return
-	} else if s.tryFiles == nil && prefix != "" {
-		root = filepath.Join(root, strings.TrimSuffix(prefix, "/"))
 	}
+	// nginx looks up root + the whole path; gale's static root takes the
+	// path after the route's prefix, and must exist. Under a prefix other
+	// than "/", try_files keeps nginx's lookup (candidates are whole paths
+	// under root) without naming a directory that may not exist.
+	implicit := s.tryFiles == nil && s.alias == "" && prefix != "/" && prefix != ""
 	if tf := s.tryFiles; tf != nil && c.phpFront(r, s, tf) {
 		return
 	}
@@ -41,6 +44,8 @@ func (c *ngxConv) static(r *obj, s *scope, prefix string) {
 		if list := c.tryFiles(s.tryFiles); len(list) >= 2 {
 			st.set("try_files", list)
 		}
+	} else if implicit {
+		st.set("try_files", []string{"{path}", "{path}/", "=404"})
 	}
 	if s.expires != nil {
 		if cc, ok := expires(s.expires); ok && cc != "" {

@@ -10,15 +10,17 @@ import (
 	"gale/importer/nginx"
 )
 
-// handler fills route r from scope s; prefix is the route's path prefix
-// ("" for a regex location, whose root is the whole path).
-func (c *ngxConv) handler(r *obj, s *scope, prefix string) {
-	c.rewrites(r, s)
+// handler fills route r from scope s; prefix is the route's path
+// prefix, and regex tells a regex location's route (whose redirects keep
+// the whole path).
+func (c *ngxConv) handler(r *obj, s *scope, prefix string, regex bool) {
 	c.accessRules(r, s)
 	c.limit(r, s)
 	c.auth(r, s)
 	c.responseHeaders(r, s)
 	switch {
+	case s.ret != nil && regex:
+		c.ret(r, s.ret, "")
 	case s.ret != nil:
 		c.ret(r, s.ret, prefix)
 	case s.proxyPass != nil:
@@ -147,9 +149,9 @@ var tmplVar = regexp.MustCompile(`\$(\{[A-Za-z0-9_]+\}|[A-Za-z0-9_]+)`)
 // rewrites carries the simple forms of rewrite: a redirect (permanent,
 // redirect, or a replacement that is a URL) or an internal rewrite of the
 // path (break, last) when it is the only one.
-func (c *ngxConv) rewrites(r *obj, s *scope) {
+func (c *ngxConv) rewrites(r *obj, s *scope) bool {
 	if len(s.rewrites) == 0 {
-		return
+		return false
 	}
 	if len(s.rewrites) > 1 {
 		for _, d := range s.rewrites[1:] {
@@ -159,22 +161,22 @@ func (c *ngxConv) rewrites(r *obj, s *scope) {
 	d := s.rewrites[0]
 	if len(d.Args) < 2 {
 		c.unsupported(d, "expected a regex and a replacement")
-		return
+		return false
 	}
 	re, why := galeRegex(d.Args[0], false)
 	if why != "" {
 		c.unsupported(d, why)
-		return
+		return false
 	}
 	to, ok := template(d.Args[1])
 	if !ok {
 		c.unsupported(d, "the replacement holds variables gale cannot carry")
-		return
+		return false
 	}
 	flag := arg(d, 2)
 	if r.sub("match").get("path_regex") != nil {
 		c.unsupported(d, "a rewrite in a regex location is not carried over")
-		return
+		return false
 	}
 	r.sub("match").set("path_regex", re)
 	if flag == "permanent" || flag == "redirect" || isURL(d.Args[1]) {
@@ -184,8 +186,7 @@ func (c *ngxConv) rewrites(r *obj, s *scope) {
 		}
 		to = strings.TrimSuffix(to, "?")
 		s.ret = &nginx.Directive{Name: "return", Args: []string{strconv.Itoa(status), to}, File: d.File, Line: d.Line}
-		c.note(d, "rewrite", "carried as a route matching %s that redirects; other paths of the location go to the routes after it", re)
-		return
+		return true
 	}
 	if flag == "last" || flag == "" {
 		c.note(d, "rewrite", "gale does not choose a route again after rewriting (nginx's last); the rewritten path stays on this route")
@@ -197,6 +198,7 @@ func (c *ngxConv) rewrites(r *obj, s *scope) {
 		to = "/" + to
 	}
 	r.set("rewrite", to)
+	return true
 }
 
 // accessRules carries allow/deny; nginx lets through a client no rule

@@ -29,7 +29,7 @@ func (c *ngxConv) serverRoutes(sv *nginx.Directive, s *scope, locDs []*nginx.Dir
 	}
 	if s.ret != nil {
 		r := c.route(sv, host, "/", fmt.Sprintf("%s server: return", sv.Pos()))
-		c.handler(r, s, "/")
+		c.handler(r, s, "/", false)
 		for _, d := range locDs {
 			c.note(d, "location", "never used: the server's return (line %d) answers every request first", s.ret.Line)
 		}
@@ -72,11 +72,15 @@ func (c *ngxConv) serverRoutes(sv *nginx.Directive, s *scope, locDs []*nginx.Dir
 			dir := l.path[:strings.LastIndexByte(l.path, '/')+1]
 			r := c.route(l.d, host, dir, locComment(l))
 			r.sub("match").set("path", l.path)
-			c.handler(r, l.scope, dir)
+			c.handler(r, l.scope, dir, false)
 		default:
+			rewrites := c.rewriteRoute(l, host)
 			r := c.route(l.d, host, l.path, locComment(l))
-			c.handler(r, l.scope, l.path)
-			if l.mod != "^~" {
+			c.handler(r, l.scope, l.path, false)
+			switch {
+			case rewrites && len(locs) > 0 && hasRegex(locs):
+				c.note(l.d, "location", "regex locations are not applied under %s, whose rewrite is a regex route of its own", l.path)
+			case l.mod != "^~":
 				prefixes = append(prefixes, l.path)
 			}
 		}
@@ -217,7 +221,7 @@ func (c *ngxConv) regexRoutes(regexes []*loc, prefixes []string, host string) {
 			if ranked[l] {
 				m.set("remote", []string{"0.0.0.0/0", "::/0"})
 			}
-			c.handler(r, l.scope, "")
+			c.handler(r, l.scope, p, true)
 		}
 	}
 }
@@ -256,4 +260,31 @@ func (c *ngxConv) route(at *nginx.Directive, host, path, comment string) *obj {
 	r.set("path", path)
 	c.routes = append(c.routes, r)
 	return r
+}
+
+func hasRegex(locs []*loc) bool {
+	for _, l := range locs {
+		if l.mod == "~" || l.mod == "~*" {
+			return true
+		}
+	}
+	return false
+}
+
+// rewriteRoute emits a location's rewrite as a route of its own, with the
+// rewrite's regex as its path_regex, before the location's plain route
+// (which serves the paths the regex does not match, as nginx does).
+func (c *ngxConv) rewriteRoute(l *loc, host string) bool {
+	if len(l.scope.rewrites) == 0 {
+		return false
+	}
+	rs := *l.scope
+	rr := c.route(l.d, host, l.path, locComment(l)+": its rewrite")
+	if !c.rewrites(rr, &rs) {
+		c.routes = c.routes[:len(c.routes)-1]
+		return false
+	}
+	rs.rewrites = nil
+	c.handler(rr, &rs, l.path, false)
+	return true
 }
