@@ -180,10 +180,9 @@ func (c *ngxConv) proxy(r *obj, s *scope, prefix string) {
 	if v := s.proxyVer; v != nil && arg(v, 0) == "1.0" {
 		c.unsupported(v, "gale speaks HTTP/1.1 to upstreams")
 	}
-	for name, v := range s.proxyTimes {
-		if secs, ok := nginxTime(v); ok && secs > 0 {
-			key := map[string]string{"proxy_connect_timeout": "connect", "proxy_read_timeout": "response_header"}[name]
-			p.sub("timeouts").set(key, strconv.Itoa(secs)+"s")
+	for _, t := range [][2]string{{"proxy_connect_timeout", "connect"}, {"proxy_read_timeout", "response_header"}} {
+		if secs, ok := nginxTime(s.proxyTimes[t[0]]); ok && secs > 0 {
+			p.sub("timeouts").set(t[1], strconv.Itoa(secs)+"s")
 		}
 	}
 	r.set("proxy", p)
