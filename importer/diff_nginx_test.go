@@ -1,7 +1,7 @@
 package importer
 
 import (
-		"context"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
