@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,11 +98,26 @@ func startNginx(t *testing.T, dir, conf, addr string) {
 		b, _ := io.ReadAll(stderr)
 		exited <- string(b)
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	t.Cleanup(func() { stopProcess(cmd) })
 	waitListening(t, addr, exited)
+}
+
+// stopProcess asks a server to stop with SIGTERM (nginx's master then
+// stops its workers; a SIGKILL would leave them running) and waits for
+// it, killing it after 5 seconds.
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }
 
 // waitListening dials addr until it answers, for at most 5 seconds.
