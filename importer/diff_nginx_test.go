@@ -87,4 +87,3 @@ func TestDifferentialNginx(t *testing.T) {
 	}
 	compare(t, nginxAddr, galeAddr, cases)
 }
-

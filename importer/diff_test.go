@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"gale/app"
 	"gale/config"
 )
