@@ -224,8 +224,20 @@ func (m cond) plain() bool {
 	return m.exact == "" && m.regex == "" && m.methods == nil && m.headers == nil && m.query == nil && m.remote == nil
 }
 
+// pathOnly reports whether the condition is a path (exact or prefix)
+// alone.
+func (m cond) pathOnly() bool {
+	return m.regex == "" && m.methods == nil && m.headers == nil && m.query == nil && m.remote == nil
+}
+
 // key identifies the conditions that gale could not order between two
 // routes: the same path and the same kinds of matchers.
 func (m cond) key() string {
-	return fmt.Sprintf("%s|%s|%v|%v|%v|%v|%v", m.exact, m.prefix, m.regex != "", m.methods != nil, m.headers != nil, m.query != nil, m.remote != nil)
+	kinds := 0
+	for _, set := range []bool{m.methods != nil, m.headers != nil, m.query != nil, m.remote != nil} {
+		if set {
+			kinds++
+		}
+	}
+	return fmt.Sprintf("%s|%s|%v|%d", m.exact, m.prefix, m.regex != "", kinds)
 }

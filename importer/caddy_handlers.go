@@ -23,11 +23,11 @@ func split(specs []*spec) []*spec {
 			continue
 		}
 		for _, mw := range s.mw {
-			if !mw.m.plain() || mw.m.prefix == s.m.prefix || !strings.HasPrefix(mw.m.prefix, s.m.prefix) {
+			if !mw.m.pathOnly() || (mw.m.prefix == s.m.prefix && mw.m.exact == "") || !strings.HasPrefix(mw.m.prefix, s.m.prefix) {
 				continue
 			}
 			cp := *s
-			cp.m = cond{prefix: mw.m.prefix}
+			cp.m = cond{prefix: mw.m.prefix, exact: mw.m.exact}
 			if have[cp.m.key()] {
 				continue
 			}
@@ -42,7 +42,7 @@ func split(specs []*spec) []*spec {
 func (c *cadConv) middleware(r *obj, s *spec) {
 	for _, mw := range s.mw {
 		if !covers(mw.m, s.m) {
-			if !mw.m.plain() {
+			if !mw.m.pathOnly() {
 				c.note(mw.d, "a middleware with a matcher other than a path is not carried over")
 			}
 			continue

@@ -31,6 +31,7 @@ type mware struct {
 
 // scopeCtx is what a handle block passes to the directives inside it.
 type scopeCtx struct {
+	base   cond // what the enclosing handle block's matcher selects
 	prefix string
 	strip  string
 	mw     []mware
@@ -90,10 +91,9 @@ func (c *cadConv) scope(ds []*caddyfile.Directive, sc scopeCtx) []*spec {
 		case "handle", "handle_path", "route":
 			inner := sc
 			inner.mw = append([]mware(nil), sc.mw...)
-			if m.plain() {
-				inner.prefix = m.prefix
-			} else {
-				c.note(d, "only a path matcher can select a handle block in gale")
+			inner.prefix, inner.base = m.prefix, m
+			if m.exact != "" || m.regex != "" {
+				c.note(d, "only a path prefix (/path/*) can select a handle block in gale")
 				continue
 			}
 			if d.Name == "handle_path" {
@@ -113,7 +113,6 @@ func (c *cadConv) scope(ds []*caddyfile.Directive, sc scopeCtx) []*spec {
 			c.note(d, "not carried over")
 		}
 	}
-	specs = append(specs, handles...)
 	for _, s := range specs {
 		if s.strip == "" {
 			s.strip = sc.strip
@@ -121,6 +120,7 @@ func (c *cadConv) scope(ds []*caddyfile.Directive, sc scopeCtx) []*spec {
 		s.mw = append(s.mw, sc.mw...)
 		s.root, s.encode, s.try = s2(s.root, sc.root), sc.encode, sc.try
 	}
+	specs = append(specs, handles...)
 	sort.SliceStable(specs, func(i, j int) bool {
 		if specs[i].order != specs[j].order {
 			return specs[i].order < specs[j].order
@@ -154,7 +154,8 @@ func encodings(args []string, block []*caddyfile.Directive) []string {
 // matcher splits d's matcher token (first argument) from its arguments.
 func (c *cadConv) matcher(d *caddyfile.Directive, sc scopeCtx, named map[string]cond, bad map[string]bool) (cond, []string, bool) {
 	args := d.Args
-	m := cond{prefix: sc.prefix}
+	m := sc.base
+	m.prefix = sc.prefix
 	if len(args) == 0 {
 		return m, args, true
 	}
@@ -183,7 +184,8 @@ func (c *cadConv) matcher(d *caddyfile.Directive, sc scopeCtx, named map[string]
 // pathMatcher translates one Caddy path pattern: /exact, /prefix/*,
 // /prefix* (noted), *.ext and other globs (as regexes).
 func (c *cadConv) pathMatcher(d *caddyfile.Directive, p string, sc scopeCtx) (cond, bool) {
-	m := cond{prefix: sc.prefix}
+	m := sc.base
+	m.prefix = sc.prefix
 	switch star := strings.Count(p, "*"); {
 	case star == 0:
 		m.exact = p
@@ -214,7 +216,8 @@ func (c *cadConv) named(d *caddyfile.Directive, sc scopeCtx) (cond, bool) {
 	if len(d.Args) > 0 {
 		lines = append([]*caddyfile.Directive{{Name: d.Args[0], Args: d.Args[1:], File: d.File, Line: d.Line}}, lines...)
 	}
-	m := cond{prefix: sc.prefix}
+	m := sc.base
+	m.prefix = sc.prefix
 	for _, l := range lines {
 		switch l.Name {
 		case "path":
@@ -280,7 +283,11 @@ func (c *cadConv) emit(specs []*spec, host string) {
 			if s.d.Name == "file_server" && prev.d.Name == "php_fastcgi" {
 				continue // the php route serves the files
 			}
-			c.note(s.d, "never used: %s at line %d takes these requests first", prev.d.Name, prev.d.Line)
+			if prev.m.plain() {
+				c.note(s.d, "never used: %s at line %d takes these requests first", prev.d.Name, prev.d.Line)
+			} else {
+				c.note(s.d, "left out: gale cannot order it against %s at line %d (same path, as many matchers)", prev.d.Name, prev.d.Line)
+			}
 			continue
 		}
 		if covered := c.shadowed(s, taken); covered != nil {
@@ -306,11 +313,11 @@ func (c *cadConv) emit(specs []*spec, host string) {
 }
 
 // shadowed finds an earlier plain spec whose prefix contains s's path: in
-// Caddy it takes s's requests first (a shorter prefix earlier in the
-// order), while gale would prefer s's longer prefix.
+// Caddy it takes all of s's requests first, while gale would prefer s's
+// longer prefix or its matchers.
 func (c *cadConv) shadowed(s *spec, taken map[string]*spec) *spec {
 	for _, t := range taken {
-		if t.m.plain() && t.order < s.order && strings.HasPrefix(s.m.prefix, t.m.prefix) && len(t.m.prefix) < len(s.m.prefix) && t.order != directiveOrder["handle"] {
+		if t.m.plain() && t.order < s.order && strings.HasPrefix(s.m.prefix, t.m.prefix) {
 			return t
 		}
 	}
@@ -345,7 +352,7 @@ func (c *cadConv) matchObj(r *obj, m cond) {
 // covers reports whether middleware matcher mw applies to every request
 // of route condition m.
 func covers(mw, m cond) bool {
-	if !mw.plain() {
+	if !mw.pathOnly() {
 		return false
 	}
 	if mw.exact != "" {
