@@ -353,6 +353,9 @@ func (c *cadConv) reverseProxy(r *obj, s *spec, args []string) {
 		return
 	}
 	p.set("to", to)
+	if len(s.encode) > 0 {
+		c.note(s.d, "encode: gale compresses static files, not proxied responses")
+	}
 	if preserve {
 		p.set("preserve_host", true)
 	}

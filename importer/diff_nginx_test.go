@@ -76,6 +76,8 @@ func TestDifferentialNginx(t *testing.T) {
 		{path: "/assets/app.css", body: true, fields: []string{"Content-Type", "Cache-Control"}},
 		{path: "/assets/notes.txt", body: true, fields: []string{"X-Kind", "Cache-Control"}},
 		{path: "/exact", body: true},
+		{path: "/docs/secret.txt", body: true},
+		{path: "/assets/secret.txt", fields: []string{"X-Kind"}},
 		{path: "/old/page", fields: []string{"Location"}},
 		{path: "/moved/guide", fields: []string{"Location"}},
 		{path: "/api/users?id=7", body: true, fields: []string{"X-Upstream"}},

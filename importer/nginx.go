@@ -373,6 +373,7 @@ func (c *ngxConv) abs(p string) string {
 func (c *ngxConv) server(sv *nginx.Directive, isDefault bool) {
 	s := &scope{vars: map[string]string{}, index: []string{"index.html"}, proxyTimes: map[string]string{}, at: sv}
 	locs := c.apply(s, sv.Block, true)
+	c.serverRewrites(s)
 	hosts := c.hosts(sv, isDefault)
 	redirectOnly := c.listen(sv, s)
 	if redirectOnly {
@@ -552,4 +553,27 @@ func (c *ngxConv) tls(sv *nginx.Directive, l *obj) {
 		return
 	}
 	t.set("certificates", list)
+}
+
+// serverRewrites carries the one rewrite at server level that is common,
+// the redirect of every request to https, as a return; the others are
+// noted (a location cannot see them).
+func (c *ngxConv) serverRewrites(s *scope) {
+	for _, d := range s.rewrites {
+		re, repl, flag := arg(d, 0), arg(d, 1), arg(d, 2)
+		whole := re == "^" || re == "^(.*)$" || re == "^/(.*)$" || re == "^/(.*)"
+		if whole && (flag == "permanent" || flag == "redirect") && len(s.rewrites) == 1 && s.ret == nil {
+			status := "301"
+			if flag == "redirect" {
+				status = "302"
+			}
+			ret := &nginx.Directive{Name: "return", Args: []string{status, strings.TrimSuffix(repl, "?")}, File: d.File, Line: d.Line}
+			if httpsRedirect(ret) {
+				s.ret = ret
+				continue
+			}
+		}
+		c.unsupported(d, "a rewrite at server level is not carried over; write it in a location")
+	}
+	s.rewrites = nil
 }
