@@ -136,9 +136,7 @@ func (c *ngxConv) collect(ds []*nginx.Directive, servers *[]*nginx.Directive, ma
 		case "default_type":
 			c.defaultType = arg(d, 0)
 		case "include":
-			if !strings.HasSuffix(arg(d, 0), "mime.types") {
-				c.unsupported(d, "the included file does not exist here")
-			}
+			c.include(d)
 		case "sendfile", "tcp_nopush", "tcp_nodelay", "keepalive_timeout", "types_hash_max_size", "server_tokens",
 			"gzip_vary", "gzip_proxied", "gzip_comp_level", "gzip_buffers", "gzip_http_version", "gzip_types",
 			"ssl_prefer_server_ciphers", "ssl_session_cache", "ssl_session_timeout", "access_log", "server_names_hash_bucket_size":
@@ -335,6 +333,8 @@ func (c *ngxConv) include(d *nginx.Directive) {
 		// Host, X-Real-IP, X-Forwarded-For and -Proto: gale's proxy
 		// sends the forwarded fields; Host is handled with the others.
 	case "mime.types":
+	case "*.conf":
+		c.unsupported(d, "gale has no dynamic modules")
 	default:
 		c.unsupported(d, "the included file does not exist here")
 	}
