@@ -33,6 +33,7 @@ func FromCaddyfile(path string) (*Result, error) {
 		ls = append(ls, newObj().set("address", ":80"))
 	}
 	out.set("listen", simpleListen(ls))
+	c.notes = append(c.notes, portNotes(c.served, c.listenOrder, c.listeners)...)
 	if len(c.routes) == 0 {
 		c.routes = append(c.routes, newObj().set("path", "/").set("respond", newObj().set("status", 404)))
 	}
@@ -51,6 +52,7 @@ type cadConv struct {
 	listenOrder []string
 	routes      []*obj
 	email       string
+	served      []served
 }
 
 func (c *cadConv) note(d *caddyfile.Directive, why string, args ...any) {
@@ -155,6 +157,7 @@ func (c *cadConv) site(s *caddyfile.Site) {
 			c.note(d, "only tls CERT KEY and tls EMAIL are carried over")
 		}
 	}
+	var addrs []string
 	for _, a := range s.Addresses {
 		sa, ok := parseAddr(a)
 		if !ok {
@@ -165,6 +168,9 @@ func (c *cadConv) site(s *caddyfile.Site) {
 			hosts = append(hosts, sa.host)
 		}
 		l := c.listener(":" + sa.port)
+		if !contains(addrs, ":"+sa.port) {
+			addrs = append(addrs, ":"+sa.port)
+		}
 		if !sa.tls || tlsOff {
 			continue
 		}
@@ -172,7 +178,15 @@ func (c *cadConv) site(s *caddyfile.Site) {
 		switch {
 		case len(certs) > 0:
 			list, _ := tl.get("certificates").([]*obj)
-			tl.set("certificates", append(list, certs...))
+			for _, cert := range certs {
+				if !containsObj(list, cert) {
+					list = append(list, cert)
+				}
+			}
+			tl.set("certificates", list)
+			if sa.host != "" && sa.port == "443" {
+				c.note(at, "Caddy also redirects http://%s to https; gale redirects for automatic certificates, or on a listener with redirect_to_https", sa.host)
+			}
 		case isPublicName(sa.host):
 			auto := tl.sub("automatic")
 			doms, _ := auto.get("domains").([]string)
@@ -183,6 +197,9 @@ func (c *cadConv) site(s *caddyfile.Site) {
 				auto.set("email", c.email)
 			}
 			c.listener(":80")
+			if !contains(addrs, ":80") {
+				addrs = append(addrs, ":80") // Caddy redirects it to https
+			}
 		default:
 			c.note(at, "address %s: no certificate can be obtained for it (gale has no internal CA); served over plain HTTP", a)
 			if len(tl.keys) == 0 {
@@ -192,6 +209,9 @@ func (c *cadConv) site(s *caddyfile.Site) {
 	}
 	if len(hosts) == 0 {
 		return
+	}
+	if contains(hosts, "") {
+		c.served = append(c.served, served{Note{File: s.File, Line: s.Line, Directive: "site " + strings.Join(s.Addresses, ", ")}, addrs})
 	}
 	specs := c.scope(s.Directives, scopeCtx{prefix: "/"})
 	for i, h := range hosts {
@@ -240,4 +260,14 @@ func (m cond) key() string {
 		}
 	}
 	return fmt.Sprintf("%s|%s|%v|%d", m.exact, m.prefix, m.regex != "", kinds)
+}
+
+// containsObj reports whether list holds a certificate with o's files.
+func containsObj(list []*obj, o *obj) bool {
+	for _, x := range list {
+		if x.get("cert") == o.get("cert") && x.get("key") == o.get("key") {
+			return true
+		}
+	}
+	return false
 }

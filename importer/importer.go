@@ -92,3 +92,40 @@ func header(src string, f Format, notes int) string {
 	}
 	return s
 }
+
+// served is where a block whose routes take any host listens, for
+// portNotes.
+type served struct {
+	note  Note
+	addrs []string
+}
+
+// portNotes says, for each block of routes without a host that listens
+// on some of the listeners only, that gale routes by host and not by
+// port: its routes answer on every listener that serves routes.
+func portNotes(blocks []served, order []string, listeners map[string]*obj) []Note {
+	var all []string
+	for _, a := range order {
+		if listeners[a].get("redirect_to_https") == nil {
+			all = append(all, a)
+		}
+	}
+	var out []Note
+	if len(all) < 2 {
+		return nil
+	}
+	for _, b := range blocks {
+		missing := false
+		for _, a := range all {
+			missing = missing || !contains(b.addrs, a)
+		}
+		if !missing {
+			continue
+		}
+		n := b.note
+		n.Why = fmt.Sprintf("listens on %s only; gale routes by host, not by port, so its routes answer on every listener (%s)",
+			strings.Join(b.addrs, ", "), strings.Join(all, ", "))
+		out = append(out, n)
+	}
+	return out
+}

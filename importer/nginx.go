@@ -35,6 +35,7 @@ func FromNginx(path string) (*Result, error) {
 		listen = append(listen, newObj().set("address", ":80"))
 	}
 	out.set("listen", simpleListen(listen))
+	c.notes = append(c.notes, portNotes(c.served, c.listenOrder, c.listeners)...)
 	if len(c.routes) == 0 {
 		c.routes = append(c.routes, newObj().set("path", "/").set("respond", newObj().set("status", 404)))
 		c.note(ds, "server", "no server block; the config answers 404")
@@ -71,6 +72,7 @@ type ngxConv struct {
 	gzip        bool // gzip on somewhere in http
 	defaultType string
 	fcgiPass    string // the current server's .php FastCGI address
+	served      []served
 }
 
 func (c *ngxConv) note(at any, directive, why string, args ...any) {
@@ -375,9 +377,12 @@ func (c *ngxConv) server(sv *nginx.Directive, isDefault bool) {
 	locs := c.apply(s, sv.Block, true)
 	c.serverRewrites(s)
 	hosts := c.hosts(sv, isDefault)
-	redirectOnly := c.listen(sv, s)
+	redirectOnly, addrs := c.listen(sv, s)
 	if redirectOnly {
 		return
+	}
+	if isDefault {
+		c.served = append(c.served, served{Note{File: sv.File, Line: sv.Line, Directive: "server"}, addrs})
 	}
 	for _, host := range hosts {
 		c.serverRoutes(sv, s, locs, host)
@@ -417,7 +422,7 @@ func (c *ngxConv) hosts(sv *nginx.Directive, isDefault bool) []string {
 
 // listen records a server's listeners; it reports whether the server
 // only redirects to https (carried as redirect_to_https listeners).
-func (c *ngxConv) listen(sv *nginx.Directive, s *scope) bool {
+func (c *ngxConv) listen(sv *nginx.Directive, s *scope) (bool, []string) {
 	var addrs []string
 	tlsAddrs := map[string]bool{}
 	h3 := map[string]bool{}
@@ -457,7 +462,7 @@ func (c *ngxConv) listen(sv *nginx.Directive, s *scope) bool {
 		for _, a := range addrs {
 			c.listener(a).set("redirect_to_https", true)
 		}
-		return true
+		return true, addrs
 	}
 	for _, a := range addrs {
 		l := c.listener(a)
@@ -468,7 +473,7 @@ func (c *ngxConv) listen(sv *nginx.Directive, s *scope) bool {
 			l.set("http3", true)
 		}
 	}
-	return false
+	return false, addrs
 }
 
 func contains(list []string, s string) bool {
