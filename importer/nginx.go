@@ -550,7 +550,9 @@ func (c *ngxConv) tls(sv *nginx.Directive, l *obj) {
 			c.note(sv, "ssl_certificate", "%s has no ssl_certificate_key", certs[i])
 			continue
 		}
-		list = append(list, newObj().set("cert", certs[i]).set("key", keys[i]))
+		if o := newObj().set("cert", certs[i]).set("key", keys[i]); !containsObj(list, o) {
+			list = append(list, o)
+		}
 	}
 	if len(list) == 0 {
 		c.note(sv, "listen", "ssl without ssl_certificate: gale needs a certificate; the listener is plain")

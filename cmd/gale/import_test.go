@@ -45,6 +45,14 @@ func TestImportCommand(t *testing.T) {
 	if code := run([]string{"import", caddy}, &out, &errb); code != 0 || !strings.Contains(out.String(), "body: hello") {
 		t.Errorf("Caddyfile: exit %d, stdout:\n%s", code, out.String())
 	}
+	bad := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(bad, []byte("server {\n  listen 80;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"import", bad}, &out, &errb); code != 1 || !strings.Contains(errb.String(), bad+":2: ") {
+		t.Errorf("unclosed block: exit %d, stderr %q", code, errb.String())
+	}
 	if code := run([]string{"import", "--from", "apache", conf}, &out, &errb); code != 2 {
 		t.Errorf("--from apache: exit %d, want 2", code)
 	}

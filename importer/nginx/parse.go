@@ -55,7 +55,7 @@ func Parse(data []byte, file string) ([]*Directive, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds, rest, err := block(toks, file, false)
+	ds, rest, err := block(toks, file, false, lastLine(toks))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func Parse(data []byte, file string) ([]*Directive, error) {
 
 // block reads directives until a "}" (when inner) or the end; it returns
 // them and the tokens after the closing "}".
-func block(toks []token, file string, inner bool) ([]*Directive, []token, error) {
+func block(toks []token, file string, inner bool, eof int) ([]*Directive, []token, error) {
 	ds := []*Directive{}
 	for len(toks) > 0 {
 		t := toks[0]
@@ -93,7 +93,7 @@ func block(toks []token, file string, inner bool) ([]*Directive, []token, error)
 		case tokSemi:
 			toks = toks[1:]
 		case tokOpen:
-			inner, rest, err := block(toks[1:], file, true)
+			inner, rest, err := block(toks[1:], file, true, eof)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -104,7 +104,7 @@ func block(toks []token, file string, inner bool) ([]*Directive, []token, error)
 		ds = append(ds, d)
 	}
 	if inner {
-		return nil, nil, &SyntaxError{file, lastLine(toks), `unexpected end of file, expecting "}"`}
+		return nil, nil, &SyntaxError{file, eof, `unexpected end of file, expecting "}"`}
 	}
 	return ds, nil, nil
 }
