@@ -421,6 +421,7 @@ func (c *cadConv) php(r *obj, s *spec, args []string) {
 		}
 	}
 	p := newObj().set("to", to).set("root", s.root)
+	c.note(s.d, "carried as a php route; unlike php_fastcgi it serves a directory's index.html (Caddy sends a directory without index.php to /index.php)")
 	for _, b := range s.d.Block {
 		switch b.Name {
 		case "env":
