@@ -521,5 +521,10 @@ func (c *cadConv) caddyTry(d *caddyfile.Directive) []string {
 		}
 		out = append(out, t)
 	}
+	if len(out) > 0 && !strings.HasPrefix(out[len(out)-1], "=") {
+		// Caddy keeps the request's own path when no candidate exists,
+		// and the file server answers 404 for it.
+		out = append(out, "=404")
+	}
 	return out
 }
