@@ -75,6 +75,7 @@ func TestDifferentialCaddy(t *testing.T) {
 	cases := []diffCase{
 		{path: "/", body: true, fields: ct},
 		{path: "/about.html", body: true, fields: ct},
+		{path: "/about", body: true, fields: ct},
 		{path: "/nothing-here", fields: []string{"X-Frame-Options"}},
 		{path: "/docs/guide.txt", body: true, fields: []string{"Content-Type", "Cache-Control"}},
 		{path: "/static/app.css", body: true, fields: ct},
