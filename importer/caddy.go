@@ -34,6 +34,9 @@ func FromCaddyfile(path string) (*Result, error) {
 	}
 	out.set("listen", simpleListen(ls))
 	c.notes = append(c.notes, portNotes(c.served, c.listenOrder, c.listeners)...)
+	var dropped []Note
+	c.routes, dropped = dropConflicts(c.routes)
+	c.notes = append(c.notes, dropped...)
 	if len(c.routes) == 0 {
 		c.routes = append(c.routes, newObj().set("path", "/").set("respond", newObj().set("status", 404)))
 	}

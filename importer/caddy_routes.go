@@ -279,26 +279,25 @@ func (c *cadConv) emit(specs []*spec, host string) {
 	php := map[string]bool{}
 	for _, s := range specs {
 		k := s.m.key()
-		if prev, ok := taken[k]; ok {
+		if prev, ok := taken[k]; ok && (prev.m.plain() || s.d.Name == "file_server" && prev.d.Name == "php_fastcgi") {
 			if s.d.Name == "file_server" && prev.d.Name == "php_fastcgi" {
 				continue // the php route serves the files
 			}
-			if prev.m.plain() {
-				c.note(s.d, "never used: %s at line %d takes these requests first", prev.d.Name, prev.d.Line)
-			} else {
-				c.note(s.d, "left out: gale cannot order it against %s at line %d (same path, as many matchers)", prev.d.Name, prev.d.Line)
-			}
+			c.note(s.d, "never used: %s at line %d takes these requests first", prev.d.Name, prev.d.Line)
 			continue
 		}
 		if covered := c.shadowed(s, taken); covered != nil {
 			c.note(s.d, "never used: %s at line %d takes these requests first in Caddy's order", covered.d.Name, covered.d.Line)
 			continue
 		}
-		taken[k] = s
+		if _, ok := taken[k]; !ok {
+			taken[k] = s
+		}
 		if s.d.Name == "php_fastcgi" {
 			php[s.m.prefix] = true
 		}
 		r := newObj()
+		r.origin = Note{File: s.d.File, Line: s.d.Line, Directive: s.d.Name}
 		r.comment = fmt.Sprintf("%s %s %s", s.d.Pos(), s.d.Name, strings.Join(s.d.Args, " "))
 		r.comment = strings.TrimSpace(r.comment)
 		if host != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -128,4 +129,74 @@ func portNotes(blocks []served, order []string, listeners map[string]*obj) []Not
 		out = append(out, n)
 	}
 	return out
+}
+
+// dropConflicts keeps the first of two routes that gale could not order
+// (the same host, path and exact path, both or neither with a regex, as
+// many kinds of matchers, and nothing telling them apart), as config
+// would refuse them: blocks that nginx or Caddy tell apart by port are
+// the usual cause.
+func dropConflicts(routes []*obj) ([]*obj, []Note) {
+	var out []*obj
+	var notes []Note
+	for _, r := range routes {
+		var clash *obj
+		for _, k := range out {
+			if routeConflict(k, r) {
+				clash = k
+				break
+			}
+		}
+		if clash == nil {
+			out = append(out, r)
+			continue
+		}
+		n := r.origin
+		n.Why = fmt.Sprintf("left out: gale cannot tell its route from the one of %s:%d (same host and path; gale routes by host and path, not by port)", clash.origin.File, clash.origin.Line)
+		notes = append(notes, n)
+	}
+	return out, notes
+}
+
+// routeConflict is config.RoutesConflict on the routes as written.
+func routeConflict(a, b *obj) bool {
+	if a.get("host") != b.get("host") || a.get("path") != b.get("path") {
+		return false
+	}
+	ma, _ := a.get("match").(*obj)
+	mb, _ := b.get("match").(*obj)
+	if ma == nil {
+		ma = newObj()
+	}
+	if mb == nil {
+		mb = newObj()
+	}
+	if ma.get("path") != mb.get("path") {
+		return false
+	}
+	ra, _ := ma.get("path_regex").(string)
+	rb, _ := mb.get("path_regex").(string)
+	if (ra == "") != (rb == "") || kinds(ma) != kinds(mb) {
+		return false
+	}
+	if ra != "" && !literalsOverlap(ra, rb) {
+		return false
+	}
+	if xa, ok := ma.get("methods").([]string); ok {
+		if xb, ok := mb.get("methods").([]string); ok && !slices.ContainsFunc(xa, func(m string) bool { return slices.Contains(xb, m) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// kinds counts the matcher kinds gale orders routes by.
+func kinds(m *obj) int {
+	n := 0
+	for _, k := range []string{"methods", "headers", "query", "remote"} {
+		if m.get(k) != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -78,3 +78,32 @@ func TestConvertedConfigsLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestPortOnlyBlocksKeepTheFirst converts blocks told apart only by their
+// port: gale routes by host and path, so the first block's routes stay,
+// the later ones are left out with a note, and the YAML loads.
+func TestPortOnlyBlocksKeepTheFirst(t *testing.T) {
+	for name, text := range map[string]string{
+		"nginx.conf": "server { listen 8080 default_server; return 200 a; }\nserver { listen 8081 default_server; return 200 b; }\n",
+		"Caddyfile":  ":8080 {\n\trespond a\n}\n:8081 {\n\trespond b\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), name)
+			must(t, os.WriteFile(file, []byte(text), 0o644))
+			res, err := File(file, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.Parse(res.YAML, file+".yaml"); err != nil {
+				t.Fatalf("%v\n%s", err, res.YAML)
+			}
+			var left bool
+			for _, n := range res.Notes {
+				left = left || (n.Line >= 2 && strings.Contains(n.Why, "left out"))
+			}
+			if !left || !strings.Contains(string(res.YAML), "body: a") || strings.Contains(string(res.YAML), "body: b") {
+				t.Errorf("notes %v\n%s", res.Notes, res.YAML)
+			}
+		})
+	}
+}

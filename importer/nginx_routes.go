@@ -254,6 +254,7 @@ func literal(re string) string {
 func (c *ngxConv) route(at *nginx.Directive, host, path, comment string) *obj {
 	r := newObj()
 	r.comment = comment
+	r.origin = Note{File: at.File, Line: at.Line, Directive: at.Name}
 	if host != "" {
 		r.set("host", host)
 	}

@@ -14,6 +14,7 @@ type obj struct {
 	keys    []string
 	vals    []any // string, int, bool, []string, *obj, []*obj, []any
 	comment string
+	origin  Note // where a route came from, for notes about it (not rendered)
 }
 
 func newObj() *obj { return &obj{} }
