@@ -168,7 +168,7 @@ func arg(d *nginx.Directive, i int) string {
 func (c *ngxConv) isDefault(s *nginx.Directive, all []*nginx.Directive) bool {
 	has := func(x *nginx.Directive) bool {
 		for _, d := range x.Block {
-			if d.Name == "listen" {
+			if d.Name == "listen" && len(d.Args) > 0 {
 				for _, a := range d.Args[1:] {
 					if a == "default_server" || a == "default" {
 						return true

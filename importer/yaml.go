@@ -80,7 +80,7 @@ func (o *obj) clone() *obj {
 func node(v any) *yaml.Node {
 	switch x := v.(type) {
 	case *obj:
-		n := &yaml.Node{Kind: yaml.MappingNode, HeadComment: x.comment}
+		n := &yaml.Node{Kind: yaml.MappingNode, HeadComment: clean(x.comment)}
 		for i, k := range x.keys {
 			key := str(k)
 			if len(k) == 3 && k[0] >= '1' && k[0] <= '5' && strings.Trim(k, "0123456789") == "" {
@@ -121,7 +121,19 @@ func node(v any) *yaml.Node {
 }
 
 func str(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.ToValidUTF8(s, "\uFFFD")}
+}
+
+// clean makes text from the source safe in a YAML comment: valid UTF-8,
+// one line, no control characters.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // flowable reports whether a mapping is small and flat enough to be
@@ -147,7 +159,7 @@ func flowable(o *obj) bool {
 func render(o *obj, head string) ([]byte, error) {
 	n := node(o)
 	n.Style = 0
-	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}, HeadComment: head}
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}, HeadComment: strings.ToValidUTF8(head, "\uFFFD")}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
