@@ -104,7 +104,7 @@ func (c *ngxConv) phpFront(r *obj, s *scope, tf *nginx.Directive) bool {
 	if !strings.HasPrefix(last, "/index.php") {
 		return false
 	}
-	to := c.phpUpstream(s)
+	to := c.fcgiPass
 	if to == "" {
 		return false
 	}
@@ -112,9 +112,6 @@ func (c *ngxConv) phpFront(r *obj, s *scope, tf *nginx.Directive) bool {
 	r.set("php", newObj().set("to", to).set("root", s.root))
 	return true
 }
-
-// phpUpstream is the fastcgi_pass of the server's .php location.
-func (c *ngxConv) phpUpstream(s *scope) string { return c.fcgiPass }
 
 // errorPages carries "error_page CODE... /file" for static routes.
 func (c *ngxConv) errorPages(st *obj, s *scope) {

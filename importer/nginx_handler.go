@@ -58,8 +58,11 @@ func (c *ngxConv) ret(r *obj, d *nginx.Directive, prefix string) {
 		}
 		r.set("redirect", red)
 	default:
+		if code == 444 {
+			c.note(d, "return", "nginx closes the connection without a response; gale answers with status 444")
+		}
 		if code < 200 || code > 599 {
-			c.note(d, "return", "status %d: gale responds with 200..599; the route answers 444's nearest, 400", code)
+			c.note(d, "return", "status %d: gale answers with 200..599; the route answers 400", code)
 			code = 400
 		}
 		resp := newObj().set("status", code)

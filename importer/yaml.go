@@ -63,19 +63,6 @@ func (o *obj) del(key string) {
 	}
 }
 
-// clone copies o deeply enough that setting keys of the copy, or of its
-// mappings, leaves o alone.
-func (o *obj) clone() *obj {
-	c := &obj{keys: append([]string(nil), o.keys...), comment: o.comment}
-	for _, v := range o.vals {
-		if s, ok := v.(*obj); ok {
-			v = s.clone()
-		}
-		c.vals = append(c.vals, v)
-	}
-	return c
-}
-
 // node renders v as a YAML node.
 func node(v any) *yaml.Node {
 	switch x := v.(type) {
