@@ -10,6 +10,8 @@
 //	gale status [-c FILE]       the running server's version, uptime, connections (admin API)
 //	gale version                print the version and VCS revision (also --version)
 //	gale schema                 print the config file's JSON Schema
+//	gale import [--from nginx|caddy] [-o FILE] FILE
+//	                            convert an nginx config or a Caddyfile to gale YAML
 //	gale file-server --root DIR --listen ADDR [--browse] [--domain NAME[,NAME...]]
 //	gale reverse-proxy --from ADDR|NAME[:PORT] --to UPSTREAM[,UPSTREAM...]
 package main
@@ -59,6 +61,9 @@ const usage = `usage:
     --http ADDR (default ":80"), --email ADDR, --ca URL|letsencrypt|letsencrypt-staging,
     --ca-root FILE, --storage DIR
   gale hash-password [--cost N] < password   print a bcrypt hash for basic_auth
+  gale import [--from nginx|caddy] [-o FILE] FILE
+                                             convert an nginx config or a Caddyfile to gale
+                                             YAML; what is not carried over goes to stderr
   gale COMMAND -h                            a command's usage and flags
 `
 
@@ -104,6 +109,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReverseProxy(args, stdout, stderr)
 	case "hash-password":
 		return cmdHashPassword(args, stdout, stderr)
+	case "import":
+		return cmdImport(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
