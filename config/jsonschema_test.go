@@ -272,6 +272,10 @@ var keySamples = map[string]any{
 	"routes[].fastcgi.split_path":         []any{".php"},
 	"routes[].fastcgi.index":              "index.php",
 	"routes[].proxy.to":                   "127.0.0.1:9",
+	"routes[].proxy.tls.server_name":      "localhost",
+	"routes[].proxy.tls.ca":               "cert.pem",
+	"routes[].proxy.tls.certificate":      "cert.pem",
+	"routes[].proxy.tls.key":              "key.pem",
 	"routes[].proxy.rewrite":              "/v2/",
 	"routes[].proxy.health_check.path":    "/healthz",
 	"routes[].proxy.trusted_proxies":      []any{"10.0.0.0/8"},
@@ -392,6 +396,13 @@ func fill(t *testing.T, sec *keySpec, path, except string) map[string]any {
 	for _, k := range sec.keys {
 		if k.required && k.name != except {
 			m[k.name] = sampleOf(t, k, join(path, k.name))
+		}
+	}
+	if slices.Contains(sec.together, except) {
+		for _, name := range sec.together {
+			if name != except {
+				m[name] = sampleOf(t, sec.key(name), join(path, name))
+			}
 		}
 	}
 	for _, name := range sec.anyOf {
@@ -555,6 +566,15 @@ func sectionOK(k *keySpec, m map[string]any) bool {
 		}
 	}
 	if len(k.anyOf) > 0 && !slices.ContainsFunc(k.anyOf, func(name string) bool { _, ok := m[name]; return ok }) {
+		return false
+	}
+	present := 0
+	for _, name := range k.together {
+		if _, ok := m[name]; ok {
+			present++
+		}
+	}
+	if present > 0 && present < len(k.together) {
 		return false
 	}
 	if len(k.oneOf) == 0 {

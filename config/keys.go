@@ -41,6 +41,7 @@ type keySpec struct {
 	required bool       // the enclosing mapping must hold this key
 	oneOf    []string   // typeSection: exactly one of these keys must be present
 	anyOf    []string   // typeSection: at least one of these keys must be present
+	together []string   // typeSection: these keys are present all or none
 	minItems int        // typeList: at least this many items
 	unique   bool       // typeList: no item twice
 }
@@ -115,6 +116,9 @@ func (k *keySpec) must() *keySpec { k.required = true; return k }
 
 // needsAny makes a section require at least one of names.
 func (k *keySpec) needsAny(names ...string) *keySpec { k.anyOf = names; return k }
+
+// allOrNone says that the section's keys names come together.
+func (k *keySpec) allOrNone(names ...string) *keySpec { k.together = names; return k }
 
 // atLeast sets a list's minimum length.
 func (k *keySpec) atLeast(n int) *keySpec { k.minItems = n; return k }
@@ -319,7 +323,7 @@ var healthCheckKeys = sectionKey("health_check", "Active checks (when path is se
 )
 
 var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port"`}, "Upstreams, no two alike.").must(),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host:port" or "https://host:port"`}, "Upstreams, no two alike; https:// ones are reached over TLS (see tls).").must(),
 	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
 	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
 	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
@@ -332,7 +336,19 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose X-Forwarded-* and Forwarded fields are kept.").distinct(),
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's."),
 	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name, "websocket" or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
+	upstreamTLSKeys,
 )
+
+// upstreamTLSKeys are proxy.tls: how gale speaks TLS to the route's
+// https:// upstreams.
+var upstreamTLSKeys = sectionKey("tls", "TLS to the route's upstreams: with this section every upstream is reached over TLS (none may be http://); without it only the https:// ones, with the defaults.",
+	strKey("server_name", "The name sent by SNI and verified in the upstream's certificate; default each upstream's host."),
+	strKey("ca", "PEM file of the CA certificates the upstream's chain must lead to; default the system's roots."),
+	strKey("certificate", "PEM file: a client certificate chain presented to upstreams that ask for one (mutual TLS); needs key."),
+	strKey("key", "PEM file: the private key of certificate."),
+	&keySpec{name: "min_version", typ: typeEnum, enum: TLSVersions, numbers: true, def: `"1.2"`, doc: "Lowest TLS version offered to the upstreams."},
+	boolKey("insecure_skip_verify", "false", "Accept any certificate the upstream presents, unverified (logged at start); for tests only."),
+).allOrNone("certificate", "key")
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI
 // routes.

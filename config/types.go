@@ -296,6 +296,7 @@ type Proxy struct {
 	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-* and Forwarded fields are kept; nil = none
 	PreserveHost       bool           // default false: send the upstream's host; true: send the client's Host
 	Upgrade            []string       // default [websocket]: protocols (lower case, as tokens of an Upgrade field) a client may switch to through the route; empty = none; never h2c
+	TLS                *UpstreamTLS   // how the https:// upstreams are spoken to; set (with defaults) whenever one of To is https://, else nil
 }
 
 // Upstream is one entry of proxy.to.
@@ -304,6 +305,7 @@ type Upstream struct {
 	Address string // "host:port" for tcp (IPv6 in brackets, port always present); an absolute socket path for unix
 	Host    string // the Host field sent when preserve_host is false: host[:port] as written; "localhost" for unix sockets
 	Raw     string // as written in the file, for messages and logs
+	TLS     bool   // https://: spoken to over TLS (Proxy.TLS)
 }
 
 // ProxyTimeouts bound the exchanges with upstreams. All are positive.
