@@ -115,6 +115,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		if h.h2c {
 			h.ups[i].h2t = h2cTransport(u.Network, u.Address, pc.Timeouts.Connect)
 		}
+		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
 	}
 	return h, nil
 }
@@ -127,6 +128,9 @@ const maxUpstreams = 64
 // and sets the logger for upstream state changes. Call it once.
 func (h *Handler) Start(log *slog.Logger) {
 	h.log.Store(log)
+	if t := h.conf.TLS; t != nil && t.InsecureSkipVerify {
+		log.Warn("proxy: the upstreams' TLS certificates are not verified (insecure_skip_verify)", "route", h.route.Conf.Path)
+	}
 	if h.conf.HealthCheck.Path == "" {
 		return
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,6 +44,8 @@ type Upstream struct {
 	pools []atomic.Pointer[upstream.Pool] // the pool of the address on each loop (Loop.idx); slot i written only by loop i
 	stats []UpstreamStats                 // per loop, then one overflow slot (upstream_stats.go)
 	h2t   *http2.Transport                // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
+	tls   *tls.Config                     // how its connections speak TLS (tls.go); nil: plain
+	tlsID string                          // the identity of tls, in the pool's key; "" for plain
 
 	// Passive health: failures of real requests within a window take the
 	// upstream out for a cooldown.
@@ -170,6 +173,13 @@ func (hc *healthChecker) probe() (int, error) {
 	defer nc.Close()
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
+	if u.tls != nil {
+		tc := tls.Client(nc, u.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return 0, err
+		}
+		nc = tc
+	}
 	req := "GET " + hc.conf.Path + " HTTP/1.1\r\nHost: " + string(u.host) +
 		"\r\nUser-Agent: gale-health-check\r\nConnection: close\r\n\r\n"
 	if _, err := nc.Write([]byte(req)); err != nil {

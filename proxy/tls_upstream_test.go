@@ -1,0 +1,209 @@
+package proxy_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// tlsUpstream is a net/http server over TLS that requires a client
+// certificate of the pki's client CA, echoes request bodies, and says
+// whether its TLS session was resumed.
+type tlsUpstream struct {
+	*httptest.Server
+	conns   atomic.Int64
+	resumed atomic.Int64 // requests on a resumed session
+}
+
+func newTLSUpstream(t *testing.T, p *pki, cert *leaf) *tlsUpstream {
+	t.Helper()
+	u := &tlsUpstream{}
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS.DidResume {
+			u.resumed.Add(1)
+		}
+		w.Header().Set("X-Resumed", fmt.Sprint(r.TLS.DidResume))
+		w.Header().Set("X-Client", r.TLS.PeerCertificates[0].Subject.CommonName)
+		w.Header().Set("X-SNI", r.TLS.ServerName)
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Query().Get("chunked") != "" {
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+		}
+		_, _ = w.Write(body)
+	}))
+	u.TLS = &tls.Config{
+		Certificates: []tls.Certificate{cert.pair},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    p.clientCA.pool,
+	}
+	u.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			u.conns.Add(1)
+		}
+	}
+	u.Config.ErrorLog = nil
+	u.StartTLS()
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *tlsUpstream) hostport() string { return strings.TrimPrefix(u.URL, "https://") }
+
+// tlsRoute is a proxy route to u with the pki's files, with extra keys
+// in its tls section.
+func tlsRoute(p *pki, u *tlsUpstream, extra string, maxIdle int) string {
+	return fmt.Sprintf(`routes:
+  - path: /
+    proxy:
+      to: https://%s
+      max_idle_per_upstream: %d
+      retries: 0
+      tls: {server_name: app.test, ca: %s, certificate: %s, key: %s%s}
+`, u.hostport(), maxIdle, p.serverCA.file, p.client.certFile, p.client.keyFile, extra)
+}
+
+// TestTLSUpstreamBodies sends bodies of many sizes both ways, with a
+// Content-Length and chunked, through one kept-alive TLS connection to
+// the upstream, and compares the bytes.
+func TestTLSUpstreamBodies(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	g := startGale(t, tlsRoute(p, u, "", 8))
+	c := newClient()
+	for _, size := range []int{1, 100, 16<<10 - 1, 16 << 10, 16<<10 + 1, 100 << 10, 1 << 20} {
+		for _, chunked := range []bool{false, true} {
+			body := make([]byte, size)
+			_, _ = rand.Read(body)
+			var rd io.Reader = bytes.NewReader(body)
+			path := "/echo"
+			if chunked {
+				rd = io.MultiReader(rd) // no length: the client sends it chunked
+				path += "?chunked=1"
+			}
+			req, _ := http.NewRequest("POST", g.url(path), rd)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("size %d chunked %v: %v", size, chunked, err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, body) {
+				t.Fatalf("size %d chunked %v: status %d, %d bytes back (err %v), equal %v\n%s", size, chunked, resp.StatusCode, len(got), err, bytes.Equal(got, body), g.logs.String())
+			}
+			if resp.Header.Get("X-Client") != "gale.client" || resp.Header.Get("X-SNI") != "app.test" {
+				t.Fatalf("client %q SNI %q", resp.Header.Get("X-Client"), resp.Header.Get("X-SNI"))
+			}
+		}
+	}
+	if n := u.conns.Load(); n != 1 {
+		t.Errorf("%d connections to the upstream, want 1 reused", n)
+	}
+}
+
+// TestTLSUpstreamResumption: a new connection to the upstream resumes
+// the session of the one before (no idle connection is kept, so each
+// request dials).
+func TestTLSUpstreamResumption(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	g := startGale(t, tlsRoute(p, u, "", 0))
+	c := newClient()
+	for i := 0; i < 4; i++ {
+		if code, _ := g.get(c, "/"); code != 200 {
+			t.Fatalf("request %d: %d\n%s", i, code, g.logs.String())
+		}
+	}
+	if n := u.conns.Load(); n != 4 {
+		t.Errorf("%d connections, want one per request", n)
+	}
+	if n := u.resumed.Load(); n < 2 {
+		t.Errorf("%d of 4 connections resumed a session, want at least 2", n)
+	}
+}
+
+// TestTLSUpstreamVerifyFails: an upstream whose certificate does not
+// verify gets no request; the client gets 502 and the log one line naming
+// the upstream and why.
+func TestTLSUpstreamVerifyFails(t *testing.T) {
+	p := newPKI(t)
+	good := newTLSUpstream(t, p, p.server)
+	expired := newTLSUpstream(t, p, p.expired)
+	cases := []struct {
+		name string
+		u    *tlsUpstream
+		tls  string // replaces the route's tls section
+		why  string
+	}{
+		{"wrong CA", good, fmt.Sprintf("{server_name: app.test, ca: %s, certificate: %s, key: %s}", p.otherCA.file, p.client.certFile, p.client.keyFile), "certificate signed by unknown authority"},
+		{"expired", expired, fmt.Sprintf("{server_name: app.test, ca: %s, certificate: %s, key: %s}", p.serverCA.file, p.client.certFile, p.client.keyFile), "expired"},
+		{"name mismatch", good, fmt.Sprintf("{server_name: other.test, ca: %s, certificate: %s, key: %s}", p.serverCA.file, p.client.certFile, p.client.keyFile), "not other.test"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", retries: 0, tls: %s}\n", tc.u.hostport(), tc.tls))
+			if code, _ := g.get(newClient(), "/"); code != 502 {
+				t.Fatalf("status %d, want 502", code)
+			}
+			eventually(t, 3*time.Second, "the failure logged", func() bool {
+				return strings.Contains(g.logs.String(), "upstream failed")
+			})
+			var line string
+			for _, l := range strings.Split(g.logs.String(), "\n") {
+				if strings.Contains(l, "upstream failed") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, "https://"+tc.u.hostport()) || !strings.Contains(line, tc.why) || !strings.Contains(line, "tls handshake") {
+				t.Errorf("log line %q does not name the upstream and %q", line, tc.why)
+			}
+		})
+	}
+}
+
+// TestTLSUpstreamNeedsClientCert: without the client certificate, the
+// upstream refuses the handshake; the client gets 502.
+func TestTLSUpstreamNeedsClientCert(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	for _, tlsSec := range []string{
+		fmt.Sprintf("{server_name: app.test, ca: %s}", p.serverCA.file),
+		fmt.Sprintf("{server_name: app.test, ca: %s, certificate: %s, key: %s}", p.serverCA.file, p.strangeClient.certFile, p.strangeClient.keyFile),
+	} {
+		g := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", retries: 0, max_idle_per_upstream: 0, tls: %s}\n", u.hostport(), tlsSec))
+		if code, _ := g.get(newClient(), "/"); code != 502 {
+			t.Fatalf("%s: status %d, want 502", tlsSec, code)
+		}
+	}
+}
+
+// TestTLSUpstreamPlainPoolApart: a plain and a TLS route to one address
+// keep their connections apart (the plain one fails against a TLS
+// server, the TLS one is unaffected).
+func TestTLSUpstreamPlainPoolApart(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	g := startGale(t, fmt.Sprintf(`routes:
+  - path: /plain/
+    proxy: {to: "%s", retries: 0}
+  - path: /tls/
+    proxy: {to: "https://%s", tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}
+`, u.hostport(), u.hostport(), p.serverCA.file, p.client.certFile, p.client.keyFile))
+	c := newClient()
+	for i := 0; i < 3; i++ {
+		if code, _ := g.get(c, "/tls/x"); code != 200 {
+			t.Fatalf("tls: %d\n%s", code, g.logs.String())
+		}
+		if code, _ := g.get(c, "/plain/x"); code == 200 {
+			t.Fatal("a plain request went through a TLS connection")
+		}
+	}
+}
