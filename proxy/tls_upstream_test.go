@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"crypto/rand"
 	"crypto/tls"
 	"fmt"
@@ -205,5 +206,59 @@ func TestTLSUpstreamPlainPoolApart(t *testing.T) {
 		if code, _ := g.get(c, "/plain/x"); code == 200 {
 			t.Fatal("a plain request went through a TLS connection")
 		}
+	}
+}
+
+// TestTLSUpstreamWebSocket: a WebSocket through a TLS upstream (wss
+// towards it): the tunnel carries the TLS session off the loop, with the
+// bytes that came with the 101.
+func TestTLSUpstreamWebSocket(t *testing.T) {
+	p := newPKI(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{p.server.pair}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); wsEcho(c) }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	g := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", tls: {server_name: app.test, ca: %s}}\n", ln.Addr(), p.serverCA.file))
+	rc := g.dial()
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	rc.send("GET /chat HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != wsAccept(key) {
+		t.Fatalf("handshake: %d %v\n%s", resp.StatusCode, resp.Header, g.logs.String())
+	}
+	if op, msg, err := readFrame(rc.br); err != nil || op != 1 || string(msg) != "welcome" {
+		t.Fatalf("greeting: %d %q %v", op, msg, err)
+	}
+	big := bytes.Repeat([]byte("0123456789"), 100_000)
+	for _, msg := range [][]byte{[]byte("hello"), big, []byte("bye")} {
+		if err := writeFrame(rc.c, 2, msg, true); err != nil {
+			t.Fatal(err)
+		}
+		op, got, err := readFrame(rc.br)
+		if err != nil || op != 2 || !bytes.Equal(got, msg) {
+			t.Fatalf("echo of %d bytes: op %d, %d bytes, %v", len(msg), op, len(got), err)
+		}
+	}
+	if err := writeFrame(rc.c, 8, []byte{3, 232}, true); err != nil {
+		t.Fatal(err)
+	}
+	if op, _, err := readFrame(rc.br); err != nil || op != 8 {
+		t.Fatalf("close: op %d %v", op, err)
 	}
 }
