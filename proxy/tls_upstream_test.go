@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"crypto/rand"
@@ -260,5 +261,69 @@ func TestTLSUpstreamWebSocket(t *testing.T) {
 	}
 	if op, _, err := readFrame(rc.br); err != nil || op != 8 {
 		t.Fatalf("close: op %d %v", op, err)
+	}
+}
+
+// TestTLSUpstreamHandoff: a large response from a TLS upstream to a
+// client that falls behind leaves the loop (the session goes on over a
+// duplicate of the socket), and arrives whole, with each framing.
+func TestTLSUpstreamHandoff(t *testing.T) {
+	const size = 8 << 20
+	p := newPKI(t)
+	cfg := &tls.Config{Certificates: []tls.Certificate{p.server.pair}}
+	for _, framing := range []string{"length", "chunked"} {
+		t.Run(framing, func(t *testing.T) {
+			up := newRawUpstream(t, func(c net.Conn) {
+				tc := tls.Server(c, cfg)
+				defer tc.Close()
+				br := bufio.NewReader(tc)
+				for readHead(br) != "" {
+					if framing == "length" {
+						fmt.Fprintf(tc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+					} else {
+						io.WriteString(tc, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+					}
+					buf := make([]byte, 64<<10)
+					for off := int64(0); off < size; off += int64(len(buf)) {
+						pattern(buf, off)
+						var err error
+						if framing == "chunked" {
+							_, err = fmt.Fprintf(tc, "%x\r\n%s\r\n", len(buf), buf)
+						} else {
+							_, err = tc.Write(buf)
+						}
+						if err != nil {
+							return
+						}
+					}
+					if framing == "chunked" {
+						io.WriteString(tc, "0\r\n\r\n")
+					}
+				}
+			})
+			g := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", tls: {server_name: app.test, ca: %s}}\n", up.addr(), p.serverCA.file))
+			conn, err := net.Dial("tcp", g.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+			br := bufio.NewReaderSize(conn, 64<<10)
+			for round := 0; round < 2; round++ {
+				fmt.Fprintf(conn, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", round)
+				eventually(t, 10*time.Second, "the handoff", func() bool { return g.srv.ProxyStats().Handoffs > uint64(round) })
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				if err != nil || len(body) != size {
+					t.Fatalf("round %d: %d bytes, %v\n%s", round, len(body), err, g.logs.String())
+				}
+				if bad := checkPattern(body, 0); bad >= 0 {
+					t.Fatalf("round %d: wrong byte at %d", round, bad)
+				}
+			}
+		})
 	}
 }
