@@ -35,6 +35,27 @@ func (t *UpstreamTLS) MinTLSVersion() uint16 {
 	return tls.VersionTLS12
 }
 
+// Describe sums the settings up for the startup summary and gale route:
+// "(tls 1.2+ name app.internal ca /etc/ca.pem client-cert)".
+func (t *UpstreamTLS) Describe() string {
+	s := "(tls " + t.MinVersion + "+"
+	if t.ServerName != "" {
+		s += " name " + t.ServerName
+	}
+	switch {
+	case t.InsecureSkipVerify:
+		s += " UNVERIFIED"
+	case t.CA != "":
+		s += " ca " + t.CA
+	default:
+		s += " system roots"
+	}
+	if t.ClientCert != nil {
+		s += " client-cert " + t.Certificate
+	}
+	return s + ")"
+}
+
 // upstreamTLS decodes proxy.tls. It returns nil when the section is
 // wrong (the errors are recorded).
 func (d *decoder) upstreamTLS(n *yaml.Node, path string) *UpstreamTLS {

@@ -67,6 +67,9 @@ func TestUpstreamTLS(t *testing.T) {
 			if !px.To[0].TLS || px.TLS == nil || px.TLS.ID == "" {
 				t.Fatalf("to %+v tls %+v", px.To, px.TLS)
 			}
+			if sum := strings.Join(cfg.Summary(), "\n"); !strings.Contains(sum, "(tls 1.") {
+				t.Errorf("summary does not show the TLS settings:\n%s", sum)
+			}
 			if strings.Contains(tt.proxy, "ca.pem") {
 				if px.TLS.Roots == nil || px.TLS.ClientCert == nil || px.TLS.ServerName != "app.internal" || px.TLS.MinVersion != "1.3" {
 					t.Fatalf("tls %+v", px.TLS)
