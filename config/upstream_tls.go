@@ -218,7 +218,15 @@ func (d *decoder) proxyTLS(s *section, path string, p *Proxy) {
 		p.TLS = &UpstreamTLS{MinVersion: "1.2"}
 		p.TLS.ID = p.TLS.digest(nil)
 	}
-	if https && p.Protocol == "h2c" {
-		d.errorf(deref(s.get("protocol")), join(path, "protocol"), "h2c is HTTP/2 over cleartext; upstreams reached over TLS speak HTTP/1.1 (protocol: http1)")
+	switch {
+	case https && p.Protocol == "h2c":
+		d.errorf(deref(s.get("protocol")), join(path, "protocol"), "h2c is HTTP/2 over cleartext; upstreams reached over TLS speak HTTP/2 as h2 (protocol: h2)")
+	case p.Protocol == "h2" && len(p.To) > 0:
+		for _, u := range p.To {
+			if !u.TLS {
+				d.errorf(deref(s.get("protocol")), join(path, "protocol"), "h2 is HTTP/2 over TLS, but upstream %s is cleartext; write it https://, or use protocol: h2c", quote(u.Raw))
+				break
+			}
+		}
 	}
 }

@@ -46,6 +46,9 @@ func TestUpstreamTLS(t *testing.T) {
 			`routes[0].proxy.tls.insecure_skip_verify: the upstream's certificate is not verified`},
 		{"h2c over https", "      to: https://app.internal\n      protocol: h2c\n",
 			`routes[0].proxy.protocol: h2c is HTTP/2 over cleartext`},
+		{"h2 over https", "      to: https://app.internal\n      protocol: h2\n", ""},
+		{"h2 to a cleartext upstream", "      to: [https://app.internal, \"app.internal:80\"]\n      protocol: h2\n",
+			`routes[0].proxy.protocol: h2 is HTTP/2 over TLS, but upstream "app.internal:80" is cleartext`},
 		{"unknown key", "      to: https://app.internal\n      tls: {server_nam: x}\n",
 			`routes[0].proxy.tls.server_nam:`},
 	}

@@ -133,6 +133,9 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 		return nil, err
 	}
 	u.Scheme, u.Host = "http", ex.up.address
+	if ex.up.tls != nil {
+		u.Scheme = "https"
+	}
 	if ex.up.network == "unix" {
 		u.Host = "localhost"
 	}
@@ -333,8 +336,8 @@ func (ex *exchange) h2cHead(c *handlers.Ctx) {
 			return
 		}
 		ex.fail(FailConnect)
-		ex.up.failed(ex.now, "h2c: "+hx.err.Error())
-		ex.finishError(502, "h2c: "+hx.err.Error())
+		ex.up.failed(ex.now, ex.h.h2Name()+": "+hx.err.Error())
+		ex.finishError(502, ex.h.h2Name()+": "+hx.err.Error())
 		return
 	}
 	resp := hx.resp
@@ -373,7 +376,7 @@ func (ex *exchange) h2cCancelled(err error) bool {
 		return false
 	}
 	ex.cancelled = true
-	ex.finishTruncated("h2c: the upstream cancelled the stream")
+	ex.finishTruncated(ex.h.h2Name() + ": the upstream cancelled the stream")
 	return true
 }
 
@@ -386,7 +389,7 @@ func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
 		return false
 	}
 	ex.fail(FailConnect)
-	ex.up.failed(ex.now, "h2c: "+hx.err.Error())
+	ex.up.failed(ex.now, ex.h.h2Name()+": "+hx.err.Error())
 	ex.retrying()
 	if bits.OnesCount64(ex.tried) >= len(ex.h.ups) {
 		ex.tried = 0 // every upstream was tried: start over
@@ -437,7 +440,7 @@ func (ex *exchange) h2cBody() {
 			ex.finishTruncated("response body read timeout")
 			return
 		}
-		ex.up.failed(ex.now, "h2c: stream lost mid-body: "+hx.err.Error())
+		ex.up.failed(ex.now, ex.h.h2Name()+": stream lost mid-body: "+hx.err.Error())
 		ex.fail(FailReset)
 		ex.finishTruncated("h2c: stream lost mid-body: " + hx.err.Error())
 	default:
@@ -487,3 +490,7 @@ func httpFieldKept(k string, trailer bool) bool {
 	}
 	return !codec.ConnectionSpecific(name) && !framingField(name) && !codec.EqualFold(name, "trailer")
 }
+
+// h2Name names the route's HTTP/2 upstream protocol in messages: h2c, or
+// h2 over TLS.
+func (h *Handler) h2Name() string { return h.conf.Protocol }

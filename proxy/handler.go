@@ -37,7 +37,7 @@ type Handler struct {
 	trusted []netip.Prefix
 	retries int
 	limits  upstream.Limits // of the pools of its upstreams' addresses
-	h2c     bool            // the upstreams speak HTTP/2 over cleartext (h2c.go)
+	h2c     bool            // the upstreams speak HTTP/2, over cleartext or TLS (h2c.go)
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -93,7 +93,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		Budget:         opts.Budget,
 		Retired:        &h.closed,
 	}
-	h.h2c = pc.Protocol == "h2c"
+	h.h2c = pc.Protocol == "h2c" || pc.Protocol == "h2"
 	switch {
 	case pc.StripPrefix:
 		h.rewrite = []byte("/")
@@ -112,10 +112,13 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 			pools:   make([]atomic.Pointer[upstream.Pool], loops),
 			stats:   make([]UpstreamStats, loops+1),
 		})
-		if h.h2c {
+		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
+		switch {
+		case h.h2c && h.ups[i].tls != nil:
+			h.ups[i].h2t = h2Transport(u.Network, u.Address, pc.Timeouts.Connect, h.ups[i].tls)
+		case h.h2c:
 			h.ups[i].h2t = h2cTransport(u.Network, u.Address, pc.Timeouts.Connect)
 		}
-		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
 	}
 	return h, nil
 }

@@ -1,9 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
 
 	"gale/config"
 )
@@ -35,6 +40,9 @@ func upstreamTLS(pc *config.Proxy, u config.Upstream) (*tls.Config, string) {
 		ClientSessionCache: tls.NewLRUClientSessionCache(sessionCacheSize),
 		NextProtos:         []string{"http/1.1"},
 	}
+	if pc.Protocol == "h2" {
+		cfg.NextProtos = []string{"h2"}
+	}
 	if t.ClientCert != nil {
 		cfg.Certificates = []tls.Certificate{*t.ClientCert}
 	}
@@ -48,4 +56,33 @@ func hostName(hostport string) string {
 		return h
 	}
 	return strings.Trim(hostport, "[]")
+}
+
+// h2Transport returns the transport of an upstream that speaks HTTP/2
+// over TLS (protocol: h2): like h2cTransport, but each connection is a TLS
+// session with cfg (its goroutines are off the loops anyway), and one
+// whose upstream did not choose h2 by ALPN is refused.
+func h2Transport(network, address string, connect time.Duration, cfg *tls.Config) *http2.Transport {
+	tr := h2cTransport(network, address, connect)
+	tr.AllowHTTP = false
+	tr.DialTLSContext = func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, connect)
+		defer cancel()
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			_ = nc.Close()
+			return nil, fmt.Errorf("tls handshake: the upstream chose %q by ALPN, not h2 (protocol: h2)", p)
+		}
+		return tc, nil
+	}
+	return tr
 }

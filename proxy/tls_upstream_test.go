@@ -3,9 +3,9 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -52,7 +52,7 @@ func newTLSUpstream(t *testing.T, p *pki, cert *leaf) *tlsUpstream {
 			u.conns.Add(1)
 		}
 	}
-	u.Config.ErrorLog = nil
+	u.EnableHTTP2 = true // offered by ALPN: protocol h2 routes choose it, http1 ones do not
 	u.StartTLS()
 	t.Cleanup(u.Close)
 	return u
@@ -326,4 +326,53 @@ func TestTLSUpstreamHandoff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestH2UpstreamOverTLS: protocol: h2 speaks HTTP/2 to a net/http server
+// over TLS, resuming sessions; a wrong CA is 502 with a log line, and an
+// upstream that does not choose h2 by ALPN (nginx's http/1.1-only
+// server here: net/http with HTTP/2 off) is refused the same way.
+func TestH2UpstreamOverTLS(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	route := func(ca string, target *tlsUpstream) string {
+		return fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", protocol: h2, retries: 0, tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}\n",
+			target.hostport(), ca, p.client.certFile, p.client.keyFile)
+	}
+	g := startGale(t, route(p.serverCA.file, u))
+	c := newClient()
+	for i := 0; i < 3; i++ {
+		req, _ := http.NewRequest("POST", g.url("/echo"), strings.NewReader("over h2"))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "over h2" || resp.Header.Get("X-Client") != "gale.client" {
+			t.Fatalf("status %d body %q\n%s", resp.StatusCode, body, g.logs.String())
+		}
+	}
+
+	bad := startGale(t, route(p.otherCA.file, u))
+	if code, _ := bad.get(newClient(), "/"); code != 502 {
+		t.Fatalf("wrong CA: status %d, want 502", code)
+	}
+	eventually(t, 3*time.Second, "the failure logged", func() bool {
+		l := bad.logs.String()
+		return strings.Contains(l, "upstream failed") && strings.Contains(l, "certificate signed by unknown authority")
+	})
+
+	h1only := &tlsUpstream{Server: httptest.NewUnstartedServer(http.NotFoundHandler())}
+	h1only.TLS = &tls.Config{Certificates: []tls.Certificate{p.server.pair}}
+	h1only.StartTLS() // HTTP/1.1 only: ALPN http/1.1
+	t.Cleanup(h1only.Close)
+	g1 := startGale(t, route(p.serverCA.file, h1only))
+	if code, _ := g1.get(newClient(), "/"); code != 502 {
+		t.Fatalf("upstream without h2: status %d, want 502", code)
+	}
+	eventually(t, 3*time.Second, "the refusal logged", func() bool {
+		l := g1.logs.String()
+		return strings.Contains(l, "upstream failed") && (strings.Contains(l, "not h2") || strings.Contains(l, "no application protocol"))
+	})
 }
