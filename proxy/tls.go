@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -37,7 +38,7 @@ func upstreamTLS(pc *config.Proxy, u config.Upstream) (*tls.Config, string) {
 		RootCAs:            t.Roots,
 		MinVersion:         t.MinTLSVersion(),
 		InsecureSkipVerify: t.InsecureSkipVerify,
-		ClientSessionCache: tls.NewLRUClientSessionCache(sessionCacheSize),
+		ClientSessionCache: &sessionCache{c: tls.NewLRUClientSessionCache(sessionCacheSize)},
 		NextProtos:         []string{"http/1.1"},
 	}
 	if pc.Protocol == "h2" {
@@ -85,4 +86,38 @@ func h2Transport(network, address string, connect time.Duration, cfg *tls.Config
 		return tc, nil
 	}
 	return tr
+}
+
+// sessionCache is an upstream's TLS session cache, shared by its loops
+// and dial goroutines. A TLS 1.3 session ticket arrives after the
+// handshake, so crypto/tls stores it on the loop that reads it: Put never
+// waits there for another goroutine's Get or Put, it hands the store to a
+// goroutine of its own instead (a ticket is one per new connection, not
+// per request).
+type sessionCache struct {
+	mu sync.Mutex
+	c  tls.ClientSessionCache
+}
+
+var _ tls.ClientSessionCache = (*sessionCache)(nil)
+
+// Get implements tls.ClientSessionCache; it runs off the loops.
+func (s *sessionCache) Get(key string) (*tls.ClientSessionState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.Get(key)
+}
+
+// Put implements tls.ClientSessionCache without blocking.
+func (s *sessionCache) Put(key string, cs *tls.ClientSessionState) {
+	if s.mu.TryLock() {
+		s.c.Put(key, cs)
+		s.mu.Unlock()
+		return
+	}
+	go func() {
+		s.mu.Lock()
+		s.c.Put(key, cs)
+		s.mu.Unlock()
+	}()
 }

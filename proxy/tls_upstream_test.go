@@ -11,10 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gale/config"
 )
 
 // tlsUpstream is a net/http server over TLS that requires a client
@@ -375,4 +379,55 @@ func TestH2UpstreamOverTLS(t *testing.T) {
 		l := g1.logs.String()
 		return strings.Contains(l, "upstream failed") && (strings.Contains(l, "not h2") || strings.Contains(l, "no application protocol"))
 	})
+}
+
+// TestTLSUpstreamReloadCA: a reload reads the CA file again: an upstream
+// refused with the old bundle is reached with the new one, on a new pool
+// (the old settings' connections never serve the new route).
+func TestTLSUpstreamReloadCA(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	caFile := filepath.Join(p.dir, "reloaded-ca.pem")
+	copyFile := func(from string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, caFile, b)
+	}
+	copyFile(p.otherCA.file)
+	route := fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", retries: 0, tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}\n",
+		u.hostport(), caFile, p.client.certFile, p.client.keyFile)
+	g := startGale(t, route)
+	c := newClient()
+	if code, _ := g.get(c, "/"); code != 502 {
+		t.Fatalf("with the wrong CA: %d", code)
+	}
+	copyFile(p.serverCA.file)
+	cfg, err := config.Parse([]byte("listen: [\""+g.addr+"\"]\nserver: {event_loops: 1}\n"+route), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := g.get(c, "/"); code != 200 {
+		t.Fatalf("after the reload with the right CA: %d\n%s", code, g.logs.String())
+	}
+}
+
+// TestTLSUpstreamHealthCheck: active checks speak TLS to the upstream
+// with the route's settings: a certificate that does not verify takes it
+// out, with the reason logged.
+func TestTLSUpstreamHealthCheck(t *testing.T) {
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	bad := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", health_check: {path: /, interval: 50ms, fails: 1, passes: 1}, tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}\n",
+		u.hostport(), p.otherCA.file, p.client.certFile, p.client.keyFile))
+	eventually(t, 5*time.Second, "the upstream taken out", func() bool {
+		return strings.Contains(bad.logs.String(), "upstream out of service")
+	})
+	if !strings.Contains(bad.logs.String(), "certificate signed by unknown authority") {
+		t.Errorf("the check's failure does not say why:\n%s", bad.logs.String())
+	}
 }
