@@ -307,7 +307,8 @@ var crossKeyBounds = map[string]string{
 // crossKeyOptions are options ("path=option") the decoder accepts only
 // together with other keys.
 var crossKeyOptions = map[string]string{
-	"routes[].proxy.protocol=h2": "HTTP/2 over TLS: the upstreams must be https://",
+	"routes[].proxy.protocol=h2":   "HTTP/2 over TLS: the upstreams must be https://",
+	"routes[].proxy.protocol=auto": "chosen by ALPN: the upstreams must be https://",
 }
 
 // samplePath turns a key path with list indexes into a keySamples key.

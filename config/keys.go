@@ -141,7 +141,7 @@ const encodedSlashesDoc = `What a route does with an encoded slash ("%2F") in a 
 var (
 	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
 	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
-	proxyProtocolOptions  = []string{"http1", "h2c", "h2"}
+	proxyProtocolOptions  = []string{"http1", "h2c", "h2", "auto"}
 	encodingOptions       = []string{"zstd", "br", "gzip"}
 	encodedSlashOptions   = []string{"keep", "reject", "decode"}
 	redirectStatuses      = []string{"301", "302", "303", "307", "308"}
@@ -327,7 +327,7 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding (the same as rewrite: "/").`),
 	strKey("rewrite", "An absolute path that replaces the route's path prefix."),
 	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams."),
-	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways), or HTTP/2 over TLS by ALPN (h2: https:// upstreams only)."),
+	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways), HTTP/2 over TLS by ALPN (h2), or over TLS whichever of h2 and HTTP/1.1 the upstream picks by ALPN (auto); h2 and auto: upstreams over TLS only."),
 	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 = none kept."),
 	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; requests beyond wait for one to be free, up to the connect timeout (504). 0 = no limit."),
 	proxyTimeoutsKeys,

@@ -100,7 +100,7 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		p.Upgrade = d.upgradeTokens(v, join(path, "upgrade"))
 	}
 	d.proxyTLS(s, path, p)
-	if (p.Protocol == "h2c" || p.Protocol == "h2") && p.MaxConns > 0 {
+	if p.Protocol != "http1" && p.MaxConns > 0 {
 		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; %s upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1", p.Protocol)
 	}
 	return p

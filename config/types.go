@@ -287,7 +287,7 @@ type Proxy struct {
 	StripPrefix        bool           // default false: remove the route's path prefix before forwarding (the same as Rewrite "/")
 	Rewrite            string         // "" = forward the path unchanged; else an absolute path that replaces the route's path prefix
 	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
-	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c" | "h2" (over TLS, every upstream TLS)
+	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c" | "h2" (over TLS) | "auto" (over TLS, h2 or HTTP/1.1 as the upstream picks by ALPN)
 	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
 	MaxConns           int            // connections to each upstream at once over all loops together; requests beyond wait; 0 = no limit
 	Timeouts           ProxyTimeouts  // all positive

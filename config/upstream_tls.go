@@ -221,10 +221,14 @@ func (d *decoder) proxyTLS(s *section, path string, p *Proxy) {
 	switch {
 	case https && p.Protocol == "h2c":
 		d.errorf(deref(s.get("protocol")), join(path, "protocol"), "h2c is HTTP/2 over cleartext; upstreams reached over TLS speak HTTP/2 as h2 (protocol: h2)")
-	case p.Protocol == "h2" && len(p.To) > 0:
+	case (p.Protocol == "h2" || p.Protocol == "auto") && len(p.To) > 0:
 		for _, u := range p.To {
 			if !u.TLS {
-				d.errorf(deref(s.get("protocol")), join(path, "protocol"), "h2 is HTTP/2 over TLS, but upstream %s is cleartext; write it https://, or use protocol: h2c", quote(u.Raw))
+				what := "h2 is HTTP/2 over TLS"
+				if p.Protocol == "auto" {
+					what = "auto chooses the protocol by ALPN, over TLS"
+				}
+				d.errorf(deref(s.get("protocol")), join(path, "protocol"), "%s, but upstream %s is cleartext; write it https://, or use protocol: h2c or http1", what, quote(u.Raw))
 				break
 			}
 		}

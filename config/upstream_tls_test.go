@@ -49,6 +49,9 @@ func TestUpstreamTLS(t *testing.T) {
 		{"h2 over https", "      to: https://app.internal\n      protocol: h2\n", ""},
 		{"h2 to a cleartext upstream", "      to: [https://app.internal, \"app.internal:80\"]\n      protocol: h2\n",
 			`routes[0].proxy.protocol: h2 is HTTP/2 over TLS, but upstream "app.internal:80" is cleartext`},
+		{"auto over https", "      to: https://app.internal\n      protocol: auto\n", ""},
+		{"auto to a cleartext upstream", "      to: \"app.internal:80\"\n      protocol: auto\n",
+			`routes[0].proxy.protocol: auto chooses the protocol by ALPN, over TLS, but upstream "app.internal:80" is cleartext`},
 		{"unknown key", "      to: https://app.internal\n      tls: {server_nam: x}\n",
 			`routes[0].proxy.tls.server_nam:`},
 	}

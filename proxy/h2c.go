@@ -175,7 +175,7 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 
 // run sends req on tr and hands the loop the head, then each body buffer
 // when it asks. It runs on its own goroutine.
-func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration) {
+func (hx *h2cStream) run(tr roundTripper, req *http.Request, timeout time.Duration) {
 	timer := time.AfterFunc(timeout, func() {
 		hx.timedOut.Store(true)
 		hx.cancel()
@@ -468,7 +468,7 @@ func appendHTTPFields(hs []codec.Header, h http.Header, trailers bool) []codec.H
 	}
 	b := make([]byte, 0, n)
 	for k, vs := range h {
-		if !httpFieldKept(k, trailers) {
+		if !httpFieldKept(k, trailers) || !trailers && namedInConnection(h, k) {
 			continue
 		}
 		for _, v := range vs {
@@ -494,3 +494,17 @@ func httpFieldKept(k string, trailer bool) bool {
 // h2Name names the route's HTTP/2 upstream protocol in messages: h2c, or
 // h2 over TLS.
 func (h *Handler) h2Name() string { return h.conf.Protocol }
+
+// namedInConnection reports whether the Connection field of an HTTP/1.1
+// response head h (protocol: auto) names field k: hop-by-hop, not
+// relayed. HTTP/2 heads have no Connection field.
+func namedInConnection(h http.Header, k string) bool {
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), k) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -93,7 +93,7 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		Budget:         opts.Budget,
 		Retired:        &h.closed,
 	}
-	h.h2c = pc.Protocol == "h2c" || pc.Protocol == "h2"
+	h.h2c = pc.Protocol != "http1" // h2c, h2, auto: through a transport, off the loops
 	switch {
 	case pc.StripPrefix:
 		h.rewrite = []byte("/")
@@ -114,6 +114,8 @@ func New(rt *handlers.Route, opts Options) (*Handler, error) {
 		})
 		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
 		switch {
+		case pc.Protocol == "auto":
+			h.ups[i].h2t = autoTransport(u.Network, u.Address, pc.Timeouts.Connect, pc.Timeouts.Idle, h.ups[i].tls)
 		case h.h2c && h.ups[i].tls != nil:
 			h.ups[i].h2t = h2Transport(u.Network, u.Address, pc.Timeouts.Connect, h.ups[i].tls)
 		case h.h2c:

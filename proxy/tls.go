@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -41,8 +42,11 @@ func upstreamTLS(pc *config.Proxy, u config.Upstream) (*tls.Config, string) {
 		ClientSessionCache: &sessionCache{c: tls.NewLRUClientSessionCache(sessionCacheSize)},
 		NextProtos:         []string{"http/1.1"},
 	}
-	if pc.Protocol == "h2" {
+	switch pc.Protocol {
+	case "h2":
 		cfg.NextProtos = []string{"h2"}
+	case "auto":
+		cfg.NextProtos = []string{"h2", "http/1.1"}
 	}
 	if t.ClientCert != nil {
 		cfg.Certificates = []tls.Certificate{*t.ClientCert}
@@ -120,4 +124,35 @@ func (s *sessionCache) Put(key string, cs *tls.ClientSessionState) {
 		s.c.Put(key, cs)
 		s.mu.Unlock()
 	}()
+}
+
+// roundTripper is how a transport-driven upstream kind (h2c, h2, auto)
+// exchanges requests off the loops.
+type roundTripper interface {
+	RoundTrip(*http.Request) (*http.Response, error)
+	CloseIdleConnections()
+}
+
+var (
+	_ roundTripper = (*http2.Transport)(nil)
+	_ roundTripper = (*http.Transport)(nil)
+)
+
+// autoTransport returns the transport of an upstream of protocol: auto:
+// Go's, offering h2 and http/1.1 by ALPN (cfg) and speaking what the
+// upstream picks on each connection. It never compresses or decompresses
+// on its own, and reads no proxy settings from the environment.
+func autoTransport(network, address string, connect, idle time.Duration, cfg *tls.Config) *http.Transport {
+	d := &net.Dialer{Timeout: connect}
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, address)
+		},
+		TLSClientConfig:     cfg,
+		TLSHandshakeTimeout: connect,
+		ForceAttemptHTTP2:   true,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     idle,
+	}
 }

@@ -28,6 +28,12 @@ type nginxTLS struct {
 
 func startNginxTLS(t *testing.T, p *pki, cert *leaf) *nginxTLS {
 	t.Helper()
+	return startNginx(t, p, cert, false)
+}
+
+// startNginx is startNginxTLS, with HTTP/2 offered by ALPN when h2 is set.
+func startNginx(t *testing.T, p *pki, cert *leaf, h2 bool) *nginxTLS {
+	t.Helper()
 	if _, err := os.Stat(nginxBin); err != nil {
 		t.Skip("nginx is not installed")
 	}
@@ -49,13 +55,17 @@ func startNginxTLS(t *testing.T, p *pki, cert *leaf) *nginxTLS {
 		n.files[name] = b
 		writeFile(t, filepath.Join(dir, "www", name), b)
 	}
+	listen := addr + " ssl"
+	if h2 {
+		listen += " http2"
+	}
 	conf := fmt.Sprintf(`daemon off;
 master_process off;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log info;
 events { worker_connections 128; }
 http {
-  log_format tls '$request_uri $status reused=$ssl_session_reused client=$ssl_client_verify conn=$connection';
+  log_format tls '$request_uri $status $server_protocol reused=$ssl_session_reused client=$ssl_client_verify conn=$connection';
   access_log %[1]s/access.log tls;
   client_body_temp_path %[1]s/tmp-body;
   proxy_temp_path %[1]s/tmp-proxy;
@@ -74,7 +84,7 @@ http {
     location = /reused { return 200 "$ssl_session_reused"; }
   }
 }
-`, dir, addr, cert.certFile, cert.keyFile, p.clientCA.file)
+`, dir, listen, cert.certFile, cert.keyFile, p.clientCA.file)
 	writeFile(t, filepath.Join(dir, "nginx.conf"), []byte(conf))
 	cmd := exec.Command(nginxBin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
 	var out bytes.Buffer
@@ -218,5 +228,30 @@ func TestNginxUpstreamFailures(t *testing.T) {
 				t.Errorf("no log line names the upstream and %q:\n%s", tc.why, g.logs.String())
 			}
 		})
+	}
+}
+
+// TestNginxUpstreamAuto: protocol: auto speaks HTTP/2 to an nginx that
+// offers it and HTTP/1.1 to one that does not, files compared byte for
+// byte, as nginx's log says ($server_protocol).
+func TestNginxUpstreamAuto(t *testing.T) {
+	p := newPKI(t)
+	for _, h2 := range []bool{false, true} {
+		n := startNginx(t, p, p.server, h2)
+		g := startGale(t, fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"https://%s\", protocol: auto, tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}\n",
+			n.addr, p.serverCA.file, p.client.certFile, p.client.keyFile))
+		c := newClient()
+		for name, want := range n.files {
+			code, got := g.get(c, name)
+			if code != 200 || got != string(want) {
+				t.Fatalf("h2 %v %s: status %d, %d of %d bytes\n%s", h2, name, code, len(got), len(want), g.logs.String())
+			}
+		}
+		proto := map[bool]string{false: " HTTP/1.1 ", true: " HTTP/2.0 "}[h2]
+		for _, l := range n.accessLog(t) {
+			if !strings.Contains(l, proto) || !strings.Contains(l, "client=SUCCESS") {
+				t.Fatalf("h2 %v: want every request over%sverified:\n%s", h2, proto, strings.Join(n.accessLog(t), "\n"))
+			}
+		}
 	}
 }

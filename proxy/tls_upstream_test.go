@@ -40,6 +40,7 @@ func newTLSUpstream(t *testing.T, p *pki, cert *leaf) *tlsUpstream {
 		w.Header().Set("X-Resumed", fmt.Sprint(r.TLS.DidResume))
 		w.Header().Set("X-Client", r.TLS.PeerCertificates[0].Subject.CommonName)
 		w.Header().Set("X-SNI", r.TLS.ServerName)
+		w.Header().Set("X-Proto", r.Proto)
 		body, _ := io.ReadAll(r.Body)
 		if r.URL.Query().Get("chunked") != "" {
 			w.(http.Flusher).Flush() // no Content-Length: chunked
@@ -429,5 +430,49 @@ func TestTLSUpstreamHealthCheck(t *testing.T) {
 	})
 	if !strings.Contains(bad.logs.String(), "certificate signed by unknown authority") {
 		t.Errorf("the check's failure does not say why:\n%s", bad.logs.String())
+	}
+}
+
+// TestAutoUpstream: protocol: auto speaks what the upstream picks by
+// ALPN: HTTP/2 to a server that offers it, HTTP/1.1 to one that does
+// not, bodies intact both ways with either framing.
+func TestAutoUpstream(t *testing.T) {
+	p := newPKI(t)
+	h2up := newTLSUpstream(t, p, p.server)
+	h1up := &tlsUpstream{}
+	h1up.Server = httptest.NewUnstartedServer(h2up.Config.Handler)
+	h1up.TLS = h2up.TLS.Clone()
+	h1up.TLS.NextProtos = nil
+	h1up.StartTLS() // ALPN http/1.1 only
+	t.Cleanup(h1up.Close)
+	route := func(u *tlsUpstream) string {
+		return fmt.Sprintf("  - path: /%s/\n    proxy: {to: \"https://%s\", protocol: auto, strip_prefix: true, tls: {server_name: app.test, ca: %s, certificate: %s, key: %s}}\n",
+			map[*tlsUpstream]string{h2up: "h2", h1up: "h1"}[u], u.hostport(), p.serverCA.file, p.client.certFile, p.client.keyFile)
+	}
+	g := startGale(t, "routes:\n"+route(h2up)+route(h1up))
+	c := newClient()
+	for _, tc := range []struct{ prefix, proto string }{{"/h2/", "HTTP/2.0"}, {"/h1/", "HTTP/1.1"}} {
+		for _, size := range []int{0, 1, 70 << 10, 1 << 20} {
+			for _, chunked := range []bool{false, true} {
+				body := make([]byte, size)
+				_, _ = rand.Read(body)
+				var rd io.Reader = bytes.NewReader(body)
+				path := tc.prefix + "echo"
+				if chunked {
+					rd = io.MultiReader(rd)
+					path += "?chunked=1"
+				}
+				req, _ := http.NewRequest("POST", g.url(path), rd)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, body) || resp.Header.Get("X-Proto") != tc.proto {
+					t.Fatalf("%s size %d chunked %v: status %d proto %q, %d bytes back (%v)\n%s", tc.prefix, size, chunked, resp.StatusCode, resp.Header.Get("X-Proto"), len(got), err, g.logs.String())
+				}
+			}
+		}
 	}
 }
