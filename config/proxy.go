@@ -403,6 +403,9 @@ func ForProxy(listen string, to []string) (*Config, error) {
 			}
 			seen[u.Network+" "+u.Address] = true
 			p.To = append(p.To, u)
+			if u.TLS {
+				p.TLS = DefaultUpstreamTLS()
+			}
 		}
 		if len(to) == 0 {
 			*errs = append(*errs, &Error{Key: "to", Msg: `expected at least one upstream, e.g. "127.0.0.1:9000"`})

@@ -115,6 +115,13 @@ func TestForProxy(t *testing.T) {
 	if _, err := ForProxy(":0", nil); err == nil {
 		t.Error("no upstream accepted")
 	}
+	c, err = ForProxy("127.0.0.1:0", []string{"https://app.internal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if px := c.Routes[0].Proxy; !px.To[0].TLS || px.To[0].Address != "app.internal:443" || px.TLS == nil || px.TLS.ID != DefaultUpstreamTLS().ID {
+		t.Errorf("https upstream: %+v tls %+v", px.To, px.TLS)
+	}
 }
 
 // TestShippedProxyExample keeps examples/proxy.yaml valid.

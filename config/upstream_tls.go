@@ -27,6 +27,15 @@ type UpstreamTLS struct {
 	ID                 string           // a digest of the settings and of the files' contents: two routes with equal IDs speak TLS alike (and share connections)
 }
 
+// DefaultUpstreamTLS returns the settings of an https:// upstream whose
+// route has no tls section: its host's name verified against the
+// system's roots, TLS 1.2 or later, no client certificate.
+func DefaultUpstreamTLS() *UpstreamTLS {
+	t := &UpstreamTLS{MinVersion: "1.2"}
+	t.ID = t.digest(nil)
+	return t
+}
+
 // MinTLSVersion returns MinVersion as a crypto/tls constant.
 func (t *UpstreamTLS) MinTLSVersion() uint16 {
 	if t.MinVersion == "1.3" {
@@ -215,8 +224,7 @@ func (d *decoder) proxyTLS(s *section, path string, p *Proxy) {
 		}
 		https = len(p.To) > 0
 	} else if https {
-		p.TLS = &UpstreamTLS{MinVersion: "1.2"}
-		p.TLS.ID = p.TLS.digest(nil)
+		p.TLS = DefaultUpstreamTLS()
 	}
 	switch {
 	case https && p.Protocol == "h2c":

@@ -26,10 +26,13 @@ const sessionCacheSize = 16
 // its loops share: it is used only by the dial goroutines (and by
 // crypto/tls when a session ticket arrives), never per request.
 func upstreamTLS(pc *config.Proxy, u config.Upstream) (*tls.Config, string) {
-	if !u.TLS || pc.TLS == nil {
+	if !u.TLS {
 		return nil, ""
 	}
 	t := pc.TLS
+	if t == nil {
+		t = config.DefaultUpstreamTLS()
+	}
 	name := t.ServerName
 	if name == "" {
 		name = hostName(u.Host)
