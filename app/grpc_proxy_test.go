@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,13 +96,23 @@ func (s *grpcService) FullDuplexCall(st grpc.BidiStreamingServer[testpb.Streamin
 
 // grpcUpstream serves grpcService over h2c on 127.0.0.1.
 func grpcUpstream(t *testing.T) (string, *grpcService) {
+	return grpcUpstreamOver(t, nil)
+}
+
+// grpcUpstreamOver serves grpcService on 127.0.0.1 over TLS with cert
+// (h2 by ALPN), or over h2c when cert is nil.
+func grpcUpstreamOver(t *testing.T, cert *tls.Certificate) (string, *grpcService) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := &grpcService{deadlines: make(chan time.Duration, 4)}
-	s := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if cert != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{*cert}})))
+	}
+	s := grpc.NewServer(opts...)
 	testpb.RegisterTestServiceServer(s, svc)
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(s.Stop)
@@ -129,7 +140,15 @@ routes:
 	}
 	addrs := map[string]string{"tls": ts.tlsAddr, "h2c": ts.srv.Addrs()[1]}
 	for name, cred := range creds {
-		cc, err := grpc.NewClient(addrs[name], cred)
+		grpcCases(t, name, addrs[name], cred, svc)
+	}
+}
+
+// grpcCases runs the calls of TestGRPCThroughProxy through gale at addr,
+// reached with cred, to svc behind it.
+func grpcCases(t *testing.T, name, addr string, cred grpc.DialOption, svc *grpcService) {
+	{
+		cc, err := grpc.NewClient(addr, cred)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,4 +333,26 @@ routes:
 	if seen["0"] == 0 || seen["1"] == 0 {
 		t.Errorf("answers by upstream %v, want both", seen)
 	}
+}
+
+// TestGRPCOverTLSUpstream runs the same calls through a protocol: h2
+// route, whose upstream is a grpc-go server over TLS (ALPN h2), verified
+// against its CA.
+func TestGRPCOverTLSUpstream(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	ca.issue(dir, "upstream", "grpc.internal")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "upstream.pem"), filepath.Join(dir, "upstream.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, filepath.Join(dir, "ca.pem"), ca.rootPEM)
+	up, svc := grpcUpstreamOver(t, &cert)
+	ts := runServer(t, writeConfig(t, dir, `listen: ["127.0.0.1:0"]
+routes:
+  - path: /
+    proxy: {to: ["https://`+up+`"], protocol: h2, tls: {server_name: grpc.internal, ca: ca.pem}}
+`), dir)
+	grpcCases(t, "h2 upstream", ts.srv.Addrs()[0], grpc.WithTransportCredentials(insecure.NewCredentials()), svc)
 }

@@ -140,6 +140,19 @@ func sectionSchema(k *keySpec, path string, gate map[string]string, s map[string
 		}
 		s["anyOf"] = alts
 	}
+	if len(k.together) > 0 {
+		deps := map[string]any{}
+		for _, name := range k.together {
+			var others []string
+			for _, o := range k.together {
+				if o != name {
+					others = append(others, o)
+				}
+			}
+			deps[name] = others
+		}
+		s["dependentRequired"] = deps
+	}
 	if len(required) == 0 && len(k.oneOf) == 0 && len(k.anyOf) == 0 {
 		s["type"] = []string{"object", "null"}
 	} else {

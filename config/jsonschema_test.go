@@ -305,6 +305,10 @@ var keySamples = map[string]any{
 	"routes[].access[].client_cert":              "verified",
 	"routes[].access[].client_cert.names":        []any{"admin.example.com"},
 	"routes[].access[].client_cert.fingerprints": "AB:" + strings.Repeat("0f:", 30) + "CD",
+	"routes[].proxy.tls.server_name":             "localhost",
+	"routes[].proxy.tls.ca":                      "cert.pem",
+	"routes[].proxy.tls.certificate":             "cert.pem",
+	"routes[].proxy.tls.key":                     "key.pem",
 }
 
 // sampleSiblings are keys the decoder accepts only beside another key,
@@ -324,6 +328,13 @@ var crossKeyBounds = map[string]string{
 	"cache.max_bytes":                       "max_file_bytes (default 1MiB) must not exceed it",
 	"cache.max_file_bytes":                  "must not exceed max_bytes",
 	"listen.tls.max_handshakes_per_address": "must not exceed max_handshakes",
+}
+
+// crossKeyOptions are options ("path=option") the decoder accepts only
+// together with other keys.
+var crossKeyOptions = map[string]string{
+	"routes[].proxy.protocol=h2":   "HTTP/2 over TLS: the upstreams must be https://",
+	"routes[].proxy.protocol=auto": "chosen by ALPN: the upstreams must be https://",
 }
 
 // samplePath turns a key path with list indexes into a keySamples key.
@@ -424,6 +435,13 @@ func fill(t *testing.T, sec *keySpec, path, except string) map[string]any {
 	for _, k := range sec.keys {
 		if k.required && k.name != except {
 			m[k.name] = sampleOf(t, k, join(path, k.name))
+		}
+	}
+	if slices.Contains(sec.together, except) {
+		for _, name := range sec.together {
+			if name != except {
+				m[name] = sampleOf(t, sec.key(name), join(path, name))
+			}
 		}
 	}
 	for _, name := range sec.anyOf {
@@ -589,6 +607,15 @@ func sectionOK(k *keySpec, m map[string]any) bool {
 	if len(k.anyOf) > 0 && !slices.ContainsFunc(k.anyOf, func(name string) bool { _, ok := m[name]; return ok }) {
 		return false
 	}
+	present := 0
+	for _, name := range k.together {
+		if _, ok := m[name]; ok {
+			present++
+		}
+	}
+	if present > 0 && present < len(k.together) {
+		return false
+	}
 	if len(k.oneOf) == 0 {
 		return true
 	}
@@ -695,7 +722,7 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 				}
 				for _, o := range opts {
 					check(o, "option")
-					if typeOK(k, o) {
+					if typeOK(k, o) && crossKeyOptions[fmt.Sprintf("%s=%v", pattern(c.path), o)] == "" {
 						if _, _, err := decode(c.build(t, o, true)); err != nil {
 							t.Errorf("the decoder refuses option %#v: %v", o, err)
 						}

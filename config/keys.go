@@ -41,6 +41,7 @@ type keySpec struct {
 	required bool       // the enclosing mapping must hold this key
 	oneOf    []string   // typeSection: exactly one of these keys must be present
 	anyOf    []string   // typeSection: at least one of these keys must be present
+	together []string   // typeSection: these keys are present all or none
 	minItems int        // typeList: at least this many items
 	unique   bool       // typeList: no item twice
 }
@@ -116,6 +117,9 @@ func (k *keySpec) must() *keySpec { k.required = true; return k }
 // needsAny makes a section require at least one of names.
 func (k *keySpec) needsAny(names ...string) *keySpec { k.anyOf = names; return k }
 
+// allOrNone says that the section's keys names come together.
+func (k *keySpec) allOrNone(names ...string) *keySpec { k.together = names; return k }
+
 // atLeast sets a list's minimum length.
 func (k *keySpec) atLeast(n int) *keySpec { k.minItems = n; return k }
 
@@ -137,7 +141,7 @@ const encodedSlashesDoc = `What a route does with an encoded slash ("%2F") in a 
 var (
 	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
 	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
-	proxyProtocolOptions  = []string{"http1", "h2c"}
+	proxyProtocolOptions  = []string{"http1", "h2c", "h2", "auto"}
 	encodingOptions       = []string{"zstd", "br", "gzip"}
 	encodedSlashOptions   = []string{"keep", "reject", "decode"}
 	redirectStatuses      = []string{"301", "302", "303", "307", "308"}
@@ -327,11 +331,11 @@ var healthCheckKeys = sectionKey("health_check", "Active checks (when path is se
 )
 
 var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host[:port]" (no path; https is not supported yet)`}, "Upstreams, no two alike; one string is a list of one.").must(),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host[:port]" or "https://host[:port]" (no path)`}, "Upstreams, no two alike; one string is a list of one. https:// ones are reached over TLS (see tls).").must(),
 	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding: "/api/users" goes upstream as "/users" (the same as rewrite: "/").`),
 	strKey("rewrite", `An absolute path that replaces the route's path prefix: "/v2/" sends "/api/users" as "/v2/users". Not with strip_prefix.`),
 	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams: round-robin; least-connections (fewest requests in flight on this event loop); random-two (the less busy of two at random); client-ip-hash (the same client address always goes to the same upstream; behind trusted_proxies, the address they report)."),
-	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, or HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways)."),
+	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways), HTTP/2 over TLS by ALPN (h2), or over TLS whichever of h2 and HTTP/1.1 the upstream picks by ALPN (auto); h2 and auto: upstreams over TLS only."),
 	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 closes each after its response."),
 	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; a request that finds none idle while all are in use waits, first come first served, for the next one put back on its loop (or a place freed on any loop), up to the connect timeout (504). 0 = no limit. Routes naming the same upstream share its connections (the latest route to use them sets the bounds); bursts of HTTP/2 streams then reuse a few kept-alive connections instead of dialing one each. HTTP/1.1 upstreams only."),
 	proxyTimeoutsKeys,
@@ -340,7 +344,19 @@ var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
 	listKey("trusted_proxies", &keySpec{typ: typeString, doc: "An address or CIDR."}, "Clients whose forwarding fields are kept (X-Forwarded-For appended to; X-Forwarded-Proto, X-Forwarded-Host, X-Real-IP, Forwarded and the like kept as they are); from anyone else they are removed, and gale sets its own.").distinct(),
 	boolKey("preserve_host", "false", "Send the client's Host instead of the upstream's (localhost for Unix sockets)."),
 	listKey("upgrade", &keySpec{typ: typeString, pattern: upgradeTokenPattern, doc: `A protocol name (any version of it, as "websocket") or "name/version"; never "h2c".`}, "Protocols a client may switch to through the route (Upgrade, RFC 9110 section 7.8); an Upgrade naming none of them is forwarded as a plain request. [] = none.").distinct().withDefault("[websocket]"),
+	upstreamTLSKeys,
 )
+
+// upstreamTLSKeys are proxy.tls: how gale speaks TLS to the route's
+// https:// upstreams.
+var upstreamTLSKeys = sectionKey("tls", "TLS to the route's upstreams: with this section every upstream is reached over TLS (none may be http://); without it only the https:// ones, with the defaults.",
+	strKey("server_name", "The name sent by SNI and verified in the upstream's certificate; default each upstream's host."),
+	strKey("ca", "PEM file of the CA certificates the upstream's chain must lead to; default the system's roots."),
+	strKey("certificate", "PEM file: a client certificate chain presented to upstreams that ask for one (mutual TLS); needs key."),
+	strKey("key", "PEM file: the private key of certificate."),
+	&keySpec{name: "min_version", typ: typeEnum, enum: TLSVersions, numbers: true, def: `"1.2"`, doc: "Lowest TLS version offered to the upstreams."},
+	boolKey("insecure_skip_verify", "false", "Accept any certificate the upstream presents, unverified (logged at start); for tests only."),
+).allOrNone("certificate", "key")
 
 // fastcgiBalancingOptions are the load balancing policies of FastCGI
 // routes.

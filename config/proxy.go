@@ -55,7 +55,7 @@ func defaultProxy() *Proxy {
 	}
 }
 
-const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/run/app.sock" or "http://app.internal:8080"`
+const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/run/app.sock", "http://app.internal:8080" or "https://app.internal:8443"`
 
 // proxy decodes a reverse proxy route.
 func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
@@ -99,8 +99,9 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if v := s.get("upgrade"); v != nil {
 		p.Upgrade = d.upgradeTokens(v, join(path, "upgrade"))
 	}
-	if p.Protocol == "h2c" && p.MaxConns > 0 {
-		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; h2c upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1")
+	d.proxyTLS(s, path, p)
+	if p.Protocol != "http1" && p.MaxConns > 0 {
+		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; %s upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1", p.Protocol)
 	}
 	return p
 }
@@ -181,8 +182,9 @@ func (d *decoder) upstreams(n *yaml.Node, path string) []Upstream {
 }
 
 // parseUpstream parses one upstream: "host:port", "unix:PATH" (relative
-// paths resolve against dir) or "http://host[:port]" (port 80 by default,
-// no path, query or user info).
+// paths resolve against dir), "http://host[:port]" (port 80 by default,
+// no path, query or user info) or "https://host[:port]" (the same over
+// TLS, port 443 by default).
 func parseUpstream(raw, dir string) (Upstream, string) {
 	bad := func(why string) (Upstream, string) {
 		msg := upstreamExample + ", got " + quote(raw)
@@ -203,16 +205,14 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 		}
 		return Upstream{Network: "unix", Address: filepath.Clean(rest), Host: "localhost", Raw: raw}, ""
 	}
-	hostport := raw
+	hostport, secure := raw, false
 	if i := strings.Index(raw, "://"); i >= 0 {
 		u, err := url.Parse(raw)
 		switch {
 		case err != nil:
 			return bad("")
-		case u.Scheme == "https":
-			return bad("https upstreams are not supported yet")
-		case u.Scheme != "http":
-			return bad("the scheme must be http")
+		case u.Scheme != "http" && u.Scheme != "https":
+			return bad("the scheme must be http or https")
 		case u.User != nil:
 			return bad("user info is not allowed")
 		case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
@@ -220,8 +220,12 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 		case u.Host == "":
 			return bad("missing host")
 		}
-		hostport = u.Host
+		hostport, secure = u.Host, u.Scheme == "https"
 		if u.Port() == "" {
+			port := "80"
+			if secure {
+				port = "443"
+			}
 			if strings.HasSuffix(hostport, ":") {
 				return bad("empty port")
 			}
@@ -229,7 +233,7 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 			if msg := checkUpstreamHost(host); msg != "" {
 				return bad(msg)
 			}
-			return Upstream{Network: "tcp", Address: net.JoinHostPort(host, "80"), Host: strings.ToLower(hostport), Raw: raw}, ""
+			return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), Host: strings.ToLower(hostport), Raw: raw, TLS: secure}, ""
 		}
 	}
 	host, port, err := net.SplitHostPort(hostport)
@@ -246,7 +250,7 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 		return bad(msg)
 	}
 	host = strings.ToLower(host)
-	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), Host: strings.ToLower(hostport), Raw: raw}, ""
+	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), Host: strings.ToLower(hostport), Raw: raw, TLS: secure}, ""
 }
 
 // checkUpstreamHost checks the host part of an upstream: an IP address or
@@ -399,6 +403,9 @@ func ForProxy(listen string, to []string) (*Config, error) {
 			}
 			seen[u.Network+" "+u.Address] = true
 			p.To = append(p.To, u)
+			if u.TLS {
+				p.TLS = DefaultUpstreamTLS()
+			}
 		}
 		if len(to) == 0 {
 			*errs = append(*errs, &Error{Key: "to", Msg: `expected at least one upstream, e.g. "127.0.0.1:9000"`})

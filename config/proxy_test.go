@@ -28,8 +28,9 @@ func TestParseUpstream(t *testing.T) {
 		{"app:+80", "", "", "", "from 1 to 65535"},
 		{"::1:80", "", "", "", "brackets"},
 		{"[fe80::1%eth0]:80", "", "", "", "zones"},
-		{"https://app", "", "", "", "not supported yet"},
-		{"ws://app", "", "", "", "scheme must be http"},
+		{"https://app", "tcp", "app:443", "app", ""},
+		{"https://app:8443", "tcp", "app:8443", "app:8443", ""},
+		{"ws://app", "", "", "", "scheme must be http or https"},
 		{"http://a@app", "", "", "", "user info"},
 		{"http://app/x", "", "", "", "no path"},
 		{"http://app?x", "", "", "", "no path"},
@@ -113,6 +114,13 @@ func TestForProxy(t *testing.T) {
 	}
 	if _, err := ForProxy(":0", nil); err == nil {
 		t.Error("no upstream accepted")
+	}
+	c, err = ForProxy("127.0.0.1:0", []string{"https://app.internal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if px := c.Routes[0].Proxy; !px.To[0].TLS || px.To[0].Address != "app.internal:443" || px.TLS == nil || px.TLS.ID != DefaultUpstreamTLS().ID {
+		t.Errorf("https upstream: %+v tls %+v", px.To, px.TLS)
 	}
 }
 

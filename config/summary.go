@@ -112,6 +112,9 @@ func (c *Config) Summary(bound ...string) []string {
 			if len(r.Proxy.To) > 1 {
 				b.WriteString(" (" + r.Proxy.LoadBalancing + ")")
 			}
+			if t := r.Proxy.TLS; t != nil {
+				b.WriteString(" " + t.Describe())
+			}
 		}
 		if h := r.Headers; len(h.Request.Set)+len(h.Request.Add)+len(h.Request.Remove)+
 			len(h.Response.Set)+len(h.Response.Add)+len(h.Response.Remove) > 0 {

@@ -306,7 +306,7 @@ type Proxy struct {
 	StripPrefix        bool           // default false: remove the route's path prefix before forwarding (the same as Rewrite "/")
 	Rewrite            string         // "" = forward the path unchanged; else an absolute path that replaces the route's path prefix
 	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
-	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c"
+	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c" | "h2" (over TLS) | "auto" (over TLS, h2 or HTTP/1.1 as the upstream picks by ALPN)
 	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
 	MaxConns           int            // connections to each upstream at once over all loops together; requests beyond wait; 0 = no limit
 	Timeouts           ProxyTimeouts  // all positive
@@ -315,6 +315,7 @@ type Proxy struct {
 	TrustedProxies     []netip.Prefix // masked; clients whose X-Forwarded-* and Forwarded fields are kept; nil = none
 	PreserveHost       bool           // default false: send the upstream's host; true: send the client's Host
 	Upgrade            []string       // default [websocket]: protocols (lower case, as tokens of an Upgrade field) a client may switch to through the route; empty = none; never h2c
+	TLS                *UpstreamTLS   // how the https:// upstreams are spoken to; set (with defaults) whenever one of To is https://, else nil
 }
 
 // Upstream is one entry of proxy.to.
@@ -323,6 +324,7 @@ type Upstream struct {
 	Address string // "host:port" for tcp (IPv6 in brackets, port always present); an absolute socket path for unix
 	Host    string // the Host field sent when preserve_host is false: host[:port] as written; "localhost" for unix sockets
 	Raw     string // as written in the file, for messages and logs
+	TLS     bool   // https://: spoken to over TLS (Proxy.TLS)
 }
 
 // ProxyTimeouts bound the exchanges with upstreams. All are positive.

@@ -296,6 +296,9 @@ func (t *trace) handler(r *Route, c *Ctx) {
 			path += "?" + string(c.Req.Query)
 		}
 		t.addf("handler: proxy to %s, %s as %s", strings.Join(to, ", "), c.Req.Method, path)
+		if tl := rc.Proxy.TLS; tl != nil {
+			t.addf("upstream tls: %s", tl.Describe())
+		}
 	}
 }
 

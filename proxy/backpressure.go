@@ -84,7 +84,7 @@ func (ex *exchange) behind() bool {
 // has nothing left to read from the client or write to the upstream), and
 // the client's transport can be duplicated.
 func (ex *exchange) mayLeave() bool {
-	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && !ex.noFds && ex.uc.Gnet().OutboundBuffered() == 0
+	return ex.rstate == rsBody && ex.reqDone && !ex.noHandoff && !ex.noFds && ex.uc.OutboundBuffered() == 0
 }
 
 // hold leaves the upstream's bytes where they are (see above), or ends
@@ -92,7 +92,7 @@ func (ex *exchange) mayLeave() bool {
 // for the upstream's OnTraffic.
 func (ex *exchange) hold() gnet.Action {
 	uc := ex.uc
-	if uc.Gnet().InboundBuffered() > MaxHeldResponse {
+	if uc.InboundBuffered() > MaxHeldResponse {
 		ex.lp.Stats.Cut.Add(1)
 		ex.dropConn(false)
 		uc.Drop()

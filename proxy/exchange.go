@@ -319,7 +319,7 @@ func (ex *exchange) send() bool {
 	}
 	b = append(b, ex.head[ex.lineEnd:]...)
 	ex.lp.buf = b
-	_, err := uc.Gnet().Write(b)
+	err := uc.Write(b)
 	ex.requestDeadline()
 	return err == nil
 }
@@ -350,7 +350,7 @@ func (ex *exchange) pumpBody() {
 	moved := false
 	var err error
 	for !ex.reqDone {
-		if ex.bodyCount == nil && ex.uc.Gnet().OutboundBuffered() >= maxUpstreamBacklog {
+		if ex.bodyCount == nil && ex.uc.OutboundBuffered() >= maxUpstreamBacklog {
 			break // the upstream reads slowly: the client's windows wait (backpressure.go)
 		}
 		p, done, berr := ex.body.Next()
@@ -369,11 +369,11 @@ func (ex *exchange) pumpBody() {
 		if chunked {
 			out = appendChunk(out, p, done)
 			if len(out) >= reframeBytes || done {
-				_, err = ex.uc.Gnet().Write(out)
+				err = ex.uc.Write(out)
 				out = out[:0]
 			}
 		} else if len(p) > 0 {
-			_, err = ex.uc.Gnet().Write(p)
+			err = ex.uc.Write(p)
 		}
 		if err != nil {
 			break // the connection closed inside Write
@@ -389,7 +389,7 @@ func (ex *exchange) pumpBody() {
 		}
 	}
 	if err == nil && len(out) > 0 {
-		_, err = ex.uc.Gnet().Write(out)
+		err = ex.uc.Write(out)
 	}
 	if chunked {
 		ex.lp.buf = out[:0]
@@ -629,7 +629,7 @@ func (ex *exchange) check(now int64) {
 		}
 		return
 	case exTunnelWait:
-		if ex.outboundBuffered() == 0 && (ex.uc == nil || ex.uc.Gnet().OutboundBuffered() == 0) {
+		if ex.outboundBuffered() == 0 && (ex.uc == nil || ex.uc.OutboundBuffered() == 0) {
 			ex.startTunnel(false)
 		}
 		return
@@ -705,9 +705,8 @@ func (ex *exchange) Traffic() gnet.Action { return ex.upstreamData() }
 // what a holding exchange kept): response bytes.
 func (ex *exchange) upstreamData() gnet.Action {
 	uc := ex.uc
-	gc := uc.Gnet()
 	if ex.state == exTunnelWait {
-		if gc.InboundBuffered() > MaxPendingInput {
+		if uc.InboundBuffered() > MaxPendingInput {
 			ex.dropConn(false)
 			uc.Drop()
 			ex.finishTruncated("tunnel: too much data before the tunnel started")
@@ -715,8 +714,11 @@ func (ex *exchange) upstreamData() gnet.Action {
 		}
 		return gnet.None // kept for the tunnel
 	}
-	buf, _ := gc.Peek(-1)
+	buf := uc.Inbound()
 	if len(buf) == 0 {
+		if uc.Ended() {
+			return gnet.Close // the TLS session ended: OnClose tells the exchange
+		}
 		return gnet.None
 	}
 	ex.gotBytes = true
@@ -781,7 +783,7 @@ loop:
 		ex.sink.Flush()
 	}
 	leftover := off < len(buf) && ex.rstate == rsDone
-	_, _ = gc.Discard(off) // after a 101, the tunnel's first bytes stay buffered
+	uc.Consume(off) // after a 101, the tunnel's first bytes stay buffered
 	ex.Busy = false
 
 	switch {
@@ -812,7 +814,7 @@ loop:
 	case ex.rstate == rsTunnel:
 		ex.state = exTunnelWait
 		ex.deadline = 0
-		if ex.outboundBuffered() == 0 && gc.OutboundBuffered() == 0 {
+		if ex.outboundBuffered() == 0 && uc.OutboundBuffered() == 0 {
 			return ex.startTunnel(true)
 		}
 		return gnet.None

@@ -133,6 +133,9 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 		return nil, err
 	}
 	u.Scheme, u.Host = "http", ex.up.address
+	if ex.up.tls != nil {
+		u.Scheme = "https"
+	}
 	if ex.up.network == "unix" {
 		u.Host = "localhost"
 	}
@@ -172,7 +175,7 @@ func (ex *exchange) h2cRequest(c *handlers.Ctx) (*http.Request, error) {
 
 // run sends req on tr and hands the loop the head, then each body buffer
 // when it asks. It runs on its own goroutine.
-func (hx *h2cStream) run(tr *http2.Transport, req *http.Request, timeout time.Duration) {
+func (hx *h2cStream) run(tr roundTripper, req *http.Request, timeout time.Duration) {
 	timer := time.AfterFunc(timeout, func() {
 		hx.timedOut.Store(true)
 		hx.cancel()
@@ -333,8 +336,8 @@ func (ex *exchange) h2cHead(c *handlers.Ctx) {
 			return
 		}
 		ex.fail(FailConnect)
-		ex.up.failed(ex.now, "h2c: "+hx.err.Error())
-		ex.finishError(502, "h2c: "+hx.err.Error())
+		ex.up.failed(ex.now, ex.h.h2Name()+": "+hx.err.Error())
+		ex.finishError(502, ex.h.h2Name()+": "+hx.err.Error())
 		return
 	}
 	resp := hx.resp
@@ -373,7 +376,7 @@ func (ex *exchange) h2cCancelled(err error) bool {
 		return false
 	}
 	ex.cancelled = true
-	ex.finishTruncated("h2c: the upstream cancelled the stream")
+	ex.finishTruncated(ex.h.h2Name() + ": the upstream cancelled the stream")
 	return true
 }
 
@@ -386,7 +389,7 @@ func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
 		return false
 	}
 	ex.fail(FailConnect)
-	ex.up.failed(ex.now, "h2c: "+hx.err.Error())
+	ex.up.failed(ex.now, ex.h.h2Name()+": "+hx.err.Error())
 	ex.retrying()
 	if bits.OnesCount64(ex.tried) >= len(ex.h.ups) {
 		ex.tried = 0 // every upstream was tried: start over
@@ -437,7 +440,7 @@ func (ex *exchange) h2cBody() {
 			ex.finishTruncated("response body read timeout")
 			return
 		}
-		ex.up.failed(ex.now, "h2c: stream lost mid-body: "+hx.err.Error())
+		ex.up.failed(ex.now, ex.h.h2Name()+": stream lost mid-body: "+hx.err.Error())
 		ex.fail(FailReset)
 		ex.finishTruncated("h2c: stream lost mid-body: " + hx.err.Error())
 	default:
@@ -465,7 +468,7 @@ func appendHTTPFields(hs []codec.Header, h http.Header, trailers bool) []codec.H
 	}
 	b := make([]byte, 0, n)
 	for k, vs := range h {
-		if !httpFieldKept(k, trailers) {
+		if !httpFieldKept(k, trailers) || !trailers && namedInConnection(h, k) {
 			continue
 		}
 		for _, v := range vs {
@@ -486,4 +489,22 @@ func httpFieldKept(k string, trailer bool) bool {
 		return relayableTrailer(name)
 	}
 	return !codec.ConnectionSpecific(name) && !framingField(name) && !codec.EqualFold(name, "trailer")
+}
+
+// h2Name names the route's HTTP/2 upstream protocol in messages: h2c, or
+// h2 over TLS.
+func (h *Handler) h2Name() string { return h.conf.Protocol }
+
+// namedInConnection reports whether the Connection field of an HTTP/1.1
+// response head h (protocol: auto) names field k: hop-by-hop, not
+// relayed. HTTP/2 heads have no Connection field.
+func namedInConnection(h http.Header, k string) bool {
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), k) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -37,7 +37,7 @@ type Handler struct {
 	trusted []netip.Prefix
 	retries int
 	limits  upstream.Limits // of the pools of its upstreams' addresses
-	h2c     bool            // the upstreams speak HTTP/2 over cleartext (h2c.go)
+	h2c     bool            // the upstreams speak HTTP/2, over cleartext or TLS (h2c.go)
 
 	connectTimeout int64 // ns
 	headerTimeout  int64
@@ -97,7 +97,7 @@ func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, e
 		Budget:         opts.Budget,
 		Retired:        &h.closed,
 	}
-	h.h2c = pc.Protocol == "h2c"
+	h.h2c = pc.Protocol != "http1" // h2c, h2, auto: through a transport, off the loops
 	switch {
 	case pc.StripPrefix:
 		h.rewrite = []byte("/")
@@ -116,7 +116,13 @@ func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, e
 			pools:   make([]atomic.Pointer[upstream.Pool], loops),
 			stats:   make([]UpstreamStats, loops+1),
 		})
-		if h.h2c {
+		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
+		switch {
+		case pc.Protocol == "auto":
+			h.ups[i].h2t = autoTransport(u.Network, u.Address, pc.Timeouts.Connect, pc.Timeouts.Idle, h.ups[i].tls)
+		case h.h2c && h.ups[i].tls != nil:
+			h.ups[i].h2t = h2Transport(u.Network, u.Address, pc.Timeouts.Connect, h.ups[i].tls)
+		case h.h2c:
 			h.ups[i].h2t = h2cTransport(u.Network, u.Address, pc.Timeouts.Connect)
 		}
 	}
@@ -131,6 +137,9 @@ const maxUpstreams = 64
 // and sets the logger for upstream state changes. Call it once.
 func (h *Handler) Start(log *slog.Logger) {
 	h.log.Store(log)
+	if t := h.conf.TLS; t != nil && t.InsecureSkipVerify {
+		log.Warn("proxy: the upstreams' TLS certificates are not verified (insecure_skip_verify)", "route", h.route.Conf.Path)
+	}
 	if h.conf.HealthCheck.Path == "" {
 		return
 	}

@@ -170,14 +170,16 @@ func (lp *Loop) pool(u *Upstream) *upstream.Pool {
 		p = lp.extra[u]
 	}
 	if p == nil {
-		p = lp.up.Pool(upstream.Key{Proto: "http/1.1", Network: u.network, Address: u.address})
+		p = lp.up.Pool(upstream.Key{Proto: "http/1.1", Network: u.network, Address: u.address, TLS: u.tlsID})
 		if lp.idx < len(u.pools) {
 			u.pools[lp.idx].Store(p)
 		} else {
 			lp.extra[u] = p
 		}
 	}
-	p.Configure(u.h.limits)
+	l := u.h.limits
+	l.TLS = u.tls
+	p.Configure(l)
 	return p
 }
 

@@ -92,12 +92,8 @@ func (p *pacer) abort() {
 func (ex *exchange) startPaced() gnet.Action {
 	uc := ex.uc
 	b := ex.h.budget
-	rest, _ := uc.Gnet().Peek(-1) // framing bytes relayBody left for more input
-	var up net.Conn
-	fd, err := uc.Gnet().Dup()
-	if err == nil {
-		up, err = fdConn(fd)
-	}
+	rest := uc.Inbound() // framing bytes relayBody left for more input
+	up, err := uc.DupConn()
 	if err != nil || len(rest) > pacedBuf/2 {
 		if up != nil {
 			_ = up.Close()
@@ -166,7 +162,7 @@ func (ex *exchange) pacedEnd(clean bool) {
 	ex.pace = nil
 	ex.state = exActive
 	p.stop()
-	if clean && ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() {
+	if clean && ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() && ex.up.tls == nil {
 		if nc, ok := handBack(p.up); ok {
 			ex.reenroll(nc)
 		}

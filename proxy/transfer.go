@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,10 +115,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 	var up net.Conn
 	if err == nil {
 		cl = track(b, cl)
-		var fd int
-		if fd, err = uc.Gnet().Dup(); err == nil {
-			up, err = fdConn(fd)
-		}
+		up, err = uc.DupConn()
 		if err != nil {
 			_ = cl.Close()
 			b.Release(1)
@@ -170,15 +166,6 @@ func (ex *exchange) startHandoff() {
 	go ex.x.runBody()
 }
 
-// fdConn turns a duplicated descriptor into a net.Conn (which duplicates
-// it again; the given one is closed).
-func fdConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "proxy")
-	c, err := net.FileConn(f)
-	_ = f.Close()
-	return c, err
-}
-
 // handoffDone runs on the loop (from Input, after the goroutine's Wake)
 // when the copy ended: a clean end returns the upstream connection to the
 // pool (enrolled into gnet again), and the response completes.
@@ -200,7 +187,7 @@ func (ex *exchange) handoffDone() {
 		return
 	}
 	ex.rstate = rsDone
-	if ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() {
+	if ex.resp.KeepAlive && ex.kind != codec.BodyUntilClose && ex.pool != nil && ex.lp.el != nil && !ex.h.closed.Load() && ex.up.tls == nil {
 		if nc, ok := handBack(x.up); ok {
 			ex.reenroll(nc)
 		}
@@ -376,10 +363,10 @@ func (x *transfer) deadlines() {
 func (ex *exchange) startTunnel(inside bool) gnet.Action {
 	uc := ex.uc
 	x := &transfer{tunnel: true, write: ex.set.WriteTimeout, read: time.Duration(ex.h.idleTimeout)}
-	if b, _ := uc.Gnet().Peek(-1); len(b) > 0 {
+	if b := uc.Inbound(); len(b) > 0 {
 		x.upPrefix = append([]byte(nil), b...)
 	}
-	_, _ = uc.Gnet().Discard(-1)
+	uc.Consume(-1)
 	up := ex.cl.(handlers.Upgrader) // ex.upgrade: the client can tunnel (setup)
 	if b := up.Inbound(); len(b) > 0 {
 		x.clPrefix = append([]byte(nil), b...)
@@ -421,11 +408,7 @@ func (ex *exchange) startTunnel(inside bool) gnet.Action {
 // one of the two descriptors the caller acquired from b. On failure it
 // closes what it made and gives back the rest.
 func (x *transfer) dupBoth(b *fds.Budget, uc *upstream.Conn, cl handlers.Duplicator) error {
-	upFd, err := uc.Gnet().Dup()
-	var up net.Conn
-	if err == nil {
-		up, err = fdConn(upFd)
-	}
+	up, err := uc.DupConn()
 	if err != nil {
 		b.Release(2)
 		return err

@@ -99,7 +99,13 @@ func readFrame(r io.Reader) (byte, []byte, error) {
 // wsEchoUpstream accepts WebSocket handshakes and echoes every message
 // until a close frame.
 func wsEchoUpstream(t *testing.T) *rawUpstream {
-	return newRawUpstream(t, func(c net.Conn) {
+	return newRawUpstream(t, wsEcho)
+}
+
+// wsEcho serves one WebSocket connection c: the handshake, a greeting,
+// then echoes until a close frame.
+func wsEcho(c net.Conn) {
+	{
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -127,7 +133,7 @@ func wsEchoUpstream(t *testing.T) *rawUpstream {
 				return
 			}
 		}
-	})
+	}
 }
 
 // TestWebSocketEcho upgrades through the proxy and echoes messages, small

@@ -3,14 +3,13 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"gale/config"
 	"gale/upstream"
@@ -42,7 +41,9 @@ type Upstream struct {
 
 	pools []atomic.Pointer[upstream.Pool] // the pool of the address on each loop (Loop.idx); slot i written only by loop i
 	stats []UpstreamStats                 // per loop, then one overflow slot (upstream_stats.go)
-	h2t   *http2.Transport                // the connections to an h2c upstream (h2c.go); nil for HTTP/1.1
+	h2t   roundTripper                    // the connections of an h2c, h2 or auto upstream (h2c.go); nil for HTTP/1.1 on the loops
+	tls   *tls.Config                     // how its connections speak TLS (tls.go); nil: plain
+	tlsID string                          // the identity of tls, in the pool's key; "" for plain
 
 	// Passive health: failures of real requests within a window take the
 	// upstream out for a cooldown.
@@ -170,6 +171,13 @@ func (hc *healthChecker) probe() (int, error) {
 	defer nc.Close()
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
+	if u.tls != nil {
+		tc := tls.Client(nc, u.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return 0, err
+		}
+		nc = tc
+	}
 	req := "GET " + hc.conf.Path + " HTTP/1.1\r\nHost: " + string(u.host) +
 		"\r\nUser-Agent: gale-health-check\r\nConnection: close\r\n\r\n"
 	if _, err := nc.Write([]byte(req)); err != nil {
@@ -187,7 +195,11 @@ func (hc *healthChecker) probe() (int, error) {
 // transport's connections.
 func (hc *healthChecker) probeH2C(ctx context.Context) (int, error) {
 	u := hc.u
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://localhost"+hc.conf.Path, nil)
+	scheme := "http"
+	if u.tls != nil {
+		scheme = "https"
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", scheme+"://localhost"+hc.conf.Path, nil)
 	if err != nil {
 		return 0, err
 	}

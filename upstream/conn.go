@@ -40,9 +40,10 @@ type Conn struct {
 	count     *Counters
 	budget    *fds.Budget // what the dial acquired from; nil: nothing
 	state     uint8
-	reused    bool  // it served an exchange before: closing before answering means it went stale
-	idleSince int64 // unix ns, while idle
-	unheard   bool  // open for its first exchange, and nothing came back yet (Pool.unheard)
+	reused    bool     // it served an exchange before: closing before answering means it went stale
+	idleSince int64    // unix ns, while idle
+	unheard   bool     // open for its first exchange, and nothing came back yet (Pool.unheard)
+	tls       *tlsConn // the TLS session (tls.go); nil: plain. Set by the dial goroutine before Enroll
 }
 
 const (
@@ -131,6 +132,9 @@ func (c *Conn) Release(now int64) bool {
 // enrolled: its user goes on, or the pool takes it.
 func (c *Conn) OnOpen(gc gnet.Conn) {
 	c.gc = gc
+	if c.tls != nil {
+		c.tls.open(gc)
+	}
 	c.count.Open.Add(1)
 	if c.state == stateClosed {
 		// Given up while connecting: close.
@@ -174,6 +178,9 @@ func (c *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if gc.InboundBuffered() == 0 {
 		return gnet.None // a Wake that came after its exchange ended
+	}
+	if c.tls != nil && len(c.tls.inbound()) == 0 && !c.tls.eof {
+		return gnet.None // a session ticket, or another handshake message
 	}
 	// Bytes on an idle connection: nothing was asked; the connection
 	// cannot be trusted with a request.

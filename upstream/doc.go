@@ -23,6 +23,17 @@
 // event of the connection goes to it; an idle connection that receives
 // bytes was told nothing to answer, and is closed.
 //
+// # TLS
+//
+// A pool whose Limits carry a tls.Config dials TLS connections: the
+// handshake runs in the dial goroutine, over the socket, before Enroll;
+// the session then joins the loop with it, and its records are read from
+// and written to gnet's buffers on the loop (tls.go, with the listener
+// side's record framing, internal/tlsrec). A kind reads and writes a
+// connection through Conn's Inbound, Consume and Write whatever it
+// speaks over, and DupConn carries the session off the loop. Key.TLS
+// names the settings, so plain and TLS connections never share a pool.
+//
 // # Around the connections
 //
 // What every kind does around its connections lives here too: choosing a

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -14,11 +15,14 @@ import (
 // one (given back once Enroll is done).
 const dialFDs = 2
 
-// Key names a pool of a loop: what it dials, and the protocol its
-// connections speak ("http/1.1", "fastcgi"), which connections of one
-// pool all share.
+// Key names a pool of a loop: what it dials, the protocol its
+// connections speak ("http/1.1", "fastcgi"), and over TLS the identity of
+// the TLS settings ("" for plain connections), which connections of one
+// pool all share: plain and TLS connections to one address, or TLS ones
+// with other settings, never mix.
 type Key struct {
 	Proto, Network, Address string
+	TLS                     string
 }
 
 // Loop is the core's state on one event loop: its pools by address. It
@@ -98,10 +102,18 @@ func (lp *Loop) dial(c *Conn) {
 		return
 	}
 	p := c.pool
-	el, network, address, timeout := lp.el, p.network, p.address, p.lim.ConnectTimeout
+	el, network, address, timeout, cfg := lp.el, p.network, p.address, p.lim.ConnectTimeout, p.lim.TLS
 	go func() {
-		d := net.Dialer{Timeout: timeout}
+		deadline := time.Now().Add(timeout)
+		d := net.Dialer{Deadline: deadline}
 		nc, err := d.Dial(network, address)
+		if err == nil && cfg != nil {
+			// The handshake runs here, off the loop, within the connect
+			// timeout; the session then joins the loop with the socket.
+			if c.tls, err = clientHandshake(nc, cfg, deadline); err != nil {
+				_ = nc.Close()
+			}
+		}
 		if err == nil {
 			var ch <-chan gnet.RegisteredResult
 			ch, err = el.Enroll(gnet.NewContext(context.Background(), c), nc)

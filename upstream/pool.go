@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"crypto/tls"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,11 @@ type Limits struct {
 	MaxTotal       int           // connections open or dialing at most over every loop (Group); 0 = no bound
 	IdleTimeout    time.Duration // an idle connection older than this closes
 	ConnectTimeout time.Duration // a dial that takes longer fails
+
+	// TLS is how new connections speak TLS to the address (the handshake
+	// runs in the dial goroutine); nil: plain. The pool's Key names its
+	// identity, so every user of a pool configures an equal one.
+	TLS *tls.Config
 
 	// Budget counts the descriptors of the connections dialed (the
 	// server's one budget); nil counts nothing.

@@ -60,11 +60,16 @@ func testLoopIn(g *Group) (*Loop, *[]*Conn) {
 // TestPoolSharedByAddress: one pool per address on a loop, whoever asks.
 func TestPoolSharedByAddress(t *testing.T) {
 	lp, _ := testLoop()
-	a := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"})
-	if b := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"}); b != a {
+	a := lp.Pool(Key{Proto: "fastcgi", Network: "unix", Address: "/run/php.sock"})
+	if b := lp.Pool(Key{Proto: "fastcgi", Network: "unix", Address: "/run/php.sock"}); b != a {
 		t.Fatal("two pools for one address")
 	}
-	if c := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9000"}); c == a {
+	plain := lp.Pool(Key{Proto: "http/1.1", Network: "tcp", Address: "127.0.0.1:443"})
+	if lp.Pool(Key{Proto: "http/1.1", Network: "tcp", Address: "127.0.0.1:443", TLS: "a1"}) == plain ||
+		lp.Pool(Key{Proto: "http/1.1", Network: "tcp", Address: "127.0.0.1:443", TLS: "b2"}) == lp.Pool(Key{Proto: "http/1.1", Network: "tcp", Address: "127.0.0.1:443", TLS: "a1"}) {
+		t.Fatal("plain and TLS connections, or TLS ones with other settings, share a pool")
+	}
+	if c := lp.Pool(Key{Proto: "fastcgi", Network: "tcp", Address: "127.0.0.1:9000"}); c == a {
 		t.Fatal("one pool for two addresses")
 	}
 }
@@ -75,7 +80,7 @@ func TestPoolSharedByAddress(t *testing.T) {
 func TestPoolQueueAndReuse(t *testing.T) {
 	lp, dialed := testLoop()
 	budget := fds.New(100, 0)
-	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{Proto: "fastcgi", Network: "tcp", Address: "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Second, Budget: budget})
 	var count Counters
 	u1, u2 := &user{}, &user{}
@@ -123,7 +128,7 @@ func TestPoolQueueAndReuse(t *testing.T) {
 // next waiter is told to dial, and the failure goes to the dialing user.
 func TestPoolDialFailedServesWaiter(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{Proto: "fastcgi", Network: "tcp", Address: "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1})
 	var count Counters
 	u1, u2 := &user{}, &user{}
@@ -139,7 +144,7 @@ func TestPoolDialFailedServesWaiter(t *testing.T) {
 // retired, a released connection closes and idle ones are reaped.
 func TestPoolRetiredKeepsNothing(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{Proto: "fastcgi", Network: "tcp", Address: "127.0.0.1:9"})
 	var retired atomic.Bool
 	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour, Retired: &retired})
 	var count Counters
@@ -166,7 +171,7 @@ func TestPoolRetiredKeepsNothing(t *testing.T) {
 // was asked: it leaves the pool and closes.
 func TestIdleTrafficCloses(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"fastcgi", "tcp", "127.0.0.1:9"})
+	p := lp.Pool(Key{Proto: "fastcgi", Network: "tcp", Address: "127.0.0.1:9"})
 	p.Configure(Limits{MaxIdle: 1, MaxConns: 1, IdleTimeout: time.Hour})
 	var count Counters
 	c, _ := p.Dial(&user{}, &count)
@@ -186,7 +191,7 @@ func TestGroupBoundsOverLoops(t *testing.T) {
 	var g Group
 	la, _ := testLoopIn(&g)
 	lb, dialedB := testLoopIn(&g)
-	k := Key{"fastcgi", "unix", "/run/php.sock"}
+	k := Key{Proto: "fastcgi", Network: "unix", Address: "/run/php.sock"}
 	lim := Limits{MaxIdle: 1, MaxTotal: 1, IdleTimeout: time.Hour}
 	pa, pb := la.Pool(k), lb.Pool(k)
 	pa.Configure(lim)
@@ -225,7 +230,7 @@ func TestGroupBoundsOverLoops(t *testing.T) {
 // going idle; once the new one is answered, freed ones are kept again.
 func TestPoolClosesWhileNewConnUnheard(t *testing.T) {
 	lp, _ := testLoop()
-	p := lp.Pool(Key{"fastcgi", "unix", "/run/php.sock"})
+	p := lp.Pool(Key{Proto: "fastcgi", Network: "unix", Address: "/run/php.sock"})
 	p.Configure(Limits{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Hour, WorkerPerConn: true})
 	var count Counters
 	old, _ := p.Dial(&user{}, &count)

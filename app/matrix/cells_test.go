@@ -40,7 +40,7 @@ func (a arrival) String() string { return [...]string{"whole", "head+body", "tri
 // route is a route of the site and what its answers look like.
 type route struct {
 	name   string   // e.g. "auth/fcgi"
-	base   string   // up1, up2, fcgi, php, static, respond, redirect
+	base   string   // up1, up2, up3 (https), up4 (h2 over TLS), fcgi, php, static, respond, redirect
 	prefix string   // the route's path
 	reads  bool     // the handler reads request bodies (the application gets them)
 	fcgi   bool     // a FastCGI route kind: bodies of unknown length are 411
@@ -66,6 +66,8 @@ func routes() []*route {
 		out = append(out,
 			&route{name: w + "/up1", base: "up1", prefix: "/" + w + "/up1/", reads: true, auth: w == "auth", frames: []string{"cl", "chunked", "close"}},
 			&route{name: w + "/up2", base: "up2", prefix: "/" + w + "/up2/", reads: true, auth: w == "auth", frames: []string{"cl", "chunked"}},
+			&route{name: w + "/up3", base: "up3", prefix: "/" + w + "/up3/", reads: true, auth: w == "auth", frames: []string{"cl", "chunked", "close"}},
+			&route{name: w + "/up4", base: "up4", prefix: "/" + w + "/up4/", reads: true, auth: w == "auth", frames: []string{"cl", "chunked"}},
 			&route{name: w + "/fcgi", base: "fcgi", prefix: "/" + w + "/fcgi/", reads: true, fcgi: true, auth: w == "auth", frames: []string{"cl", "stream"}},
 			&route{name: w + "/php", base: "php", prefix: "/" + w + "/php/", reads: true, fcgi: true, auth: w == "auth", frames: []string{"cl", "stream"}},
 		)
@@ -274,11 +276,12 @@ func cellsFor(p proto, pi int, rng *rand.Rand) []cell {
 // sample picks the default run's cells out of all (one protocol's).
 func sample(all []cell, pi int, rng *rand.Rand) []cell {
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	bases := []string{"up1", "up2", "fcgi", "php"}
+	bases := []string{"up1", "up2", "up3", "up4", "fcgi", "php"}
+	nb := len(bases)
 	slots := []func(c *cell) bool{
-		func(c *cell) bool { return c.body == 8<<20 && c.route.base == bases[pi%4] && c.respN < 1<<20 },
-		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+1)%4] && c.respN < 1<<20 },
-		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+2)%4] && c.respN < 1<<20 },
+		func(c *cell) bool { return c.body == 8<<20 && c.route.base == bases[pi%nb] && c.respN < 1<<20 },
+		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+1)%nb] && c.respN < 1<<20 },
+		func(c *cell) bool { return c.body == 1<<20 && c.route.base == bases[(pi+2)%nb] && c.respN < 1<<20 },
 		// A static file sent while a large body it discards arrives.
 		func(c *cell) bool { return c.respN == 8<<20 && c.route.base == "static" && c.body == 8<<20 },
 	}

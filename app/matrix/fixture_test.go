@@ -151,11 +151,32 @@ func startUpstream(t *testing.T, h2c bool) *upstream {
 	return u
 }
 
+// startTLSUpstream serves echoHandler over TLS with dir's cert.pem (ALPN
+// h2 and http/1.1: the https and h2 route kinds share it).
+func startTLSUpstream(t *testing.T, dir string) *upstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstream{addr: ln.Addr().String()}
+	srv := &http.Server{Handler: http.HandlerFunc(echoHandler), ReadHeaderTimeout: 30 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				u.conns.Add(1)
+			}
+		}}
+	go func() { _ = srv.ServeTLS(ln, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "cert.key")) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return u
+}
+
 // site is the running gale server with its applications.
 type site struct {
 	plain, tls string         // gale's listeners: HTTP/1.1 and h2c; TLS with HTTP/1.1, h2 and HTTP/3
 	roots      *x509.CertPool // trusts the TLS listener's certificate
 	up1, up2   *upstream      // the HTTP/1.1 and h2c applications
+	up3        *upstream      // the application over TLS (HTTP/1.1 and h2)
 	fpm        *fpmtest.FPM
 	auth       string // the Authorization field the basic_auth routes accept
 }
@@ -179,6 +200,7 @@ func startSite(t *testing.T, server string) *site {
 		writeFile(t, filepath.Join(dir, "files", "f"+strconv.Itoa(n)), pattern(n))
 	}
 	s.roots = writeCert(t, dir)
+	s.up3 = startTLSUpstream(t, dir) // verified against cert.pem, for 127.0.0.1
 	hash, err := bcrypt.GenerateFromPassword([]byte("alice-pw"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +241,8 @@ routes:
 		}
 		fmt.Fprintf(&b, "  - path: /%s/up1/\n%s    proxy: {to: [\"%s\"], timeouts: {connect: 30s}}\n", w, guard, s.up1.addr)
 		fmt.Fprintf(&b, "  - path: /%s/up2/\n%s    proxy: {to: [\"%s\"], protocol: h2c, timeouts: {connect: 30s}}\n", w, guard, s.up2.addr)
+		fmt.Fprintf(&b, "  - path: /%s/up3/\n%s    proxy: {to: [\"https://%s\"], tls: {ca: cert.pem}, timeouts: {connect: 30s}}\n", w, guard, s.up3.addr)
+		fmt.Fprintf(&b, "  - path: /%s/up4/\n%s    proxy: {to: [\"https://%s\"], protocol: h2, tls: {ca: cert.pem}, timeouts: {connect: 30s}}\n", w, guard, s.up3.addr)
 		fmt.Fprintf(&b, "  - path: /%s/fcgi/\n%s    fastcgi: %s\n", w, guard, fcgi("www"))
 		fmt.Fprintf(&b, "  - path: /%s/php/\n%s    php: %s\n", w, guard, fcgi("www"))
 	}

@@ -25,7 +25,7 @@ func TestMatrix(t *testing.T) {
 		total += len(cells)
 		t.Run(p.String(), func(t *testing.T) { runCells(t, s, p, cells) })
 	}
-	t.Logf("%d cells in %v; upstream connections: http1 %d, h2c %d", total, time.Since(start).Round(time.Millisecond), s.up1.conns.Load(), s.up2.conns.Load())
+	t.Logf("%d cells in %v; upstream connections: http1 %d, h2c %d, tls %d", total, time.Since(start).Round(time.Millisecond), s.up1.conns.Load(), s.up2.conns.Load(), s.up3.conns.Load())
 }
 
 // newClient returns a client of protocol p for s.

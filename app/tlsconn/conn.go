@@ -18,6 +18,7 @@ import (
 	"gale/acme"
 	"gale/app/wire"
 	"gale/clientcert"
+	"gale/internal/tlsrec"
 )
 
 // The TLS transport of one client connection, with crypto/tls doing the
@@ -78,16 +79,9 @@ const (
 	recordHeaderLen = 5
 )
 
-// wouldBlock is the shim's "no ciphertext buffered" error on the loop.
-type wouldBlock struct{}
-
-func (wouldBlock) Error() string   { return "app: tls: no buffered ciphertext" }
-func (wouldBlock) Timeout() bool   { return true }
-func (wouldBlock) Temporary() bool { return true }
-
 var (
-	errWouldBlock net.Error = wouldBlock{}
-	errShimClosed           = errors.New("app: tls: connection closed")
+	errWouldBlock = tlsrec.ErrWouldBlock
+	errShimClosed = errors.New("app: tls: connection closed")
 )
 
 // Conn is the TLS state of one connection. Fields are touched on the
@@ -145,10 +139,7 @@ type shim struct {
 
 	fd net.Conn // fd mode: the duplicate of the socket
 
-	// Record framing of the ciphertext handed to crypto/tls (see hand).
-	hdr     [recordHeaderLen]byte
-	hdrN    int // header bytes of the current record handed so far
-	recLeft int // payload bytes of the current record not handed yet
+	fr tlsrec.Framer // record framing of the ciphertext handed to crypto/tls
 }
 
 var (
@@ -221,29 +212,8 @@ func (s *shim) Read(p []byte) (int, error) {
 }
 
 // hand copies into p the bytes of b up to the end of the record being
-// read, and returns how many. Handing crypto/tls at most one record per
-// Read keeps its buffer free of whole records it has not processed: once
-// a tls.Conn.Read returned data, whether more can be decrypted is known
-// from the shim's own input alone, and the request path skips the Read
-// that would only find nothing (it costs an allocation in crypto/tls).
-func (s *shim) hand(p, b []byte) int {
-	i, n := 0, min(len(p), len(b))
-	for s.hdrN < recordHeaderLen && i < n {
-		s.hdr[s.hdrN] = b[i]
-		s.hdrN++
-		i++
-		if s.hdrN == recordHeaderLen {
-			s.recLeft = int(s.hdr[3])<<8 | int(s.hdr[4])
-		}
-	}
-	k := min(s.recLeft, n-i)
-	copy(p, b[:i+k])
-	s.recLeft -= k
-	if s.hdrN == recordHeaderLen && s.recLeft == 0 {
-		s.hdrN = 0 // the record is complete: a header comes next
-	}
-	return i + k
-}
+// read, and returns how many (tlsrec.Framer).
+func (s *shim) hand(p, b []byte) int { return s.fr.Hand(p, b) }
 
 // moreInput reports whether ciphertext waits in the shim or in gnet's
 // buffer (loop mode).

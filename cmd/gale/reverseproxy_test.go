@@ -19,7 +19,7 @@ func TestReverseProxyUsage(t *testing.T) {
 	}{
 		{[]string{"reverse-proxy"}, 2, "usage: gale reverse-proxy"},
 		{[]string{"reverse-proxy", "--to", ","}, 1, "to: expected at least one upstream"},
-		{[]string{"reverse-proxy", "--to", "https://x.example"}, 1, "https upstreams are not supported yet"},
+		{[]string{"reverse-proxy", "--to", "ftp://x.example"}, 1, "the scheme must be http or https"},
 		{[]string{"reverse-proxy", "--from", "nowhere", "--to", "127.0.0.1:1"}, 1, "listen: expected an address"},
 	} {
 		var out, errOut bytes.Buffer
