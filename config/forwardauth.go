@@ -24,7 +24,7 @@ type ForwardAuth struct {
 const defaultForwardAuthTimeout = 5 * time.Second
 
 var forwardAuthKeys = sectionKey("forward_auth", "Ask an authentication service about each request before the route serves it (nginx auth_request, Caddy forward_auth): a GET of uri carrying the original method, URI, host, protocol and client in X-Forwarded-* and X-Original-* fields, and the client's Cookie and Authorization. A 2xx answer lets the request through with copy_headers copied onto it; any other answer (a 401, a 302 to a login page) goes to the client as it came; no answer is 502, or 504 past the timeout.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port"`}, "The authentication service's addresses (HTTP/1.1), no two alike.").must(),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path" or "http://host:port" (not https)`}, "The authentication service's addresses (HTTP/1.1), no two alike.").must(),
 	&keySpec{name: "uri", typ: typeString, def: "/", doc: `The path and query asked for, e.g. "/api/verify?rd=https://auth.example.com/".`},
 	listKey("copy_headers", &keySpec{typ: typeString, pattern: headerNamePattern, doc: "A header name, e.g. X-User."}, "Fields of a 2xx answer copied onto the request (e.g. Remote-User, X-User); always removed from the client's own request first, so a client cannot send them.").distinct(),
 	boolKey("trust_forwarded", "false", "Pass on the X-Forwarded-* fields a client among server.trusted_proxies sent (X-Forwarded-For appended to) instead of gale's own view of the request."),
@@ -40,6 +40,7 @@ func (d *decoder) forwardAuth(n *yaml.Node, path string) *ForwardAuth {
 	fa := &ForwardAuth{URI: "/", Timeout: defaultForwardAuthTimeout}
 	if v := s.get("to"); v != nil {
 		fa.To = d.upstreams(v, join(path, "to"))
+		d.plainOnly(v, join(path, "to"), fa.To)
 	} else if s.missing("to") {
 		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "127.0.0.1:9091"`)
 	}
@@ -100,4 +101,20 @@ func AuthProxy(fa *ForwardAuth) *Proxy {
 	p.Timeouts.Connect = min(p.Timeouts.Connect, fa.Timeout)
 	p.Timeouts.ResponseHeader = fa.Timeout
 	return p
+}
+
+// plainOnly refuses https:// among an authentication service's addresses:
+// the subrequest has no tls section to say what the service's
+// certificate is verified against.
+func (d *decoder) plainOnly(n *yaml.Node, path string, ups []Upstream) {
+	for i, u := range ups {
+		if !u.TLS {
+			continue
+		}
+		at := n
+		if n.Kind == yaml.SequenceNode && i < len(n.Content) {
+			at = n.Content[i]
+		}
+		d.errorf(at, path, "%q: an authentication service over https is not supported yet; use http://, host:port or unix:/path", u.Raw)
+	}
 }

@@ -328,7 +328,7 @@ func (ac *authCall) send(uc *upstream.Conn) bool {
 	b = append(b, ac.head...)
 	ac.lp.buf = b[:0]
 	ac.busy = true
-	_, err := uc.Gnet().Write(b)
+	err := uc.Write(b)
 	ac.busy = false
 	if err != nil || ac.lostIn {
 		ac.lostIn = false
@@ -406,15 +406,14 @@ func (ac *authCall) retryOrFail(status int, why string) {
 // Traffic implements upstream.User: the answer's bytes.
 func (ac *authCall) Traffic() gnet.Action {
 	uc := ac.uc
-	gc := uc.Gnet()
-	buf, _ := gc.Peek(-1)
+	buf := uc.Inbound()
 	if len(buf) == 0 {
 		return gnet.None
 	}
 	ac.gotBytes = true
 	ac.now = nanotime()
 	off, bad, done := ac.read(buf)
-	_, _ = gc.Discard(off)
+	uc.Consume(off)
 	switch {
 	case bad != "":
 		ac.dropConn(false)
