@@ -177,7 +177,7 @@ func (lp *Loop) pool(u *Upstream) *upstream.Pool {
 			lp.extra[u] = p
 		}
 	}
-	p.Configure(u.h.limits)
+	p.Configure(*u.lim)
 	return p
 }
 
