@@ -521,3 +521,37 @@ func ForProxy(listen string, to []string) (*Config, error) {
 		return Route{Path: "/", Proxy: p}
 	})
 }
+
+// Discovers reports whether some entry of To is resolved through DNS
+// (dns+a://, dns+srv://).
+func (p *Proxy) Discovers() bool {
+	for _, u := range p.To {
+		if u.Discover != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Balancing describes the load balancing policy for summaries:
+// "round-robin", "header-hash X-User", "cookie-hash sid".
+func (p *Proxy) Balancing() string {
+	switch {
+	case p.HashHeader != "":
+		return p.LoadBalancing + " " + p.HashHeader
+	case p.HashCookie != "":
+		return p.LoadBalancing + " " + p.HashCookie
+	}
+	return p.LoadBalancing
+}
+
+// ResolveSummary describes how the DNS entries are resolved, for
+// summaries: "resolved every 1s..1m0s via 127.0.0.1:53" ("via
+// /etc/resolv.conf" without a resolver).
+func (p *Proxy) ResolveSummary() string {
+	via := p.Resolve.Resolver
+	if via == "" {
+		via = "/etc/resolv.conf"
+	}
+	return "resolved every " + p.Resolve.MinTTL.String() + ".." + p.Resolve.MaxTTL.String() + " (TTL) via " + via
+}
