@@ -215,7 +215,9 @@ func (h *Handler) Close() error {
 	}
 	h.checkers.stopAll()
 	for _, u := range h.ups.Load().ups {
-		u.gone.Store(true) // the pools of discovered ones keep nothing idle
+		if u.from != "" {
+			u.gone.Store(true) // its pools keep nothing idle (the fixed ones' retire with h.closed)
+		}
 		if u.h2t != nil {
 			u.h2t.CloseIdleConnections()
 		}
