@@ -35,7 +35,7 @@ type Handler struct {
 	fixed   []*Upstream                 // the entries of proxy.to that need no lookup
 	disc    *discovery                  // resolves the dns+a:// and dns+srv:// entries; nil: none
 	policy  upstream.Policy
-	hashKey []byte // header-hash: the field name; cookie-hash: the cookie name
+	hashKey string // header-hash: the field name; cookie-hash: the cookie name
 	rewrite []byte // replacement of the route's prefix; nil = path unchanged
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
@@ -111,9 +111,9 @@ func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, e
 	h.policy = upstream.PolicyOf(pc.LoadBalancing)
 	switch h.policy {
 	case upstream.HeaderHash:
-		h.hashKey = []byte(pc.HashHeader)
+		h.hashKey = pc.HashHeader
 	case upstream.CookieHash:
-		h.hashKey = []byte(pc.HashCookie)
+		h.hashKey = pc.HashCookie
 	}
 	var found []config.Upstream
 	for _, u := range pc.To {
@@ -298,7 +298,7 @@ func (h *Handler) requestKey(req *codec.Request) uint64 {
 	var v []byte
 	switch h.policy {
 	case upstream.HeaderHash:
-		v = req.Header(string(h.hashKey))
+		v = req.Header(h.hashKey)
 	case upstream.CookieHash:
 		v = cookieValue(req.Headers, h.hashKey)
 	default:
@@ -312,7 +312,7 @@ func (h *Handler) requestKey(req *codec.Request) uint64 {
 
 // cookieValue returns the value of the first cookie named name in the
 // Cookie fields of hs (HTTP/2 may split them in several), or nil.
-func cookieValue(hs []codec.Header, name []byte) []byte {
+func cookieValue(hs []codec.Header, name string) []byte {
 	for i := range hs {
 		if !asciiEqualFold(hs[i].Name, "cookie") {
 			continue
@@ -326,7 +326,7 @@ func cookieValue(hs []codec.Header, name []byte) []byte {
 				pair, v = v, nil
 			}
 			pair = bytes.TrimLeft(pair, " \t")
-			if len(pair) > len(name) && pair[len(name)] == '=' && string(pair[:len(name)]) == string(name) {
+			if len(pair) > len(name) && pair[len(name)] == '=' && string(pair[:len(name)]) == name {
 				return bytes.TrimRight(pair[len(name)+1:], " \t")
 			}
 		}

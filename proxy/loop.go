@@ -213,7 +213,7 @@ func (lp *Loop) Sweep(now int64) {
 		}
 	}
 	for u := range lp.extra {
-		if u.h.closed.Load() {
+		if u.h.closed.Load() || u.gone.Load() {
 			delete(lp.extra, u)
 		}
 	}
