@@ -39,6 +39,7 @@ type discovery struct {
 	server  string // the DNS server asked, host:port
 	client  dns.Client
 	byAddr  map[string]*Upstream // the discovered upstreams now, by network and address
+	capped  bool                 // the last set left addresses out (logged once per change)
 	quit    chan struct{}
 	done    chan struct{}
 }
@@ -157,6 +158,7 @@ func (d *discovery) publish() {
 	for _, u := range h.fixed {
 		seen[u.network+" "+u.address] = true
 	}
+	capped := false
 	for _, e := range d.entries {
 		for _, t := range e.targets {
 			key := "tcp " + t.address
@@ -164,7 +166,10 @@ func (d *discovery) publish() {
 				continue
 			}
 			if len(ups) == maxUpstreams {
-				d.logf(slog.LevelWarn, "upstream discovery found more addresses than a route may use; the rest are left out", e, "max", maxUpstreams)
+				if !d.capped && !capped {
+					d.logf(slog.LevelWarn, "upstream discovery found more addresses than a route may use; the rest are left out", e, "max", maxUpstreams)
+				}
+				capped = true
 				break
 			}
 			seen[key] = true
@@ -180,6 +185,7 @@ func (d *discovery) publish() {
 			ups = append(ups, u)
 		}
 	}
+	d.capped = capped
 	for key, u := range d.byAddr {
 		if !seen[key] {
 			delete(d.byAddr, key)
