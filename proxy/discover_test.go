@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"gale/config"
 )
 
 // dnsServer is an authoritative DNS server on 127.0.0.1 (UDP) whose
@@ -389,4 +391,37 @@ func TestDiscoverSRV(t *testing.T) {
 		t.Errorf("x got %d requests after the change; backup (priority 10) got %d", x.reqs.Load()-xBefore, backup.reqs.Load())
 	}
 	eventually(t, 5*time.Second, "x's connections closed", func() bool { return x.open.Load() == 0 })
+}
+
+// TestDiscoverReload: a reload resolves the new route's entries before it
+// takes requests, so the first request after it already goes to what the
+// new records give.
+func TestDiscoverReload(t *testing.T) {
+	t.Parallel()
+	d := newDNSServer(t)
+	x := newIPUpstream(t, "x", "127.0.0.1:0")
+	y := newIPUpstream(t, "y", "127.0.0.1:0")
+	_, px, _ := net.SplitHostPort(x.addr)
+	_, py, _ := net.SplitHostPort(y.addr)
+	d.set(t, "x.test.", dns.TypeA, "x.test. 60 IN A 127.0.0.1")
+	d.set(t, "y.test.", dns.TypeA, "y.test. 60 IN A 127.0.0.1")
+	route := func(name, port string) string {
+		return fmt.Sprintf("routes:\n  - path: /\n    proxy: {to: \"dns+a://%s:%s\", resolve: {resolver: %q}}\n", name, port, d.addr)
+	}
+	g := startGale(t, route("x.test", px))
+	cl := newClient()
+	defer cl.CloseIdleConnections()
+	if _, body := g.get(cl, "/"); body != "x" {
+		t.Fatalf("before the reload: %q", body)
+	}
+	cfg, err := config.Parse([]byte("listen: [\""+g.addr+"\"]\nserver: {event_loops: 1}\n"+route("y.test", py)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := g.get(cl, "/"); body != "y" {
+		t.Errorf("after the reload: %q", body)
+	}
 }
