@@ -345,6 +345,16 @@ func TestDiscoverA(t *testing.T) {
 	eventually(t, 5*time.Second, "the recovery logged", func() bool {
 		return strings.Contains(g.logs.String(), "upstream discovery recovered")
 	})
+
+	// The admin view lists what was found, and through which entry.
+	var listed []string
+	for _, st := range g.srv.Upstreams() {
+		listed = append(listed, st.Address+" from "+st.From)
+	}
+	entry := fmt.Sprintf("dns+a://app.test:%d", port)
+	if want := []string{fmt.Sprintf("127.0.0.3:%d from %s", port, entry), fmt.Sprintf("127.0.0.4:%d from %s", port, entry)}; strings.Join(listed, ", ") != strings.Join(want, ", ") {
+		t.Errorf("upstreams listed: %v, want %v", listed, want)
+	}
 }
 
 // TestDiscoverSRV changes the SRV records of a dns+srv:// upstream under

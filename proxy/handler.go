@@ -230,19 +230,6 @@ func (h *Handler) Close() error {
 // not modify it. Safe for concurrent use.
 func (h *Handler) Upstreams() []*Upstream { return h.ups.Load().ups }
 
-// Discovered returns the dns+a:// and dns+srv:// entries of the route, as
-// written, for summaries; nil when it has none.
-func (h *Handler) Discovered() []string {
-	if h.disc == nil {
-		return nil
-	}
-	out := make([]string, len(h.disc.entries))
-	for i, e := range h.disc.entries {
-		out[i] = e.conf.Raw
-	}
-	return out
-}
-
 // logf logs an upstream event at level, when a logger is set and the
 // level is enabled.
 func (h *Handler) logf(level slog.Level, msg string, u *Upstream, args ...any) {
