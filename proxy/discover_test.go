@@ -90,7 +90,8 @@ type ipUpstream struct {
 	name    string
 	addr    string
 	srv     *http.Server
-	reqs    atomic.Int64 // requests other than /slow
+	reqs    atomic.Int64 // requests other than /slow and /healthz
+	sick    atomic.Bool  // /healthz answers 503
 	open    atomic.Int64
 	slowIn  chan struct{} // a /slow request arrived
 	release chan struct{}
@@ -109,6 +110,12 @@ func newIPUpstream(t *testing.T, name, addr string) *ipUpstream {
 				u.slowIn <- struct{}{}
 				<-u.release
 				io.WriteString(w, "slow-"+name)
+				return
+			}
+			if r.URL.Path == "/healthz" {
+				if u.sick.Load() {
+					w.WriteHeader(503)
+				}
 				return
 			}
 			u.reqs.Add(1)
@@ -434,4 +441,40 @@ func TestDiscoverReload(t *testing.T) {
 	if _, body := g.get(cl, "/"); body != "y" {
 		t.Errorf("after the reload: %q", body)
 	}
+}
+
+// TestDiscoverHealth: discovered upstreams get active health checks as
+// fixed ones do; one that fails them is skipped.
+func TestDiscoverHealth(t *testing.T) {
+	t.Parallel()
+	d := newDNSServer(t)
+	x := newIPUpstream(t, "x", "127.0.0.1:0")
+	y := newIPUpstream(t, "y", "127.0.0.1:0")
+	y.sick.Store(true)
+	port := func(u *ipUpstream) string { _, p, _ := net.SplitHostPort(u.addr); return p }
+	d.set(t, "_http._tcp.svc.test.", dns.TypeSRV,
+		"_http._tcp.svc.test. 60 IN SRV 0 0 "+port(x)+" h.test.", "_http._tcp.svc.test. 60 IN SRV 0 0 "+port(y)+" h.test.")
+	d.set(t, "h.test.", dns.TypeA, "h.test. 60 IN A 127.0.0.1")
+	g := startGale(t, fmt.Sprintf(`routes:
+  - path: /
+    proxy:
+      to: "dns+srv://_http._tcp.svc.test"
+      health_check: {path: /healthz, interval: 50ms, timeout: 1s, fails: 1, passes: 1}
+      resolve: {resolver: %q}
+`, d.addr))
+	eventually(t, 5*time.Second, "y out of service", func() bool {
+		return strings.Contains(g.logs.String(), "upstream out of service")
+	})
+	cl := newClient()
+	defer cl.CloseIdleConnections()
+	for range 10 {
+		if _, body := g.get(cl, "/"); body != "x" {
+			t.Fatalf("a request went to %q while y fails its checks", body)
+		}
+	}
+	y.sick.Store(false)
+	eventually(t, 5*time.Second, "requests on y again", func() bool {
+		_, body := g.get(cl, "/")
+		return body == "y"
+	})
 }
