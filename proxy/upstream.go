@@ -70,7 +70,8 @@ func (u *Upstream) String() string { return u.raw }
 func (u *Upstream) From() string { return u.from }
 
 // Available reports whether the upstream is in service at now (unix ns):
-// no active check has taken it out and no passive cooldown is running.
+// no active check has taken it out, no passive cooldown is running, and
+// (for a discovered one) the records still give its address.
 // Safe for concurrent use.
 func (u *Upstream) Available(now int64) bool {
 	if u.activeDown.Load() || u.gone.Load() {
