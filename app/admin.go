@@ -20,16 +20,17 @@ func (s *Server) Config() *config.Config { return s.sh.Set.Load().Cfg }
 // whether it is in service, its counters since the route was built (a
 // reload starts them anew) and its connections.
 type UpstreamStatus struct {
-	Route    string            `json:"route"`    // the route's label (name, or index in the file)
-	Kind     string            `json:"kind"`     // "proxy", or "fastcgi" (a fastcgi or php route's server: passive health only, no per-server counters)
-	Address  string            `json:"address"`  // as configured
-	Healthy  bool              `json:"healthy"`  // in service: no failed active check, no passive cooldown
-	Attempts uint64            `json:"attempts"` // requests sent (or dialed for), retries included
-	Retries  uint64            `json:"retries"`  // attempts followed by another
-	Failures map[string]uint64 `json:"failures"` // failed attempts by kind: connect, timeout, reset, bad_response
-	Open     int64             `json:"open"`     // connections to the address open or dialing, every loop and route
-	Idle     int64             `json:"idle"`     // of them, idle in the keep-alive pools
-	Busy     int64             `json:"busy"`     // open minus idle: carrying an exchange (or dialing)
+	Route    string            `json:"route"`          // the route's label (name, or index in the file)
+	Kind     string            `json:"kind"`           // "proxy", or "fastcgi" (a fastcgi or php route's server: passive health only, no per-server counters)
+	Address  string            `json:"address"`        // as configured, or as discovered
+	From     string            `json:"from,omitempty"` // the dns+a:// or dns+srv:// entry that found the address
+	Healthy  bool              `json:"healthy"`        // in service: no failed active check, no passive cooldown
+	Attempts uint64            `json:"attempts"`       // requests sent (or dialed for), retries included
+	Retries  uint64            `json:"retries"`        // attempts followed by another
+	Failures map[string]uint64 `json:"failures"`       // failed attempts by kind: connect, timeout, reset, bad_response
+	Open     int64             `json:"open"`           // connections to the address open or dialing, every loop and route
+	Idle     int64             `json:"idle"`           // of them, idle in the keep-alive pools
+	Busy     int64             `json:"busy"`           // open minus idle: carrying an exchange (or dialing)
 }
 
 // Upstreams returns every upstream of the running config's proxy routes
@@ -59,7 +60,7 @@ func (s *Server) Upstreams() []UpstreamStatus {
 func proxyStatus(route string, u *proxy.Upstream, now int64) UpstreamStatus {
 	var snap proxy.UpstreamSnapshot
 	u.Stats(&snap)
-	st := UpstreamStatus{Route: route, Kind: "proxy", Address: u.String(), Healthy: u.Healthy(now), Attempts: snap.Attempts, Retries: snap.Retries,
+	st := UpstreamStatus{Route: route, Kind: "proxy", Address: u.String(), From: u.From(), Healthy: u.Healthy(now), Attempts: snap.Attempts, Retries: snap.Retries,
 		Failures: map[string]uint64{}, Open: snap.Open, Idle: snap.Idle, Busy: max(snap.Open-snap.Idle, 0)}
 	for k, n := range snap.Failures {
 		st.Failures[proxy.FailKindNames[k]] = n

@@ -478,6 +478,8 @@ routes:
     static: {root: /, browse: true}
   - path: /healthz
     health: live
+  - path: /app/
+    proxy: {to: "dns+srv://_http._tcp.app.internal", load_balancing: header-hash, hash_header: x-user, resolve: {resolver: "127.0.0.1:5353"}}
 `), "testdata/summary.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -491,6 +493,7 @@ routes:
 		"route   */abs/             static /",
 		"route   */files/ (files)   static / (browse)",
 		"route   */healthz          health live",
+		"route   */app/             proxy dns+srv://_http._tcp.app.internal (header-hash X-User) resolved every 1s..1m0s (TTL) via 127.0.0.1:5353",
 	}
 	got := cfg.Summary()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

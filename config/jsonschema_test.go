@@ -304,6 +304,9 @@ var keySamples = map[string]any{
 	"listen.tls.certificates[].client_auth.crl":  "clients.crl",
 	"routes[].access[].client_cert":              "verified",
 	"routes[].access[].client_cert.names":        []any{"admin.example.com"},
+	"routes[].proxy.hash_header":                 "X-User",
+	"routes[].proxy.hash_cookie":                 "sid",
+	"routes[].proxy.resolve.resolver":            "127.0.0.1:53",
 	"routes[].access[].client_cert.fingerprints": "AB:" + strings.Repeat("0f:", 30) + "CD",
 	"routes[].proxy.tls.server_name":             "localhost",
 	"routes[].proxy.tls.ca":                      "cert.pem",
@@ -314,11 +317,20 @@ var keySamples = map[string]any{
 // sampleSiblings are keys the decoder accepts only beside another key,
 // which the generated document then holds too.
 var sampleSiblings = map[string]map[string]any{
+	"routes[].proxy.hash_header":                 {"load_balancing": "header-hash"},
+	"routes[].proxy.hash_cookie":                 {"load_balancing": "cookie-hash"},
 	"listen.tls.client_auth.mode":                {"ca": "clients-ca.pem"},
 	"routes[].access[].client_cert":              {"allow": "all"},
 	"listen.tls.client_auth.crl":                 {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.mode": {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.crl":  {"ca": "clients-ca.pem"},
+}
+
+// optionSiblings are options the decoder accepts only beside another
+// key, by "path=option".
+var optionSiblings = map[string]map[string]any{
+	"routes[].proxy.load_balancing=header-hash": {"hash_header": "X-User"},
+	"routes[].proxy.load_balancing=cookie-hash": {"hash_cookie": "sid"},
 }
 
 // crossKeyBounds are keys whose own bound the decoder accepts only
@@ -364,6 +376,9 @@ func collectCases() []schemaCase {
 				}
 				if present {
 					m[k.name] = v
+					for name, v := range optionSiblings[fmt.Sprint(samplePath(kp), "=", v)] {
+						m[name] = v
+					}
 				}
 				return wrap(t, m)
 			}})

@@ -140,7 +140,7 @@ const encodedSlashesDoc = `What a route does with an encoded slash ("%2F") in a 
 // Enumerations the decoder checks.
 var (
 	loadBalancingOptions  = []string{"round-robin", "least-connections", "source-addr-hash"}
-	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash"}
+	proxyBalancingOptions = []string{"round-robin", "least-connections", "random-two", "client-ip-hash", "header-hash", "cookie-hash"}
 	proxyProtocolOptions  = []string{"http1", "h2c", "h2", "auto"}
 	encodingOptions       = []string{"zstd", "br", "gzip"}
 	encodedSlashOptions   = []string{"keep", "reject", "decode"}
@@ -330,11 +330,21 @@ var healthCheckKeys = sectionKey("health_check", "Active checks (when path is se
 	passiveKeys,
 )
 
+var resolveKeys = sectionKey("resolve", "How dns+a:// and dns+srv:// upstreams are resolved.",
+	durationKey("min_ttl", "1s", "Records are asked again no sooner than this, whatever their TTL; also the wait before asking again after a failure (the last good addresses stay in use)."),
+	durationKey("max_ttl", "60s", "Records are asked again no later than this, whatever their TTL."),
+	durationKey("timeout", "2s", "One DNS query taking longer fails."),
+	strKey("resolver", `The DNS server asked, "host:port" (such as "127.0.0.1:53"); absent = the first nameserver of /etc/resolv.conf.`),
+)
+
 var proxyKeys = sectionKey("proxy", "Forward requests to upstream servers.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host[:port]" or "https://host[:port]" (no path)`}, "Upstreams, no two alike; one string is a list of one. https:// ones are reached over TLS (see tls).").must(),
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host[:port]", "https://host[:port]" (no path; over TLS, see tls), "dns+a://name:port" (every address of name's A records, at port) or "dns+srv://_service._proto.name" (every target and port of the SRV records); discovered addresses are asked again as their TTL runs out (see resolve), and one that disappears is drained`}, "Upstreams, no two alike; one string is a list of one.").must(),
 	boolKey("strip_prefix", "false", `Remove the route's path prefix before forwarding: "/api/users" goes upstream as "/users" (the same as rewrite: "/").`),
 	strKey("rewrite", `An absolute path that replaces the route's path prefix: "/v2/" sends "/api/users" as "/v2/users". Not with strip_prefix.`),
-	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams: round-robin; least-connections (fewest requests in flight on this event loop); random-two (the less busy of two at random); client-ip-hash (the same client address always goes to the same upstream; behind trusted_proxies, the address they report)."),
+	enumKey("load_balancing", proxyBalancingOptions, "round-robin", "How requests are spread over the upstreams: round-robin; least-connections (fewest requests in flight on this event loop); random-two (the less busy of two at random); client-ip-hash (the same client address always goes to the same upstream; behind trusted_proxies, the address they report); header-hash and cookie-hash (the same value of the field hash_header or of the cookie hash_cookie goes to the same upstream; without it, as client-ip-hash). The hashing policies use rendezvous hashing over the upstreams' addresses: every instance of gale sends a client to the same upstream, and an upstream that goes or comes moves only the clients it takes or had."),
+	strKey("hash_header", "The request field whose value chooses the upstream under load_balancing: header-hash (and only then)."),
+	strKey("hash_cookie", "The cookie whose value chooses the upstream under load_balancing: cookie-hash (and only then)."),
+	resolveKeys,
 	enumKey("protocol", proxyProtocolOptions, "http1", "What the upstreams speak: HTTP/1.1, HTTP/2 over cleartext with prior knowledge (h2c: gRPC, with trailers both ways), HTTP/2 over TLS by ALPN (h2), or over TLS whichever of h2 and HTTP/1.1 the upstream picks by ALPN (auto); h2 and auto: upstreams over TLS only."),
 	intKey("max_idle_per_upstream", 0, maxIdlePerUpstreamCap, "64", "Idle keep-alive connections kept per upstream and per event loop; 0 closes each after its response."),
 	intKey("max_conns", 0, maxProxyConns, "0", "Connections to each upstream at once over all event loops together; a request that finds none idle while all are in use waits, first come first served, for the next one put back on its loop (or a place freed on any loop), up to the connect timeout (504). 0 = no limit. Routes naming the same upstream share its connections (the latest route to use them sets the bounds); bursts of HTTP/2 streams then reuse a few kept-alive connections instead of dialing one each. HTTP/1.1 upstreams only."),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"path/filepath"
@@ -40,6 +41,7 @@ func defaultProxy() *Proxy {
 			ResponseHeader: 30 * time.Second,
 			Idle:           90 * time.Second,
 		},
+		Resolve: Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
 		HealthCheck: HealthCheck{
 			Interval:     5 * time.Second,
 			Timeout:      2 * time.Second,
@@ -84,6 +86,10 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		}
 	}
 	d.setEnum(s, "load_balancing", &p.LoadBalancing, proxyKeys.options("load_balancing")...)
+	d.hashKeys(s, p)
+	if v := s.get("resolve"); v != nil {
+		d.resolveSettings(v, join(path, "resolve"), &p.Resolve)
+	}
 	d.setEnum(s, "protocol", &p.Protocol, proxyKeys.options("protocol")...)
 	d.setCount(s, "max_idle_per_upstream", &p.MaxIdlePerUpstream, 0, maxIdlePerUpstreamCap)
 	d.setCount(s, "max_conns", &p.MaxConns, 0, maxProxyConns)
@@ -104,6 +110,72 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 		d.errorf(deref(s.get("max_conns")), join(path, "max_conns"), "max_conns bounds HTTP/1.1 connections; %s upstreams multiplex requests over a few connections of their own; remove it or use protocol: http1", p.Protocol)
 	}
 	return p
+}
+
+// hashKeys decodes hash_header and hash_cookie of proxy section s: each
+// required by its policy (header-hash, cookie-hash) and allowed only
+// with it.
+func (d *decoder) hashKeys(s *section, p *Proxy) {
+	for _, k := range []struct {
+		key, policy string
+		dst         *string
+		check       func(string) string
+	}{
+		{"hash_header", "header-hash", &p.HashHeader, checkHeaderName},
+		{"hash_cookie", "cookie-hash", &p.HashCookie, checkCookieName},
+	} {
+		v := s.get(k.key)
+		switch {
+		case v == nil && p.LoadBalancing == k.policy:
+			d.errorf(deref(s.get("load_balancing")), join(s.path, "load_balancing"), "%s needs %s: the name whose value chooses the upstream", k.policy, k.key)
+		case v == nil:
+		case p.LoadBalancing != k.policy:
+			d.errorf(deref(v), join(s.path, k.key), "%s is used only with load_balancing: %s", k.key, k.policy)
+		default:
+			if name, ok := d.checkedStr(v, join(s.path, k.key), k.check); ok {
+				*k.dst = name
+			}
+		}
+	}
+	if p.HashHeader != "" {
+		p.HashHeader = http.CanonicalHeaderKey(p.HashHeader)
+	}
+}
+
+// checkCookieName validates a cookie name (a token, RFC 6265 section 4.1.1).
+func checkCookieName(name string) string {
+	if msg := checkHeaderName(name); msg != "" {
+		return strings.Replace(msg, "header name", "cookie name", 1)
+	}
+	return ""
+}
+
+// resolveSettings decodes proxy.resolve.
+func (d *decoder) resolveSettings(n *yaml.Node, path string, r *Resolve) {
+	s := d.section(n, path, resolveKeys.names()...)
+	if s == nil {
+		return
+	}
+	d.setDuration(s, "min_ttl", &r.MinTTL)
+	d.setDuration(s, "max_ttl", &r.MaxTTL)
+	d.setDuration(s, "timeout", &r.Timeout)
+	if v := s.get("resolver"); v != nil {
+		if a, ok := d.checkedStr(v, join(path, "resolver"), checkResolver); ok {
+			r.Resolver = a
+		}
+	}
+	if r.MaxTTL < r.MinTTL {
+		d.errorf(deref(s.get("max_ttl")), join(path, "max_ttl"), "max_ttl (%s) is below min_ttl (%s)", r.MaxTTL, r.MinTTL)
+	}
+}
+
+// checkResolver validates resolve.resolver: an IP address and a port.
+func checkResolver(a string) string {
+	ap, err := netip.ParseAddrPort(a)
+	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+		return `expected a DNS server as "ip:port", such as "127.0.0.1:53", got ` + quote(a)
+	}
+	return ""
 }
 
 // upgradeTokenPattern is the grammar of a protocol in an Upgrade field
@@ -171,6 +243,9 @@ func (d *decoder) upstreams(n *yaml.Node, path string) []Upstream {
 			continue
 		}
 		key := u.Network + " " + u.Address
+		if u.Discover != "" {
+			key = u.Discover + " " + u.Name + " " + u.Port
+		}
 		if k, dup := first[key]; dup {
 			d.errorf(item, ip, "upstream %s is listed twice; first at line %d, column %d", quote(raw), k.Line, k.Column)
 			continue
@@ -195,6 +270,12 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 	}
 	if raw == "" || strings.TrimSpace(raw) != raw {
 		return bad("")
+	}
+	if rest, ok := strings.CutPrefix(raw, "dns+a://"); ok {
+		return parseDiscoverA(raw, rest, bad)
+	}
+	if rest, ok := strings.CutPrefix(raw, "dns+srv://"); ok {
+		return parseDiscoverSRV(raw, rest, bad)
 	}
 	if rest, ok := strings.CutPrefix(raw, "unix:"); ok {
 		if rest == "" || strings.ContainsRune(rest, 0) {
@@ -251,6 +332,39 @@ func parseUpstream(raw, dir string) (Upstream, string) {
 	}
 	host = strings.ToLower(host)
 	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), Host: strings.ToLower(hostport), Raw: raw, TLS: secure}, ""
+}
+
+// parseDiscoverA parses the rest of "dns+a://name:port": a host name
+// (not an address: that is a plain upstream) and a port.
+func parseDiscoverA(raw, rest string, bad func(string) (Upstream, string)) (Upstream, string) {
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil || strings.ContainsAny(rest, "/?#@[]") {
+		return bad("dns+a needs a name and a port, such as dns+a://app.internal:8080")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port[0] == '+' || n == 0 {
+		return bad("the port must be a number from 1 to 65535")
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if _, err := netip.ParseAddr(host); err == nil {
+		return bad("an address needs no lookup; write it without dns+a://")
+	}
+	if msg := checkHostName(host); msg != "" {
+		return bad(msg)
+	}
+	return Upstream{Network: "tcp", Host: net.JoinHostPort(host, port), Raw: raw, Discover: "a", Name: host + ".", Port: port}, ""
+}
+
+// parseDiscoverSRV parses the rest of "dns+srv://_service._proto.name".
+func parseDiscoverSRV(raw, rest string, bad func(string) (Upstream, string)) (Upstream, string) {
+	name := strings.ToLower(strings.TrimSuffix(rest, "."))
+	labels := strings.Split(name, ".")
+	if len(labels) < 3 || !strings.HasPrefix(labels[0], "_") || !strings.HasPrefix(labels[1], "_") || strings.ContainsAny(name, ":/?#@[]") {
+		return bad("dns+srv needs a service name such as dns+srv://_http._tcp.app.internal (no port: the records give it)")
+	}
+	if msg := checkHostName(strings.Join(labels[2:], ".")); msg != "" {
+		return bad(msg)
+	}
+	return Upstream{Network: "tcp", Host: strings.Join(labels[2:], "."), Raw: raw, Discover: "srv", Name: name + "."}, ""
 }
 
 // checkUpstreamHost checks the host part of an upstream: an IP address or
@@ -397,11 +511,12 @@ func ForProxy(listen string, to []string) (*Config, error) {
 				*errs = append(*errs, &Error{Key: "to", Msg: msg})
 				continue
 			}
-			if seen[u.Network+" "+u.Address] {
+			if u.Discover != "" && seen[u.Raw] || u.Discover == "" && seen[u.Network+" "+u.Address] {
 				*errs = append(*errs, &Error{Key: "to", Msg: "upstream " + quote(raw) + " is listed twice"})
 				continue
 			}
 			seen[u.Network+" "+u.Address] = true
+			seen[u.Raw] = true
 			p.To = append(p.To, u)
 			if u.TLS {
 				p.TLS = DefaultUpstreamTLS()
@@ -412,4 +527,38 @@ func ForProxy(listen string, to []string) (*Config, error) {
 		}
 		return Route{Path: "/", Proxy: p}
 	})
+}
+
+// Discovers reports whether some entry of To is resolved through DNS
+// (dns+a://, dns+srv://).
+func (p *Proxy) Discovers() bool {
+	for _, u := range p.To {
+		if u.Discover != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Balancing describes the load balancing policy for summaries:
+// "round-robin", "header-hash X-User", "cookie-hash sid".
+func (p *Proxy) Balancing() string {
+	switch {
+	case p.HashHeader != "":
+		return p.LoadBalancing + " " + p.HashHeader
+	case p.HashCookie != "":
+		return p.LoadBalancing + " " + p.HashCookie
+	}
+	return p.LoadBalancing
+}
+
+// ResolveSummary describes how the DNS entries are resolved, for
+// summaries: "resolved every 1s..1m0s via 127.0.0.1:53" ("via
+// /etc/resolv.conf" without a resolver).
+func (p *Proxy) ResolveSummary() string {
+	via := p.Resolve.Resolver
+	if via == "" {
+		via = "/etc/resolv.conf"
+	}
+	return "resolved every " + p.Resolve.MinTTL.String() + ".." + p.Resolve.MaxTTL.String() + " (TTL) via " + via
 }

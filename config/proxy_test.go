@@ -135,3 +135,67 @@ func TestShippedProxyExample(t *testing.T) {
 		t.Errorf("proxy route %+v", c.Routes[0])
 	}
 }
+
+func TestParseDiscoveredUpstream(t *testing.T) {
+	cases := []struct {
+		raw, discover, name, port, host string
+		err                             string
+	}{
+		{"dns+a://App.Internal:8080", "a", "app.internal.", "8080", "app.internal:8080", ""},
+		{"dns+a://app.internal.:80", "a", "app.internal.", "80", "app.internal:80", ""},
+		{"dns+srv://_http._tcp.App.Internal", "srv", "_http._tcp.app.internal.", "", "app.internal", ""},
+		{"dns+a://app.internal", "", "", "", "", "name and a port"},
+		{"dns+a://127.0.0.1:80", "", "", "", "", "needs no lookup"},
+		{"dns+a://app:0", "", "", "", "", "from 1 to 65535"},
+		{"dns+a://app:80/x", "", "", "", "", "name and a port"},
+		{"dns+srv://app.internal", "", "", "", "", "service name"},
+		{"dns+srv://_http._tcp.app:80", "", "", "", "", "service name"},
+	}
+	for _, c := range cases {
+		u, msg := parseUpstream(c.raw, "/etc/gale")
+		if c.err != "" {
+			if msg == "" || !strings.Contains(msg, c.err) {
+				t.Errorf("parseUpstream(%q) = %+v %q, want an error with %q", c.raw, u, msg, c.err)
+			}
+			continue
+		}
+		if msg != "" || u.Discover != c.discover || u.Name != c.name || u.Port != c.port || u.Host != c.host || u.Address != "" {
+			t.Errorf("parseUpstream(%q) = %+v %q", c.raw, u, msg)
+		}
+	}
+}
+
+func TestProxyHashAndResolveKeys(t *testing.T) {
+	route := func(proxy string) string {
+		return "listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    proxy: " + proxy + "\n"
+	}
+	c, err := Parse([]byte(route(`{to: ["dns+a://app.internal:80", "127.0.0.1:9000"], load_balancing: header-hash, hash_header: x-user, resolve: {min_ttl: 2s, max_ttl: 10s, resolver: "127.0.0.1:5353"}}`)), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Routes[0].Proxy
+	if p.HashHeader != "X-User" || p.Resolve.MinTTL.String() != "2s" || p.Resolve.MaxTTL.String() != "10s" || p.Resolve.Resolver != "127.0.0.1:5353" || p.To[0].Discover != "a" {
+		t.Errorf("decoded %+v", p)
+	}
+	for _, c := range []struct{ proxy, want string }{
+		{`{to: "127.0.0.1:9000", load_balancing: header-hash}`, `c.yaml:4:51: routes[0].proxy.load_balancing: header-hash needs hash_header`},
+		{`{to: "127.0.0.1:9000", load_balancing: cookie-hash}`, `c.yaml:4:51: routes[0].proxy.load_balancing: cookie-hash needs hash_cookie`},
+		{`{to: "127.0.0.1:9000", hash_cookie: sid}`, `c.yaml:4:48: routes[0].proxy.hash_cookie: hash_cookie is used only with load_balancing: cookie-hash`},
+		{`{to: "127.0.0.1:9000", load_balancing: cookie-hash, hash_cookie: "a b"}`, `routes[0].proxy.hash_cookie: expected a cookie name`},
+		{`{to: "127.0.0.1:9000", resolve: {resolver: "localhost:53"}}`, `c.yaml:4:55: routes[0].proxy.resolve.resolver: expected a DNS server`},
+		{`{to: "127.0.0.1:9000", resolve: {min_ttl: 5s, max_ttl: 1s}}`, `routes[0].proxy.resolve.max_ttl: max_ttl (1s) is below min_ttl (5s)`},
+		{`{to: ["dns+a://app:80", "dns+a://APP:80"]}`, `routes[0].proxy.to[1]: upstream "dns+a://APP:80" is listed twice`},
+	} {
+		_, err := Parse([]byte(route(c.proxy)), "c.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.proxy, err, c.want)
+		}
+	}
+}
+
+func TestFastCGIRefusesDiscovery(t *testing.T) {
+	_, err := Parse([]byte("listen: [\"127.0.0.1:0\"]\nroutes:\n  - path: /\n    fastcgi: {to: \"dns+a://php:9000\", root: /tmp}\n"), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "routes[0].fastcgi.to: expected a FastCGI server") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 //	route   */healthz      health live
 //	route   example.com/   static /srv/example (+headers)
 //	route   */api/ (api)   proxy 127.0.0.1:9000 unix:/run/app.sock (round-robin)
+//	route   */app/         proxy dns+srv://_http._tcp.app.internal (header-hash X-User) resolved every 1s..1m0s (TTL) via /etc/resolv.conf
 //
 // "*" stands for any host; a route's name follows its path in
 // parentheses. Static roots under the config's directory are shown
@@ -109,8 +110,11 @@ func (c *Config) Summary(bound ...string) []string {
 				b.WriteByte(' ')
 				b.WriteString(u.Raw)
 			}
-			if len(r.Proxy.To) > 1 {
-				b.WriteString(" (" + r.Proxy.LoadBalancing + ")")
+			if len(r.Proxy.To) > 1 || r.Proxy.Discovers() {
+				b.WriteString(" (" + r.Proxy.Balancing() + ")")
+			}
+			if r.Proxy.Discovers() {
+				b.WriteString(" " + r.Proxy.ResolveSummary())
 			}
 			if t := r.Proxy.TLS; t != nil {
 				b.WriteString(" " + t.Describe())

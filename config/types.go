@@ -305,7 +305,10 @@ type Proxy struct {
 	To                 []Upstream     // at least one, in file order, no two alike
 	StripPrefix        bool           // default false: remove the route's path prefix before forwarding (the same as Rewrite "/")
 	Rewrite            string         // "" = forward the path unchanged; else an absolute path that replaces the route's path prefix
-	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash"
+	LoadBalancing      string         // "round-robin" (default) | "least-connections" | "random-two" | "client-ip-hash" | "header-hash" | "cookie-hash"
+	HashHeader         string         // header-hash: the request field whose value chooses the upstream (canonical case)
+	HashCookie         string         // cookie-hash: the cookie whose value chooses the upstream
+	Resolve            Resolve        // how dns+a:// and dns+srv:// upstreams are resolved
 	Protocol           string         // what the upstreams speak: "http1" (default) | "h2c" | "h2" (over TLS) | "auto" (over TLS, h2 or HTTP/1.1 as the upstream picks by ALPN)
 	MaxIdlePerUpstream int            // idle keep-alive connections kept per upstream and per event loop, default 64; 0 = none kept
 	MaxConns           int            // connections to each upstream at once over all loops together; requests beyond wait; 0 = no limit
@@ -325,6 +328,24 @@ type Upstream struct {
 	Host    string // the Host field sent when preserve_host is false: host[:port] as written; "localhost" for unix sockets
 	Raw     string // as written in the file, for messages and logs
 	TLS     bool   // https://: spoken to over TLS (Proxy.TLS)
+
+	// Discover is how the entry becomes upstreams: "" (it is one), "a"
+	// (dns+a://name:port: each address of name's A records, at Port) or
+	// "srv" (dns+srv://_service._proto.name: each target and port of the
+	// SRV records of Name). Address is then empty.
+	Discover string
+	Name     string // the DNS name queried, fully qualified (with the trailing dot)
+	Port     string // dns+a: the port of every address
+}
+
+// Resolve configures how discovered upstreams (dns+a://, dns+srv://)
+// are resolved: again when the records' TTL runs out, bounded by MinTTL
+// and MaxTTL.
+type Resolve struct {
+	MinTTL   time.Duration // default 1s: records are asked again no sooner than this (also the retry after a failure)
+	MaxTTL   time.Duration // default 60s: and no later than this, whatever their TTL
+	Timeout  time.Duration // default 2s: one query taking longer fails
+	Resolver string        // "host:port" of the DNS server; "" = the first nameserver of /etc/resolv.conf
 }
 
 // ProxyTimeouts bound the exchanges with upstreams. All are positive.

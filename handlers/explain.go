@@ -296,6 +296,12 @@ func (t *trace) handler(r *Route, c *Ctx) {
 			path += "?" + string(c.Req.Query)
 		}
 		t.addf("handler: proxy to %s, %s as %s", strings.Join(to, ", "), c.Req.Method, path)
+		if len(rc.Proxy.To) > 1 || rc.Proxy.Discovers() {
+			t.addf("load balancing: %s", rc.Proxy.Balancing())
+		}
+		if rc.Proxy.Discovers() {
+			t.addf("upstreams: each address the DNS records give, %s", rc.Proxy.ResolveSummary())
+		}
 		if tl := rc.Proxy.TLS; tl != nil {
 			t.addf("upstream tls: %s", tl.Describe())
 		}

@@ -28,6 +28,13 @@
 // shared between loops. Upstream health and the address's bound over all
 // loops are the only state the loops share, kept in atomics.
 //
+// A route's upstreams are one immutable set behind an atomic pointer,
+// loaded once per request: the fixed ones, and those the route's
+// discovery goroutine found for its dns+a:// and dns+srv:// entries
+// (discover.go), which publishes a whole new set when the records change.
+// The hashing policies rank the set's upstreams by rendezvous hashing of
+// their addresses (upstream.Rendezvous), so every process agrees.
+//
 // # Forwarding (RFC 9110 section 7.6, RFC 9112)
 //
 // Hop-by-hop fields (Connection, Keep-Alive, Proxy-Connection, TE,

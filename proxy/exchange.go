@@ -97,7 +97,9 @@ type exchange struct {
 	reqDone     bool                // the whole request was handed to the upstream connection
 	bodyBound   int64               // raw request body bytes allowed, framing included (backpressure.go)
 	bodyRaw     int64               // raw request body bytes handed to the upstream connection so far
-	tried       uint64              // upstreams tried (bit per index)
+	tried       uint64              // upstreams tried (bit per index in upset)
+	upset       *upstreamSet        // the route's upstreams when the exchange began
+	hkey        uint64              // the request's header-hash or cookie-hash key, hashed; 0 = none
 	attempts    int
 	gotBytes    bool // a response byte arrived on the current connection
 	queued      bool // in its pool's waiting list (queue.go)
@@ -157,6 +159,8 @@ func (ex *exchange) setup(h *Handler, cl handlers.Exchange, c *handlers.Ctx) {
 	ex.safe = !req.HasBody() && idempotent(req.Method)
 	ex.ip = c.Remote.Addr().Unmap()
 	ex.clientIP = ex.ip
+	ex.upset = h.ups.Load()
+	ex.hkey = h.requestKey(req)
 	ex.peer = ex.ip
 	if c.Peer.IsValid() {
 		ex.peer = c.Peer.Addr().Unmap() // behind server.trusted_proxies, the hop that connected
@@ -197,7 +201,7 @@ func (ex *exchange) attempt(fresh bool) bool {
 	now := ex.now
 	up := ex.up
 	if !fresh || up == nil {
-		up = ex.h.pick(ex.lp, ex.clientIP, ex.tried, now)
+		up = ex.h.pick(ex.lp, ex.upset, ex.clientIP, ex.hkey, ex.tried, now)
 		if up == nil {
 			return false
 		}
@@ -256,8 +260,8 @@ func (ex *exchange) use(up *Upstream) {
 		ex.pool.Active++
 		ex.lp.Stats.Load.Add(1)
 	}
-	if up.idx < 64 {
-		ex.tried |= 1 << up.idx
+	if i := ex.upset.index(up); i >= 0 {
+		ex.tried |= 1 << i
 	}
 	ex.attempts++
 	up.statsFor(ex.lp).Attempts.Add(1)
@@ -604,7 +608,7 @@ func (ex *exchange) retryOrFail(status int, why string) {
 	if ex.attempts <= ex.h.retries {
 		ex.retrying()
 		tried := ex.tried
-		if bits.OnesCount64(tried) >= len(ex.h.ups) {
+		if bits.OnesCount64(tried) >= len(ex.upset.ups) {
 			ex.tried = 0 // every upstream was tried: start over
 		}
 		ex.Busy = true

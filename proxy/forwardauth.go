@@ -70,7 +70,7 @@ func (a *AuthService) Start(log *slog.Logger) { a.h.Start(log) }
 func (a *AuthService) Close() error { return a.h.Close() }
 
 // Upstreams returns the service's upstreams.
-func (a *AuthService) Upstreams() []*Upstream { return a.h.ups }
+func (a *AuthService) Upstreams() []*Upstream { return a.h.Upstreams() }
 
 // Ask implements handlers.AuthGate: it renders the subrequest and sends
 // it on a pooled connection, or dials one.
@@ -85,6 +85,7 @@ func (a *AuthService) Ask(c *handlers.Ctx) handlers.AuthCall {
 	ac.now = nanotime()
 	ac.deadline = ac.now + a.timeout
 	ac.ip = c.Remote.Addr().Unmap()
+	ac.upset = a.h.ups.Load()
 	ac.render(c)
 	ac.attempt()
 	return ac
@@ -113,7 +114,8 @@ type authCall struct {
 	state    uint8
 	head     []byte // the subrequest, after the request line: its fields and the empty line
 	ip       netip.Addr
-	tried    uint64
+	tried    uint64       // bit per index in upset
+	upset    *upstreamSet // the service's upstreams when the subrequest began
 	attempts int
 	now      int64
 	deadline int64
@@ -265,7 +267,7 @@ var (
 // decides 502.
 func (ac *authCall) attempt() {
 	for {
-		up := ac.a.h.pick(ac.lp, ac.ip, ac.tried, ac.now)
+		up := ac.a.h.pick(ac.lp, ac.upset, ac.ip, 0, ac.tried, ac.now)
 		if up == nil && ac.tried != 0 {
 			up = ac.up // every one was tried: the last again
 		}
@@ -307,8 +309,8 @@ func (ac *authCall) use(up *Upstream) {
 	ac.up = up
 	ac.pool = ac.lp.pool(up)
 	ac.pool.Active++
-	if up.idx < 64 {
-		ac.tried |= 1 << up.idx
+	if i := ac.upset.index(up); i >= 0 {
+		ac.tried |= 1 << i
 	}
 	ac.attempts++
 }

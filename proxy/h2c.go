@@ -80,7 +80,7 @@ type h2cStream struct {
 // request being served, whose head setup rendered. It returns 0, or the
 // status to answer at once.
 func (ex *exchange) beginH2C(c *handlers.Ctx) int {
-	up := ex.h.pick(ex.lp, ex.clientIP, ex.tried, ex.now)
+	up := ex.h.pick(ex.lp, ex.upset, ex.clientIP, ex.hkey, ex.tried, ex.now)
 	if up == nil {
 		return 502
 	}
@@ -391,7 +391,7 @@ func (ex *exchange) h2cRetry(c *handlers.Ctx, hx *h2cStream) bool {
 	ex.fail(FailConnect)
 	ex.up.failed(ex.now, ex.h.h2Name()+": "+hx.err.Error())
 	ex.retrying()
-	if bits.OnesCount64(ex.tried) >= len(ex.h.ups) {
+	if bits.OnesCount64(ex.tried) >= len(ex.upset.ups) {
 		ex.tried = 0 // every upstream was tried: start over
 	}
 	ex.hx = nil

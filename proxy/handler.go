@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +31,11 @@ type Options struct {
 type Handler struct {
 	route   *handlers.Route
 	conf    *config.Proxy
-	ups     []*Upstream
+	ups     atomic.Pointer[upstreamSet] // in service now: the fixed ones and what discovery found (discover.go)
+	fixed   []*Upstream                 // the entries of proxy.to that need no lookup
+	disc    *discovery                  // resolves the dns+a:// and dns+srv:// entries; nil: none
 	policy  upstream.Policy
+	hashKey string // header-hash: the field name; cookie-hash: the cookie name
 	rewrite []byte // replacement of the route's prefix; nil = path unchanged
 	prefix  int    // length of the route's path prefix
 	trusted []netip.Prefix
@@ -105,28 +109,87 @@ func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, e
 		h.rewrite = []byte(pc.Rewrite)
 	}
 	h.policy = upstream.PolicyOf(pc.LoadBalancing)
-	for i, u := range pc.To {
-		h.ups = append(h.ups, &Upstream{
-			h:       h,
-			idx:     i,
-			network: u.Network,
-			address: u.Address,
-			raw:     u.Raw,
-			host:    []byte(u.Host),
-			pools:   make([]atomic.Pointer[upstream.Pool], loops),
-			stats:   make([]UpstreamStats, loops+1),
-		})
-		h.ups[i].tls, h.ups[i].tlsID = upstreamTLS(pc, u)
-		switch {
-		case pc.Protocol == "auto":
-			h.ups[i].h2t = autoTransport(u.Network, u.Address, pc.Timeouts.Connect, pc.Timeouts.Idle, h.ups[i].tls)
-		case h.h2c && h.ups[i].tls != nil:
-			h.ups[i].h2t = h2Transport(u.Network, u.Address, pc.Timeouts.Connect, h.ups[i].tls)
-		case h.h2c:
-			h.ups[i].h2t = h2cTransport(u.Network, u.Address, pc.Timeouts.Connect)
+	switch h.policy {
+	case upstream.HeaderHash:
+		h.hashKey = pc.HashHeader
+	case upstream.CookieHash:
+		h.hashKey = pc.HashCookie
+	}
+	var found []config.Upstream
+	for _, u := range pc.To {
+		if u.Discover != "" {
+			found = append(found, u)
+			continue
+		}
+		h.fixed = append(h.fixed, h.newUpstream(u, u.Address, u.Raw, ""))
+	}
+	if len(found) > 0 {
+		h.disc = newDiscovery(h, found, pc.Resolve)
+	}
+	h.ups.Store(newUpstreamSet(h.fixed))
+	return h, nil
+}
+
+// newUpstream returns an upstream of the route at address: a fixed one
+// (from "", entry is its own), or one that discovery found through the
+// entry from (entry: its network, Host for the TLS server name, and
+// whether it speaks TLS).
+func (h *Handler) newUpstream(entry config.Upstream, address, raw, from string) *Upstream {
+	loops := len(h.rr)
+	network, host := entry.Network, entry.Host
+	u := &Upstream{
+		h:       h,
+		network: network,
+		address: address,
+		raw:     raw,
+		from:    from,
+		host:    []byte(host),
+		pools:   make([]atomic.Pointer[upstream.Pool], loops),
+		stats:   make([]UpstreamStats, loops+1),
+		lim:     &h.limits,
+	}
+	if from != "" {
+		lim := h.limits
+		lim.Retired = &u.gone // drained once discovery no longer finds it
+		u.lim = &lim
+	}
+	u.tls, u.tlsID = upstreamTLS(h.conf, entry)
+	pc := h.conf
+	switch {
+	case pc.Protocol == "auto":
+		u.h2t = autoTransport(network, address, pc.Timeouts.Connect, pc.Timeouts.Idle, u.tls)
+	case h.h2c && u.tls != nil:
+		u.h2t = h2Transport(network, address, pc.Timeouts.Connect, u.tls)
+	case h.h2c:
+		u.h2t = h2cTransport(network, address, pc.Timeouts.Connect)
+	}
+	return u
+}
+
+// upstreamSet is the upstreams a request may be sent to, as one
+// immutable value: discovery publishes a new one whole, and an exchange
+// keeps the one it started with (its tried mask indexes it).
+type upstreamSet struct {
+	ups []*Upstream
+	ids []uint64 // identity of each for rendezvous hashing: the hash of its address
+}
+
+func newUpstreamSet(ups []*Upstream) *upstreamSet {
+	s := &upstreamSet{ups: ups, ids: make([]uint64, len(ups))}
+	for i, u := range ups {
+		s.ids[i] = upstream.HashString(u.network + " " + u.address)
+	}
+	return s
+}
+
+// index returns u's position in the set, or -1.
+func (s *upstreamSet) index(u *Upstream) int {
+	for i, v := range s.ups {
+		if v == u {
+			return i
 		}
 	}
-	return h, nil
+	return -1
 }
 
 // maxUpstreams bounds a route's upstreams: an exchange remembers the ones
@@ -134,17 +197,22 @@ func newHandler(rt *handlers.Route, pc *config.Proxy, opts Options) (*Handler, e
 const maxUpstreams = 64
 
 // Start begins the active health checks (when health_check.path is set)
-// and sets the logger for upstream state changes. Call it once.
+// and sets the logger for upstream state changes. With dns+a:// or
+// dns+srv:// entries it resolves them once before it returns (each query
+// bounded by resolve.timeout), then again in a goroutine of their own as
+// their TTLs run out. Call it once.
 func (h *Handler) Start(log *slog.Logger) {
 	h.log.Store(log)
 	if t := h.conf.TLS; t != nil && t.InsecureSkipVerify {
 		log.Warn("proxy: the upstreams' TLS certificates are not verified (insecure_skip_verify)", "route", h.route.Conf.Path)
 	}
-	if h.conf.HealthCheck.Path == "" {
-		return
+	if h.conf.HealthCheck.Path != "" {
+		for _, u := range h.fixed {
+			h.checkers.start(u, &h.conf.HealthCheck)
+		}
 	}
-	for _, u := range h.ups {
-		h.checkers.start(u, &h.conf.HealthCheck)
+	if h.disc != nil {
+		h.disc.start()
 	}
 }
 
@@ -155,8 +223,14 @@ func (h *Handler) Close() error {
 	if h.closed.Swap(true) {
 		return nil
 	}
+	if h.disc != nil {
+		h.disc.stop()
+	}
 	h.checkers.stopAll()
-	for _, u := range h.ups {
+	for _, u := range h.ups.Load().ups {
+		if u.from != "" {
+			u.gone.Store(true) // its pools keep nothing idle (the fixed ones' retire with h.closed)
+		}
 		if u.h2t != nil {
 			u.h2t.CloseIdleConnections()
 		}
@@ -164,9 +238,10 @@ func (h *Handler) Close() error {
 	return nil
 }
 
-// Upstreams returns the route's upstreams in configured order. The slice
-// is shared: do not modify it.
-func (h *Handler) Upstreams() []*Upstream { return h.ups }
+// Upstreams returns the route's upstreams now: the fixed ones in
+// configured order, then those discovery found. The slice is shared: do
+// not modify it. Safe for concurrent use.
+func (h *Handler) Upstreams() []*Upstream { return h.ups.Load().ups }
 
 // logf logs an upstream event at level, when a logger is set and the
 // level is enabled.
@@ -179,30 +254,98 @@ func (h *Handler) logf(level slog.Level, msg string, u *Upstream, args ...any) {
 	l.Log(context.Background(), level, msg, args...)
 }
 
-// pick chooses an upstream for a request on loop lp by the route's
-// policy, among those in service and not yet tried (tried is a bit mask
-// of upstream indexes; see upstream.Candidates); nil when every upstream
-// was tried.
-func (h *Handler) pick(lp *Loop, ip netip.Addr, tried uint64, now int64) *Upstream {
+// pick chooses an upstream of set for a request on loop lp by the
+// route's policy, among those in service and not yet tried (tried is a
+// bit mask of indexes in set; see upstream.Candidates); nil when every
+// upstream was tried or the set is empty. key is the request's hashed
+// header or cookie (header-hash, cookie-hash; 0 = none: the client
+// address ip stands in).
+func (h *Handler) pick(lp *Loop, set *upstreamSet, ip netip.Addr, key uint64, tried uint64, now int64) *Upstream {
+	ups := set.ups
+	if len(ups) == 0 {
+		return nil
+	}
 	var inService uint64
-	for i, u := range h.ups {
+	for i, u := range ups {
 		if u.Available(now) {
 			inService |= 1 << i
 		}
 	}
 	c := upstream.Choice{
 		Turn: &h.slot(lp).n,
-		Load: func(i int) int { return lp.pool(h.ups[i]).Active },
+		Load: func(i int) int { return lp.pool(ups[i]).Active },
 		Rand: lp.rand,
+		IDs:  set.ids,
 	}
-	if h.policy == upstream.IPHash {
-		c.Hash = hashAddr(ip)
+	if h.policy.Hashing() {
+		c.Hash = key
+		if key == 0 {
+			c.Hash = hashAddr(ip)
+		}
 	}
-	i := h.policy.Choose(upstream.Candidates(len(h.ups), inService, tried), len(h.ups), c)
+	i := h.policy.Choose(upstream.Candidates(len(ups), inService, tried), len(ups), c)
 	if i < 0 {
 		return nil
 	}
-	return h.ups[i]
+	return ups[i]
+}
+
+// requestKey returns the hash of what chooses the upstream under
+// header-hash (the first field named hash_header) and cookie-hash (the
+// first cookie named hash_cookie), or 0 when the request has none (or
+// the policy is another).
+func (h *Handler) requestKey(req *codec.Request) uint64 {
+	var v []byte
+	switch h.policy {
+	case upstream.HeaderHash:
+		v = req.Header(h.hashKey)
+	case upstream.CookieHash:
+		v = cookieValue(req.Headers, h.hashKey)
+	default:
+		return 0
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	return upstream.HashBytes(v)
+}
+
+// cookieValue returns the value of the first cookie named name in the
+// Cookie fields of hs (HTTP/2 may split them in several), or nil.
+func cookieValue(hs []codec.Header, name string) []byte {
+	for i := range hs {
+		if !asciiEqualFold(hs[i].Name, "cookie") {
+			continue
+		}
+		v := hs[i].Value
+		for len(v) > 0 {
+			var pair []byte
+			if j := bytes.IndexByte(v, ';'); j >= 0 {
+				pair, v = v[:j], v[j+1:]
+			} else {
+				pair, v = v, nil
+			}
+			pair = bytes.TrimLeft(pair, " \t")
+			if len(pair) > len(name) && pair[len(name)] == '=' && string(pair[:len(name)]) == name {
+				return bytes.TrimRight(pair[len(name)+1:], " \t")
+			}
+		}
+	}
+	return nil
+}
+
+// asciiEqualFold reports whether b equals the lower-case s, ignoring
+// ASCII case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		if b[i]|0x20 != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // slot returns loop lp's round-robin counter for the route. A loop beyond

@@ -177,7 +177,7 @@ func (lp *Loop) pool(u *Upstream) *upstream.Pool {
 			lp.extra[u] = p
 		}
 	}
-	l := u.h.limits
+	l := *u.lim
 	l.TLS = u.tls
 	p.Configure(l)
 	return p
@@ -215,7 +215,7 @@ func (lp *Loop) Sweep(now int64) {
 		}
 	}
 	for u := range lp.extra {
-		if u.h.closed.Load() {
+		if u.h.closed.Load() || u.gone.Load() {
 			delete(lp.extra, u)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"gale/clientcert"
 	"gale/codec"
 	"gale/handlers"
-	"gale/upstream"
 )
 
 // This file rewrites heads on their way through: the request into the
@@ -379,7 +378,7 @@ func (ex *exchange) appendForwarding(hs []codec.Header, c *handlers.Ctx, seen fw
 				v = append(v, ", "...)
 			}
 		}
-		if h.policy == upstream.IPHash {
+		if h.policy.Hashing() {
 			ex.clientIP = h.forwardedClient(v, ex.ip)
 		}
 	}

@@ -33,11 +33,12 @@ type Upstream struct {
 	_ noCopy
 
 	h       *Handler
-	idx     int    // position in the route's list
-	network string // "tcp" or "unix"
-	address string // dial address
-	raw     string // as configured, for logs
-	host    []byte // Host field value when preserve_host is off
+	network string           // "tcp" or "unix"
+	address string           // dial address
+	raw     string           // as configured, for logs; a discovered one's address
+	from    string           // the dns+a:// or dns+srv:// entry that found it; "" = fixed
+	lim     *upstream.Limits // of its address's pools: the route's, or for a discovered one its own (Retired once gone)
+	host    []byte           // Host field value when preserve_host is off
 
 	pools []atomic.Pointer[upstream.Pool] // the pool of the address on each loop (Loop.idx); slot i written only by loop i
 	stats []UpstreamStats                 // per loop, then one overflow slot (upstream_stats.go)
@@ -53,6 +54,11 @@ type Upstream struct {
 	activeDown atomic.Bool
 
 	flog upstream.FailureLog // at most one failure line a second
+
+	// gone is set when discovery no longer finds the address (or the
+	// route is closed): requests in flight finish, no new one picks it,
+	// and its pools keep no connection idle (drained, not cut).
+	gone atomic.Bool
 }
 
 // String returns the upstream as configured ("127.0.0.1:9000",
@@ -60,11 +66,16 @@ type Upstream struct {
 // atomics.
 func (u *Upstream) String() string { return u.raw }
 
+// From returns the dns+a:// or dns+srv:// entry that found the upstream,
+// or "" for one configured as an address.
+func (u *Upstream) From() string { return u.from }
+
 // Available reports whether the upstream is in service at now (unix ns):
-// no active check has taken it out and no passive cooldown is running.
+// no active check has taken it out, no passive cooldown is running, and
+// (for a discovered one) the records still give its address.
 // Safe for concurrent use.
 func (u *Upstream) Available(now int64) bool {
-	if u.activeDown.Load() {
+	if u.activeDown.Load() || u.gone.Load() {
 		return false
 	}
 	ok, back := u.passive.Available(now)
@@ -225,6 +236,24 @@ func (cs *checkers) start(u *Upstream, conf *config.HealthCheck) {
 	cs.list = append(cs.list, hc)
 	cs.mu.Unlock()
 	go hc.run()
+}
+
+// stopFor stops the checker of u, if it has one, and waits for it.
+func (cs *checkers) stopFor(u *Upstream) {
+	cs.mu.Lock()
+	var hc *healthChecker
+	for i, c := range cs.list {
+		if c.u == u {
+			hc = c
+			cs.list = append(cs.list[:i], cs.list[i+1:]...)
+			break
+		}
+	}
+	cs.mu.Unlock()
+	if hc != nil {
+		close(hc.stop)
+		<-hc.done
+	}
 }
 
 func (cs *checkers) stopAll() {

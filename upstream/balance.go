@@ -10,12 +10,14 @@ const (
 	RoundRobin Policy = iota // the next server in turn (the default)
 	LeastConn                // the fewest requests in flight on the loop, ties in turn
 	RandomTwo                // the less loaded of two chosen at random
-	IPHash                   // by the client address, the next in service if that one is out
+	IPHash                   // by the client address, rendezvous hashing (Choice.Hash)
+	HeaderHash               // by a request field's value, rendezvous hashing
+	CookieHash               // by a cookie's value, rendezvous hashing
 )
 
 // PolicyOf returns the policy named as in the configuration
-// ("least-connections", "random-two", "client-ip-hash"); anything else
-// is round-robin.
+// ("least-connections", "random-two", "client-ip-hash", "header-hash",
+// "cookie-hash"); anything else is round-robin.
 func PolicyOf(name string) Policy {
 	switch name {
 	case "least-connections":
@@ -24,9 +26,16 @@ func PolicyOf(name string) Policy {
 		return RandomTwo
 	case "client-ip-hash":
 		return IPHash
+	case "header-hash":
+		return HeaderHash
+	case "cookie-hash":
+		return CookieHash
 	}
 	return RoundRobin
 }
+
+// Hashing reports whether p chooses by a hash of the request (Choice.Hash).
+func (p Policy) Hashing() bool { return p >= IPHash }
 
 // Candidates returns the servers a request may try, as a bit mask over
 // n servers (at most 64): those in service (inService) not tried yet
@@ -50,7 +59,8 @@ type Choice struct {
 	Turn *uint32         // the round-robin position, advanced by the policies that take turns
 	Load func(i int) int // requests in flight to server i on the loop
 	Rand func() uint64   // a random source
-	Hash uint64          // the client address's hash (IPHash)
+	Hash uint64          // the request's key, hashed (the hashing policies)
+	IDs  []uint64        // the servers' identities (HashString of their addresses), for rendezvous hashing; nil: their positions
 }
 
 // Choose returns the server policy p picks among the candidates avail
@@ -84,11 +94,74 @@ func (p Policy) Choose(avail uint64, n int, c Choice) int {
 			return b
 		}
 		return a
-	case IPHash:
-		return nextIn(avail, n, int(c.Hash%uint64(n)))
+	case IPHash, HeaderHash, CookieHash:
+		return Rendezvous(avail, n, c.IDs, c.Hash)
 	}
 	return nextIn(avail, n, c.turn(n))
 }
+
+// Rendezvous returns the server among the candidates avail (a bit mask
+// over n servers; not empty) that key ranks first: highest random weight
+// hashing, where each server's weight for a key is a hash of the server's
+// identity (ids[i]; its position when ids is nil) and the key. Everyone
+// who knows the same identities picks the same server for a key, with no
+// state and no seed; a server that leaves moves only the keys it held
+// (each to its next-ranked server), and one that joins takes only those
+// it now ranks first, about 1/n of them.
+func Rendezvous(avail uint64, n int, ids []uint64, key uint64) int {
+	k := mix64(key)
+	best, bestW := -1, uint64(0)
+	for i := 0; i < n; i++ {
+		if avail&(1<<i) == 0 {
+			continue
+		}
+		id := uint64(i) * 0x9e3779b97f4a7c15
+		if ids != nil {
+			id = ids[i]
+		}
+		if w := mix64(id ^ k); best < 0 || w > bestW {
+			best, bestW = i, w
+		}
+	}
+	return best
+}
+
+// mix64 is SplitMix64's finaliser: every input bit flips about half the
+// output bits, which rendezvous weights need.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// HashString is 64-bit FNV-1a of s: a server's identity for Rendezvous
+// (of its address as dialed), the same in every process.
+func HashString(s string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// HashBytes is HashString of b, without converting it.
+func HashBytes(b []byte) uint64 {
+	h := uint64(fnvOffset)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 // turn returns the round-robin position among n servers and advances it.
 func (c Choice) turn(n int) int {

@@ -38,7 +38,8 @@
 //
 // What every kind does around its connections lives here too: choosing a
 // server by the route's policy among those in service (Policy.Choose,
-// Candidates) with passive health (Health); the loop's exchanges in
+// Candidates; the hashing policies by Rendezvous over the servers'
+// addresses, so that every process agrees) with passive health (Health); the loop's exchanges in
 // flight, for its sweep, and those kept for reuse (Exchanges, Slot); and
 // the rule for callbacks that land while an exchange is busy (Deferred).
 //

@@ -4,6 +4,7 @@ package h1
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -85,4 +86,23 @@ func BenchmarkProxyExchange(b *testing.B) {
 		"Content-Type: application/octet-stream\r\nContent-Length: 128\r\nConnection: keep-alive\r\n\r\n"), body...)
 	f.exchange(b)
 	benchMetered(b, &f.cs.Loop.Shared.Metered, func() { f.exchange(b) })
+}
+
+// TestProxyHashAllocs is TestProxyAllocs under the hashing policies, which
+// read a field or a cookie of every request and rank the upstreams.
+func TestProxyHashAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, policy := range []string{"client-ip-hash", "header-hash, hash_header: X-User", "cookie-hash, hash_cookie: sid"} {
+		t.Run(policy[:strings.IndexByte(policy+",", ',')], func(t *testing.T) {
+			f := newProxyFixture(t, `  - path: /api/
+    proxy: {to: ["127.0.0.1:9"], load_balancing: `+policy+`}
+`)
+			f.req = []byte("GET /api/users HTTP/1.1\r\nHost: example.com\r\nX-User: u7\r\nCookie: a=b; sid=s7\r\n\r\n")
+			f.resp = []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+			f.exchange(t) // dials, grows the buffers
+			if n := testing.AllocsPerRun(200, func() { f.exchange(t) }); n != 0 {
+				t.Fatalf("%v allocations per proxied request, want 0", n)
+			}
+		})
+	}
 }
