@@ -160,6 +160,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		d.admin(v, "admin", &c.Admin)
 		d.checkAdminAddress(c)
 	}
+	if v := s.get("cluster"); v != nil {
+		d.cluster(v, "cluster", &c.Cluster)
+	}
 	if v := s.get("pid_file"); v != nil {
 		d.pidFile(v, "pid_file", c)
 	}
@@ -167,6 +170,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		c.Routes = d.routes(v, "routes")
 	} else if s.missing("routes") {
 		d.errorf(s.node, "routes", "missing required key; e.g. routes: [{path: /, static: {root: ./site}}]")
+	}
+	if c.Cluster.Redis == nil {
+		for _, r := range d.clusterScopes {
+			d.errorf(r.node, r.path, "scope cluster needs a shared store: add cluster: {redis: {address: HOST:PORT}} at the top of the file, or use scope: local")
+		}
 	}
 }
 
