@@ -32,6 +32,7 @@ import (
 	"gale/app/h3"
 	"gale/app/wire"
 	"gale/cache"
+	"gale/cluster"
 	"gale/config"
 	"gale/handlers"
 	"gale/perloop"
@@ -86,12 +87,14 @@ type Server struct {
 	anchored   atomic.Bool      // the loops were looked for and HTTP/3 started (http3.go)
 	acme       *acme.Manager    // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
 	sites      []*acme.Site     // per listener: its automatic certificates, or nil
+	instance   string           // this instance's name (cluster.go)
+	cluster    *cluster.Store   // the shared store of cluster.redis; nil = none (cluster.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
 // resolves every listen address (port 0 becomes a free port) and refuses
 // addresses that another process already listens on.
-func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	budget, warn, err := newBudget(int64(raiseFileLimit()), cfg)
 	if err != nil {
 		return nil, err
@@ -101,12 +104,22 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	files := wire.NewFileCache(cfg, budget)
 	stopping := new(atomic.Bool)
-	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
+	store := openCluster(cfg, log)
+	set, err := wire.CompileBudget(cfg, budget, append(clusterOptions(store), handlers.WithCache(files), handlers.WithStopping(stopping))...)
 	if err != nil {
 		files.Close()
+		if store != nil {
+			store.Close()
+		}
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
+	s = &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
+	s.instance, s.cluster = instanceName(cfg), store
+	defer func() {
+		if s != nil && err != nil && store != nil {
+			store.Close()
+		}
+	}()
 	s.sh.Budget, s.sh.Log = budget, log
 	s.sh.Resets = wire.NewResetRates()
 	s.sh.Set.Store(set)
@@ -206,6 +219,9 @@ func (s *Server) Run() error {
 	}
 	s.files.Close()
 	s.stopProxies()
+	if s.cluster != nil {
+		s.cluster.Close()
+	}
 	return err
 }
 
@@ -230,7 +246,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	defer func() { s.ops.reloaded(err) }()
-	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
+	set, err := wire.CompileBudget(cfg, s.sh.Budget, append(clusterOptions(s.cluster), handlers.WithCache(s.files), handlers.WithStopping(s.stopping))...)
 	if err != nil {
 		return nil, err
 	}

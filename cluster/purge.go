@@ -1,0 +1,4 @@
+package cluster
+
+// purgeState is the purge fan-out's state (pub/sub).
+type purgeState struct{}
