@@ -28,6 +28,15 @@ func openCluster(cfg *config.Config, log *slog.Logger) *cluster.Store {
 	return cluster.New(&cfg.Cluster, instanceName(cfg), log)
 }
 
+// certStorage is the shared store's certificate storage, made once: its
+// locks are this instance's whatever reloads happen.
+func (s *Server) certStorage() *cluster.CertStorage {
+	if s.certs == nil {
+		s.certs = s.cluster.CertStorage(0)
+	}
+	return s.certs
+}
+
 // clusterOptions are the build options the shared store brings.
 func clusterOptions(st *cluster.Store) []handlers.Option {
 	if st == nil {

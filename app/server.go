@@ -79,16 +79,17 @@ type Server struct {
 
 	ops opsState // the metrics listener and reload counters (metrics.go)
 
-	refusals   refusals         // runs of refused connections, for the log (refusals.go)
-	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
-	anyTLS     bool             // some listener is TLS or redirect_to_https
-	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
-	quic       []*h3.Listener   // the HTTP/3 sides of the listeners with http3, while running (http3.go)
-	anchored   atomic.Bool      // the loops were looked for and HTTP/3 started (http3.go)
-	acme       *acme.Manager    // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
-	sites      []*acme.Site     // per listener: its automatic certificates, or nil
-	instance   string           // this instance's name (cluster.go)
-	cluster    *cluster.Store   // the shared store of cluster.redis; nil = none (cluster.go)
+	refusals   refusals             // runs of refused connections, for the log (refusals.go)
+	listeners  []listenerInfo       // per listener, in config order: TLS and redirect state, protocols (listeners.go)
+	anyTLS     bool                 // some listener is TLS or redirect_to_https
+	sameProtos config.Protocols     // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
+	quic       []*h3.Listener       // the HTTP/3 sides of the listeners with http3, while running (http3.go)
+	anchored   atomic.Bool          // the loops were looked for and HTTP/3 started (http3.go)
+	acme       *acme.Manager        // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
+	sites      []*acme.Site         // per listener: its automatic certificates, or nil
+	instance   string               // this instance's name (cluster.go)
+	cluster    *cluster.Store       // the shared store of cluster.redis; nil = none (cluster.go)
+	certs      *cluster.CertStorage // the store's certificate storage, once asked for (cluster.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but

@@ -40,6 +40,8 @@ type decoder struct {
 	// clusterScopes are the rate limits' "scope: cluster" values, checked
 	// against cluster.redis once the whole file is decoded.
 	clusterScopes []keyRef
+	// shared is whether cluster.redis is given (decoded before listen).
+	shared bool
 }
 
 // keyRef is a key's value node and its path, for a check made later.

@@ -130,6 +130,12 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if s == nil {
 		return
 	}
+	// cluster first: whether there is a shared store decides where
+	// automatic certificates are kept by default.
+	if v := s.get("cluster"); v != nil {
+		d.cluster(v, "cluster", &c.Cluster)
+	}
+	d.shared = c.Cluster.Redis != nil
 	if v := s.get("listen"); v != nil {
 		c.Listen = d.listen(v, "listen")
 		d.checkAutomatic(c.Listen)
@@ -159,9 +165,6 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if v := s.get("admin"); v != nil {
 		d.admin(v, "admin", &c.Admin)
 		d.checkAdminAddress(c)
-	}
-	if v := s.get("cluster"); v != nil {
-		d.cluster(v, "cluster", &c.Cluster)
 	}
 	if v := s.get("pid_file"); v != nil {
 		d.pidFile(v, "pid_file", c)
