@@ -28,6 +28,13 @@ func openCluster(cfg *config.Config, log *slog.Logger) *cluster.Store {
 	return cluster.New(&cfg.Cluster, instanceName(cfg), log)
 }
 
+// subscribePurges applies the purges other instances publish.
+func (s *Server) subscribePurges() {
+	if s.cluster != nil {
+		s.cluster.OnPurge(func(path string) { s.purgeLocal(path) })
+	}
+}
+
 // certStorage is the shared store's certificate storage, made once: its
 // locks are this instance's whatever reloads happen.
 func (s *Server) certStorage() *cluster.CertStorage {
@@ -63,5 +70,6 @@ func (s *Server) writeClusterMetrics(w *metrics.Writer) {
 	w.Gauge("gale_cluster_store_up", "1 while the shared store (cluster.redis) answers, 0 while cluster-scoped rate limits apply their on_store_failure.", up)
 	w.Counter("gale_ratelimit_store_fallbacks_total", "Times the shared store became unreachable and cluster-scoped rate limits fell back to their on_store_failure.", st.Failures())
 	w.Counter("gale_ratelimit_leases_total", "Lease calls the shared store answered for cluster-scoped rate limits.", st.Leases())
+	w.Counter("gale_cluster_purges_received_total", "Purges published by other instances and applied to this instance's static cache.", st.Purged())
 	w.Gauge("gale_cluster_instances", "Instances sharing the store: cluster.instances, or those whose heartbeat it saw in the last 15 seconds.", int64(st.Instances()))
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +22,23 @@ type clusterNode struct {
 }
 
 // startCluster runs n gale instances sharing the Redis at addr, each with
-// routes (YAML list items) under a cluster section naming it gale-I.
-func startCluster(t *testing.T, n int, addr, extra, routes string) []*clusterNode {
+// top (top-level YAML) and routes (YAML list items), and a cluster section
+// naming it gale-I with extra keys. Each has a directory site/ of its own,
+// holding files.
+func startCluster(t *testing.T, n int, addr, extra, top, routes string, files map[string]string) []*clusterNode {
 	t.Helper()
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
 		dir := t.TempDir()
-		y := fmt.Sprintf("%scluster: {redis: {address: %q, prefix: %q}, instance: gale-%d%s}\nroutes:\n%s",
-			baseListen, addr, t.Name()+":", i, extra, routes)
+		for name, body := range files {
+			p := filepath.Join(dir, "site", name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeSettled(t, p, []byte(body))
+		}
+		y := fmt.Sprintf("%s%scluster: {redis: {address: %q, prefix: %q}, instance: gale-%d%s}\nroutes:\n%s",
+			baseListen, top, addr, t.Name()+":", i, extra, routes)
 		cfg := writeConfig(t, dir, y)
 		buf := &syncBuffer{}
 		srv, err := New(cfg, slog.New(slog.NewTextHandler(buf, nil)))
@@ -85,7 +96,7 @@ const clusterLimitRoute = "  - {path: /limited, rate_limit: {rate: 50/s, burst: 
 // 10%.
 func TestClusterRateLimit(t *testing.T) {
 	rs := redistest.Start(t)
-	nodes := startCluster(t, 3, rs.Addr, "", clusterLimitRoute)
+	nodes := startCluster(t, 3, rs.Addr, "", "", clusterLimitRoute, nil)
 	ok := driveRoundRobin(t, nodes, "/limited", 10*time.Second, 400_000)
 	total := sumInts(ok)
 	t.Logf("admitted %d (per instance %v)", total, ok)
@@ -119,7 +130,7 @@ func waitLog(t *testing.T, nodes []*clusterNode, want string, d time.Duration) {
 // coming back.
 func TestClusterRateLimitStoreFailure(t *testing.T) {
 	rs := redistest.Start(t)
-	nodes := startCluster(t, 3, rs.Addr, ", instances: 3", clusterLimitRoute)
+	nodes := startCluster(t, 3, rs.Addr, ", instances: 3", "", clusterLimitRoute, nil)
 	if ok := driveRoundRobin(t, nodes, "/limited", time.Second, 100_000); sumInts(ok) > 51+50+10 {
 		t.Fatalf("admitted %d in the first second with Redis up, want at most about 101", sumInts(ok))
 	}

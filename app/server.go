@@ -116,6 +116,7 @@ func New(cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	}
 	s = &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
 	s.instance, s.cluster = instanceName(cfg), store
+	s.subscribePurges()
 	defer func() {
 		if s != nil && err != nil && store != nil {
 			store.Close()

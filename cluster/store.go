@@ -148,6 +148,7 @@ func (s *Store) key(kind string, parts ...string) string {
 func (s *Store) setDown(err error) {
 	if s.up.Swap(false) {
 		s.failures.Add(1)
+		s.purge.missed.Store(true)
 		s.log.Warn("cluster store unreachable: rate limits with scope cluster apply their on_store_failure (local: rate/"+strconv.Itoa(s.Instances())+" on this instance) until it answers again",
 			"address", s.rdb.Options().Addr, "error", err.Error())
 	}
@@ -156,7 +157,8 @@ func (s *Store) setDown(err error) {
 // setUp records a successful call: the first after a failure is logged.
 func (s *Store) setUp() {
 	if !s.up.Swap(true) {
-		s.log.Info("cluster store reachable again: rate limits with scope cluster are shared again", "address", s.rdb.Options().Addr)
+		s.log.Info("cluster store reachable again: rate limits with scope cluster are shared again; the static cache is purged, as purges published meanwhile were missed", "address", s.rdb.Options().Addr)
+		s.purgeMissed()
 	}
 }
 
