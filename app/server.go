@@ -46,7 +46,7 @@ const tick = 100 * time.Millisecond
 // without starting anything, so that a config it accepts is one the
 // server runs: `gale validate` calls it after config.Load.
 func Check(cfg *config.Config) error {
-	s, err := wire.Compile(cfg)
+	s, err := wire.Compile(cfg, handlers.WithLimitStore(handlers.OfflineLimitStore(cfg.Cluster.Instances)))
 	if err != nil {
 		return err
 	}
@@ -290,6 +290,9 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	notes = append(notes, cacheNotes(old, cfg)...)
 	notes = append(notes, metricsNotes(old, cfg)...)
 	notes = append(notes, adminNotes(old, cfg)...)
+	if !reflect.DeepEqual(old.Cluster, cfg.Cluster) {
+		notes = append(notes, "cluster changed: restart gale to apply it (the running instance keeps its store and name)")
+	}
 	s.startProxies(set)
 	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them

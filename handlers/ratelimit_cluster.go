@@ -229,3 +229,15 @@ func (c *clusterLimit) fallback(key uint64, now int64) (bool, time.Duration) {
 func WithLimitStore(s LimitStore) Option {
 	return func(o *buildOptions) { o.limits = s }
 }
+
+// OfflineLimitStore is a stand-in for the shared store where none is
+// reached (gale validate, gale route): it grants nothing and is never up,
+// so cluster-scoped limits apply their on_store_failure with instances
+// as N.
+func OfflineLimitStore(instances int) LimitStore { return offlineStore(max(1, instances)) }
+
+type offlineStore int
+
+func (offlineStore) Lease(LeaseRequest) bool { return false }
+func (offlineStore) Up() bool                { return false }
+func (s offlineStore) Instances() int        { return int(s) }
