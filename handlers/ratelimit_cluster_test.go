@@ -136,3 +136,26 @@ func TestClusterLimitFallback(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRateLimitScope compares a request under a local limit with one
+// under a cluster-scoped limit spent from its lease (the store in memory:
+// what is measured is the hot path, not Redis).
+func BenchmarkRateLimitScope(b *testing.B) {
+	for _, scope := range []string{"local", "cluster"} {
+		b.Run(scope, func(b *testing.B) {
+			rt := clusterRouter(b, newMemStore(b, 3), "{rate: 1000000/s, burst: 1000000, scope: "+scope+"}")
+			req := request("GET", "example.com", "/x")
+			c := newCtx(req)
+			c.Remote = netip.MustParseAddrPort("127.0.0.2:1")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c.Scratch = c.Scratch[:0]
+				rt.Serve(c)
+			}
+			if c.Resp.Status != 200 {
+				b.Fatalf("status %d", c.Resp.Status)
+			}
+		})
+	}
+}
