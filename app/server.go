@@ -118,7 +118,7 @@ func New(cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	s.instance, s.cluster = instanceName(cfg), store
 	s.subscribePurges()
 	defer func() {
-		if s != nil && err != nil && store != nil {
+		if err != nil && store != nil {
 			store.Close()
 		}
 	}()

@@ -55,7 +55,7 @@ var redisKeys = sectionKey("redis", "The Redis (or Valkey) server the instances 
 
 var clusterKeys = sectionKey("cluster", "Several gale instances as one: certificates, cluster-scoped rate limits and purges shared through Redis; absent = every instance keeps its own.",
 	redisKeys.must(),
-	&keySpec{name: "instance", typ: typeString, pattern: instanceNamePattern, doc: "This instance's name: the instance label of the gale_instance_info metric, and in logs; default the host name (a pod's name in Kubernetes)."},
+	&keySpec{name: "instance", typ: typeString, pattern: instanceNamePattern, doc: "This instance's name: the name label of the gale_instance_info metric (Prometheus keeps the instance label for the scraped target), and its entry in the store's set of instances; default the host name (a pod's name in Kubernetes)."},
 	intKey("instances", 0, maxClusterInstances, "0", "How many instances share the store: while it is unreachable, a cluster-scoped rate limit falls back to its rate divided by this on each instance; 0 = the number of instances last seen in the store."),
 )
 
