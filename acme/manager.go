@@ -32,8 +32,9 @@ const maxLookups = 16
 // challenges are answered on.
 type Section struct {
 	Auto     *config.Automatic
-	TLSAddr  netip.AddrPort // the TLS listener's bound address: TLS-ALPN-01 is answered in its handshakes, and plain HTTP for its names redirects to its port
-	HTTPAddr netip.AddrPort // the first plain listener's bound address, where HTTP-01 is answered; the zero value when there is none
+	TLSAddr  netip.AddrPort    // the TLS listener's bound address: TLS-ALPN-01 is answered in its handshakes, and plain HTTP for its names redirects to its port
+	HTTPAddr netip.AddrPort    // the first plain listener's bound address, where HTTP-01 is answered; the zero value when there is none
+	Shared   certmagic.Storage // with Auto.InRedis: the shared store's storage (package cluster)
 }
 
 // Manager keeps the automatic certificates of one server: a certmagic
@@ -88,11 +89,12 @@ func New(secs []Section, log *slog.Logger) (*Manager, error) {
 // newConfig returns a certmagic config of sec's, with its ACME issuer.
 func (m *Manager) newConfig(sec Section, demand *certmagic.OnDemandConfig) (*certmagic.Config, error) {
 	a := sec.Auto
-	if err := os.MkdirAll(a.Storage, 0o700); err != nil {
-		return nil, fmt.Errorf("acme: storage: %w", err)
+	storage, err := sectionStorage(sec)
+	if err != nil {
+		return nil, err
 	}
 	cfg := certmagic.New(m.cache, certmagic.Config{
-		Storage:        &certmagic.FileStorage{Path: a.Storage},
+		Storage:        storage,
 		OnDemand:       demand,
 		OnEvent:        m.onEvent,
 		ShouldEmitFunc: followed,
@@ -125,6 +127,21 @@ func (m *Manager) newConfig(sec Section, demand *certmagic.OnDemandConfig) (*cer
 	cfg.Issuers = []certmagic.Issuer{iss}
 	m.issuers = append(m.issuers, iss)
 	return cfg, nil
+}
+
+// sectionStorage returns where sec's certificates are kept: the shared
+// store, or the storage directory (created when missing).
+func sectionStorage(sec Section) (certmagic.Storage, error) {
+	if sec.Auto.InRedis {
+		if sec.Shared == nil {
+			return nil, errors.New("acme: storage redis without a shared store")
+		}
+		return sec.Shared, nil
+	}
+	if err := os.MkdirAll(sec.Auto.Storage, 0o700); err != nil {
+		return nil, fmt.Errorf("acme: storage: %w", err)
+	}
+	return &certmagic.FileStorage{Path: sec.Auto.Storage}, nil
 }
 
 // dropPlaceholderContact is certmagic's NewAccountFunc. With no email

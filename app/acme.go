@@ -27,7 +27,11 @@ func (s *Server) newACME(cfg *config.Config, addrs []netip.AddrPort) (*acme.Mana
 	var at []int
 	for i := range cfg.Listen {
 		if a := automaticOf(&cfg.Listen[i]); a != nil {
-			secs = append(secs, acme.Section{Auto: a, TLSAddr: addrs[i], HTTPAddr: plain})
+			sec := acme.Section{Auto: a, TLSAddr: addrs[i], HTTPAddr: plain}
+			if a.InRedis && s.cluster != nil {
+				sec.Shared = s.certStorage()
+			}
+			secs = append(secs, sec)
 			at = append(at, i)
 		}
 	}

@@ -83,6 +83,18 @@ func scriptsOf(h handlers.Handler) handlers.Handler {
 // flight keep what they hold. It returns how many entries were dropped.
 // Safe for concurrent use.
 func (s *Server) PurgeCache(path string) int {
+	n := s.purgeLocal(path)
+	if s.cluster != nil {
+		if err := s.cluster.PublishPurge(path); err != nil {
+			s.log.Warn("purge applied on this instance only: the cluster store did not take it", "path", path, "error", err.Error())
+		}
+	}
+	return n
+}
+
+// purgeLocal is PurgeCache on this instance alone: a purge another
+// instance published.
+func (s *Server) purgeLocal(path string) int {
 	if path == "" {
 		return s.files.PurgeIf(func(string) bool { return true })
 	}

@@ -146,6 +146,7 @@ func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeFastCGIMetrics(w)
 	s.writeReloadMetrics(w)
 	s.writeAccessLogMetrics(w)
+	s.writeClusterMetrics(w)
 	writeProcessMetrics(w, s.ops.started)
 }
 

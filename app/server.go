@@ -32,6 +32,7 @@ import (
 	"gale/app/h3"
 	"gale/app/wire"
 	"gale/cache"
+	"gale/cluster"
 	"gale/config"
 	"gale/handlers"
 	"gale/perloop"
@@ -45,7 +46,7 @@ const tick = 100 * time.Millisecond
 // without starting anything, so that a config it accepts is one the
 // server runs: `gale validate` calls it after config.Load.
 func Check(cfg *config.Config) error {
-	s, err := wire.Compile(cfg)
+	s, err := wire.Compile(cfg, handlers.WithLimitStore(handlers.OfflineLimitStore(cfg.Cluster.Instances)))
 	if err != nil {
 		return err
 	}
@@ -78,20 +79,23 @@ type Server struct {
 
 	ops opsState // the metrics listener and reload counters (metrics.go)
 
-	refusals   refusals         // runs of refused connections, for the log (refusals.go)
-	listeners  []listenerInfo   // per listener, in config order: TLS and redirect state, protocols (listeners.go)
-	anyTLS     bool             // some listener is TLS or redirect_to_https
-	sameProtos config.Protocols // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
-	quic       []*h3.Listener   // the HTTP/3 sides of the listeners with http3, while running (http3.go)
-	anchored   atomic.Bool      // the loops were looked for and HTTP/3 started (http3.go)
-	acme       *acme.Manager    // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
-	sites      []*acme.Site     // per listener: its automatic certificates, or nil
+	refusals   refusals             // runs of refused connections, for the log (refusals.go)
+	listeners  []listenerInfo       // per listener, in config order: TLS and redirect state, protocols (listeners.go)
+	anyTLS     bool                 // some listener is TLS or redirect_to_https
+	sameProtos config.Protocols     // the protocols of every listener when all are plain and alike, else 0 (listeners.go)
+	quic       []*h3.Listener       // the HTTP/3 sides of the listeners with http3, while running (http3.go)
+	anchored   atomic.Bool          // the loops were looked for and HTTP/3 started (http3.go)
+	acme       *acme.Manager        // the automatic certificates of tls.automatic listeners; nil for none (acme.go)
+	sites      []*acme.Site         // per listener: its automatic certificates, or nil
+	instance   string               // this instance's name (cluster.go)
+	cluster    *cluster.Store       // the shared store of cluster.redis; nil = none (cluster.go)
+	certs      *cluster.CertStorage // the store's certificate storage, once asked for (cluster.go)
 }
 
 // New validates and compiles cfg into a Server. It binds nothing yet, but
 // resolves every listen address (port 0 becomes a free port) and refuses
 // addresses that another process already listens on.
-func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	budget, warn, err := newBudget(int64(raiseFileLimit()), cfg)
 	if err != nil {
 		return nil, err
@@ -101,12 +105,23 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	files := wire.NewFileCache(cfg, budget)
 	stopping := new(atomic.Bool)
-	set, err := wire.CompileBudget(cfg, budget, handlers.WithCache(files), handlers.WithStopping(stopping))
+	store := openCluster(cfg, log)
+	set, err := wire.CompileBudget(cfg, budget, append(clusterOptions(store), handlers.WithCache(files), handlers.WithStopping(stopping))...)
 	if err != nil {
 		files.Close()
+		if store != nil {
+			store.Close()
+		}
 		return nil, err
 	}
-	s := &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
+	s = &Server{log: log, booted: make(chan struct{}), stopped: make(chan struct{}), files: files, stopping: stopping, perAddr: wire.NewAddrCounts()}
+	s.instance, s.cluster = instanceName(cfg), store
+	s.subscribePurges()
+	defer func() {
+		if err != nil && store != nil {
+			store.Close()
+		}
+	}()
 	s.sh.Budget, s.sh.Log = budget, log
 	s.sh.Resets = wire.NewResetRates()
 	s.sh.Set.Store(set)
@@ -206,6 +221,9 @@ func (s *Server) Run() error {
 	}
 	s.files.Close()
 	s.stopProxies()
+	if s.cluster != nil {
+		s.cluster.Close()
+	}
 	return err
 }
 
@@ -230,7 +248,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 // engine are left as they are and returned as notes.
 func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	defer func() { s.ops.reloaded(err) }()
-	set, err := wire.CompileBudget(cfg, s.sh.Budget, handlers.WithCache(s.files), handlers.WithStopping(s.stopping))
+	set, err := wire.CompileBudget(cfg, s.sh.Budget, append(clusterOptions(s.cluster), handlers.WithCache(s.files), handlers.WithStopping(s.stopping))...)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +290,9 @@ func (s *Server) Reload(cfg *config.Config) (notes []string, err error) {
 	notes = append(notes, cacheNotes(old, cfg)...)
 	notes = append(notes, metricsNotes(old, cfg)...)
 	notes = append(notes, adminNotes(old, cfg)...)
+	if !reflect.DeepEqual(old.Cluster, cfg.Cluster) {
+		notes = append(notes, "cluster changed: restart gale to apply it (the running instance keeps its store and name)")
+	}
 	s.startProxies(set)
 	prev := s.sh.Set.Swap(set)
 	s.files.Purge() // entries keep the profile of the routes that loaded them

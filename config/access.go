@@ -42,6 +42,9 @@ type RateLimit struct {
 	Header     string        // "" (default): keyed by the client address; else (canonical) keyed by this header's value, and by the address for a request without it
 	IPv6Prefix int           // default 64, 1..128: IPv6 client addresses are keyed by this prefix
 	MaxKeys    int           // default 65536, 1024..16777216: keys remembered at once; the table's memory is fixed by it
+	Scope      string        // "local" (default) or "cluster": shared by every instance through cluster.redis
+	OnFailure  string        // on_store_failure, with scope cluster: "local" (default), "allow" or "deny"
+	Pos        Pos           // where rate_limit was given, for messages
 }
 
 // Rate limit bounds and defaults.
@@ -112,11 +115,17 @@ func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
 
 // rateLimit decodes a route's rate_limit.
 func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
-	rl := &RateLimit{IPv6Prefix: defaultIPv6Prefix, MaxKeys: defaultRateKeys}
+	rl := &RateLimit{IPv6Prefix: defaultIPv6Prefix, MaxKeys: defaultRateKeys, Scope: "local", OnFailure: "local"}
 	s := d.section(n, path, rateLimitKeys.names()...)
 	if s == nil {
 		return nil
 	}
+	rl.Pos = Pos{s.node.Line, s.node.Column}
+	d.setEnum(s, "scope", &rl.Scope, rateScopeOptions...)
+	if rl.Scope == "cluster" {
+		d.clusterScopes = append(d.clusterScopes, keyRef{deref(s.get("scope")), join(path, "scope")})
+	}
+	d.setEnum(s, "on_store_failure", &rl.OnFailure, storeFailureOptions...)
 	if v := s.get("rate"); v != nil {
 		p := join(path, "rate")
 		if r, ok := d.str(v, p); ok {

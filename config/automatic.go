@@ -20,7 +20,8 @@ type Automatic struct {
 	Email        string    // the ACME account's contact; "" = an account without one
 	CA           string    // the CA's directory URL (https); default Let's Encrypt production
 	CARoot       string    // absolute path of a PEM file of roots trusted for the CA's HTTPS endpoint; "" = the system's roots
-	Storage      string    // absolute path of the directory certificates, keys, accounts and locks are kept in
+	Storage      string    // absolute path of the directory certificates, keys, accounts and locks are kept in; "" with InRedis
+	InRedis      bool      // they are kept in cluster.redis instead: storage "redis", or no storage given with cluster.redis
 	HTTP01       bool      // answer HTTP-01 challenges on the plain listeners
 	TLSALPN01    bool      // answer TLS-ALPN-01 challenges in this listener's handshakes
 	RedirectHTTP bool      // default true: plain-HTTP requests for Domains are redirected to https, the challenge path excepted
@@ -68,7 +69,7 @@ var automaticKeys = sectionKey("automatic", "Certificates obtained and renewed f
 	strKey("email", "Contact address of the ACME account (expiry notices)."),
 	strKey("ca", `The CA's ACME directory URL (https), or letsencrypt / letsencrypt-staging; default letsencrypt.`),
 	strKey("ca_root", "PEM file of root certificates to trust for the CA's HTTPS endpoint (a private CA); default the system's."),
-	strKey("storage", "Directory for certificates, keys, the account and locks; gale instances sharing it share certificates. Default $STATE_DIRECTORY, else $XDG_DATA_HOME/gale, else ~/.local/share/gale."),
+	strKey("storage", `Directory for certificates, keys, the account and locks; gale instances sharing it share certificates. "redis" keeps them in cluster.redis (under its prefix, with expiring locks), which is the default when cluster.redis is given; else the default is $STATE_DIRECTORY, else $XDG_DATA_HOME/gale, else ~/.local/share/gale.`),
 	listKey("challenges", enumKey("", challengeOptions, "", ""), "Challenge types answered: http-01 on the plain listeners, tls-alpn-01 in this listener's handshakes; default both (http-01 where a plain listener exists).").atLeast(1).distinct(),
 	boolKey("redirect_http", "true", "Plain-HTTP requests for the domains are redirected to https on this listener's port (the challenge path excepted)."),
 	onDemandKeys,
@@ -259,6 +260,10 @@ func checkCARoot(abs string) string {
 // automaticStorage decodes storage, or applies its default.
 func (d *decoder) automaticStorage(s *section, path string, a *Automatic) bool {
 	v := s.get("storage")
+	if v == nil && d.shared {
+		a.InRedis = true
+		return true
+	}
 	if v == nil {
 		a.Storage = DefaultACMEStorage()
 		if a.Storage == "" {
@@ -275,6 +280,14 @@ func (d *decoder) automaticStorage(s *section, path string, a *Automatic) bool {
 	if dir == "" {
 		d.errorf(deref(v), p, "expected a directory path, got an empty string")
 		return false
+	}
+	if dir == "redis" {
+		if !d.shared {
+			d.errorf(deref(v), p, `storage redis keeps certificates in the shared store: add cluster: {redis: {address: HOST:PORT}} at the top of the file, or name a directory ("./redis" for one called redis)`)
+			return false
+		}
+		a.InRedis = true
+		return true
 	}
 	a.Storage = d.resolve(dir)
 	if fi, err := os.Stat(a.Storage); err == nil && !fi.IsDir() {

@@ -37,6 +37,17 @@ type decoder struct {
 	// autos are the listeners' tls.automatic sections, checked against
 	// each other and the plain listeners once listen is decoded.
 	autos []automaticRef
+	// clusterScopes are the rate limits' "scope: cluster" values, checked
+	// against cluster.redis once the whole file is decoded.
+	clusterScopes []keyRef
+	// shared is whether cluster.redis is given (decoded before listen).
+	shared bool
+}
+
+// keyRef is a key's value node and its path, for a check made later.
+type keyRef struct {
+	node *yaml.Node
+	path string
 }
 
 // entry is one key and its value in a mapping.

@@ -312,6 +312,16 @@ var keySamples = map[string]any{
 	"routes[].proxy.tls.ca":                      "cert.pem",
 	"routes[].proxy.tls.certificate":             "cert.pem",
 	"routes[].proxy.tls.key":                     "key.pem",
+	"cluster.redis.address":                      "127.0.0.1:6379",
+	"cluster.redis.username":                     "gale",
+	"cluster.redis.password_file":                "redis.password",
+	"cluster.instance":                           "gale-0",
+}
+
+// documentSiblings are keys the decoder accepts only when the document
+// holds another top-level key, which the generated document then holds.
+var documentSiblings = map[string]map[string]any{
+	"routes[].rate_limit.scope": {"cluster": map[string]any{"redis": map[string]any{"address": "127.0.0.1:6379"}}},
 }
 
 // sampleSiblings are keys the decoder accepts only beside another key,
@@ -380,7 +390,11 @@ func collectCases() []schemaCase {
 						m[name] = v
 					}
 				}
-				return wrap(t, m)
+				doc := wrap(t, m)
+				for name, v := range documentSiblings[samplePath(kp)] {
+					doc[name] = v
+				}
+				return doc
 			}})
 			for _, inner := range sectionsIn(k, kp) {
 				inner := inner
@@ -663,7 +677,7 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 		"cert.pem": pair.leafPEM, "key.pem": pair.keyPEM,
 		"clients-ca.pem": clientCA.caPEM, "clients.crl": clientCA.crlPEM,
 		"site/index.html": []byte("hi\n"), "404.html": []byte("not here\n"),
-		"admin.token": []byte("0123456789abcdef0123\n"),
+		"admin.token": []byte("0123456789abcdef0123\n"), "redis.password": []byte("redis-password\n"),
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -448,6 +448,14 @@ var rateLimitKeys = sectionKey("rate_limit", "Requests per key (GCRA): burst+1 a
 	&keySpec{name: "header", typ: typeString, pattern: headerNamePattern, doc: "Key by this header's value (e.g. X-Api-Key) instead of the client address; a request without it is keyed by its address, so leaving it out escapes nothing."},
 	intKey("ipv6_prefix", 1, 128, "64", "IPv6 clients are keyed by this prefix, so one host cannot take a fresh limit per address of its /64."),
 	intKey("max_keys", minRateKeys, maxRateKeys, "65536", "Keys remembered at once; the table's memory (16 bytes a key) is allocated at load and never grows."),
+	enumKey("scope", rateScopeOptions, "local", "local: each instance counts its own requests; cluster: the limit holds over every instance sharing cluster.redis (GCRA in Redis, spent locally from leases of a few tokens, so a request never waits on Redis; see README, Running several instances, for the error bound)."),
+	enumKey("on_store_failure", storeFailureOptions, "local", "With scope cluster, while Redis is unreachable: local applies rate/N on each instance (N = cluster.instances, or the instances last seen); allow lets every request pass; deny answers 429. Each change is logged once and counted (gale_ratelimit_store_fallbacks_total); the cluster limit returns by itself."),
+)
+
+// Rate limit scopes and store failure modes.
+var (
+	rateScopeOptions    = []string{"local", "cluster"}
+	storeFailureOptions = []string{"local", "allow", "deny"}
 )
 
 // routeNamePattern is what a route's name must match.
@@ -488,6 +496,7 @@ var topKeys = sectionKey("", "gale's config file.",
 	accessLogKeys,
 	metricsKeys,
 	adminKeys,
+	clusterKeys,
 	&keySpec{name: "pid_file", typ: typeString, def: `""`, doc: `A file gale writes its process ID to while it runs ("gale reload" sends SIGHUP to it when there is no admin API); "" = none.`},
 	listKey("routes", routeKeys, "Routes, each a host and path prefix; their order carries no meaning for matching.").must().atLeast(1),
 )

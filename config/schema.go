@@ -130,6 +130,12 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if s == nil {
 		return
 	}
+	// cluster first: whether there is a shared store decides where
+	// automatic certificates are kept by default.
+	if v := s.get("cluster"); v != nil {
+		d.cluster(v, "cluster", &c.Cluster)
+	}
+	d.shared = c.Cluster.Redis != nil
 	if v := s.get("listen"); v != nil {
 		c.Listen = d.listen(v, "listen")
 		d.checkAutomatic(c.Listen)
@@ -167,6 +173,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		c.Routes = d.routes(v, "routes")
 	} else if s.missing("routes") {
 		d.errorf(s.node, "routes", "missing required key; e.g. routes: [{path: /, static: {root: ./site}}]")
+	}
+	if c.Cluster.Redis == nil {
+		for _, r := range d.clusterScopes {
+			d.errorf(r.node, r.path, "scope cluster needs a shared store: add cluster: {redis: {address: HOST:PORT}} at the top of the file, or use scope: local")
+		}
 	}
 }
 

@@ -58,6 +58,19 @@ func (c *Config) Summary(bound ...string) []string {
 		}
 		out = append(out, line)
 	}
+	if r := c.Cluster.Redis; r != nil {
+		line := "cluster redis " + r.Address + " db " + strconv.Itoa(r.DB) + " prefix " + strconv.Quote(r.Prefix)
+		if r.TLS {
+			line += " tls"
+		}
+		if c.Cluster.Instance != "" {
+			line += "  instance " + c.Cluster.Instance
+		}
+		if c.Cluster.Instances > 0 {
+			line += "  instances " + strconv.Itoa(c.Cluster.Instances)
+		}
+		out = append(out, line)
+	}
 	where := make([]string, len(c.Routes))
 	width := 0
 	for i, r := range c.Routes {
@@ -155,6 +168,9 @@ func automaticSummary(t *TLS) string {
 	}
 	if n := len(t.Certificates); n > 0 {
 		s += " (+" + strconv.Itoa(n) + " certificate files)"
+	}
+	if a.InRedis {
+		return s + " in cluster.redis"
 	}
 	return s + " in " + a.Storage
 }

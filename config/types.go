@@ -21,6 +21,7 @@ type Config struct {
 	Metrics   Metrics           // Prometheus metrics listener
 	Admin     Admin             // the admin API listener
 	PIDFile   string            // absolute path of the pid file; "" = none
+	Cluster   Cluster           // what several instances share; Cluster.Redis nil = nothing
 	Routes    []Route           // at least one, in file order; order carries no meaning for matching
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Matchers, access rules, a rate limit (passing and refusing) and a
@@ -112,5 +113,35 @@ routes:
 	}
 	if n := testing.AllocsPerRun(500, run); n != 0 {
 		t.Errorf("%v allocations per request; want 0", n)
+	}
+}
+
+// TestClusterLimitAllocs: a request under a cluster-scoped limit, spent
+// from a lease or refused, allocates nothing (asking for the next lease
+// included).
+func TestClusterLimitAllocs(t *testing.T) {
+	store := newMemStore(t, 3)
+	for _, tc := range []struct {
+		rl     string
+		status int
+	}{{"{rate: 1000000/s, burst: 1000000, scope: cluster}", 200}, {"{rate: 1/m, scope: cluster}", 429}} {
+		rt := clusterRouter(t, store, tc.rl)
+		req := request("GET", "example.com", "/x")
+		c := newCtx(req)
+		c.Remote = netip.MustParseAddrPort("127.0.0.2:1")
+		run := func() {
+			c.Scratch = c.Scratch[:0]
+			rt.Serve(c)
+		}
+		for i := 0; i < 50; i++ {
+			run()
+			time.Sleep(time.Millisecond)
+		}
+		if c.Resp.Status != tc.status {
+			t.Fatalf("%s: status %d; want %d", tc.rl, c.Resp.Status, tc.status)
+		}
+		if n := testing.AllocsPerRun(500, run); n != 0 {
+			t.Errorf("%s: %v allocations per request; want 0", tc.rl, n)
+		}
 	}
 }

@@ -228,6 +228,9 @@ func (t *trace) limit(r *Route) {
 		key = "the " + rl.Header + " header, else " + key
 	}
 	t.addf("rate limit: %s, burst %d, keyed by %s; over it: 429 with Retry-After", rl.Rate, rl.Burst, key)
+	if rl.Scope == "cluster" {
+		t.addf("rate limit scope: cluster, counted over every instance sharing cluster.redis; while it is unreachable: %s", rl.OnFailure)
+	}
 }
 
 // headerRules reports a set of header rules.

@@ -77,7 +77,7 @@ func ExplainConfig(cfg *config.Config, req *codec.Request, remote netip.AddrPort
 		return HandlerFunc(func(c *Ctx) { c.Error(502) }), nil
 	}
 	askNone := func(*Route) (AuthGate, error) { return noAuthGate{}, nil }
-	rt, err := Build(cfg, WithProxy(standIn), WithFastCGI(standIn), WithForwardAuth(askNone))
+	rt, err := Build(cfg, WithProxy(standIn), WithFastCGI(standIn), WithForwardAuth(askNone), WithLimitStore(OfflineLimitStore(cfg.Cluster.Instances)))
 	if err != nil {
 		return nil, err
 	}

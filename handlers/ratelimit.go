@@ -41,6 +41,7 @@ type limiter struct {
 	bucketMk uint64 // buckets per shard - 1
 	epoch    time.Time
 	conf     *config.RateLimit
+	cluster  *clusterLimit // scope cluster: the shared limit; nil = local
 }
 
 // limitWays is the associativity of a shard's buckets.
@@ -97,9 +98,41 @@ func (l *limiter) now() int64 { return int64(time.Since(l.epoch)) + 1 }
 // address masked to the configured prefix).
 func (l *limiter) key(c *Ctx) uint64 {
 	var buf [17]byte
+	b, header := l.keyBytes(c, &buf)
+	if header {
+		return maphash.Bytes(l.seed, b) ^ headerKeySpace
+	}
+	return maphash.Bytes(l.seed, b)
+}
+
+// keys returns key(c) and the key's stable hash: the same on every
+// instance (FNV-1a, with the header and address spaces apart), for the
+// key's name in a shared store.
+func (l *limiter) keys(c *Ctx) (uint64, uint64) {
+	var buf [17]byte
+	b, header := l.keyBytes(c, &buf)
+	h := uint64(14695981039346656037)
+	if header {
+		h ^= 'h'
+		h *= 1099511628211
+	}
+	for _, x := range b {
+		h ^= uint64(x)
+		h *= 1099511628211
+	}
+	if header {
+		return maphash.Bytes(l.seed, b) ^ headerKeySpace, h
+	}
+	return maphash.Bytes(l.seed, b), h
+}
+
+// keyBytes returns the bytes a request is keyed by: the configured
+// header's value (aliasing the request; header true), or the client
+// address's, tagged with its family, in buf.
+func (l *limiter) keyBytes(c *Ctx, buf *[17]byte) ([]byte, bool) {
 	if l.header != nil {
 		if v, ok := firstHeader(c.Req, l.header); ok {
-			return maphash.Bytes(l.seed, v) ^ headerKeySpace
+			return v, true
 		}
 	}
 	a := ClientAddr(c)
@@ -119,13 +152,19 @@ func (l *limiter) key(c *Ctx) uint64 {
 	default:
 		b[0] = '?'
 	}
-	return maphash.Bytes(l.seed, b)
+	return b, false
 }
 
 // allow takes one request of key at time now (limiter.now). It reports
 // whether the request may pass, and when it may not, how long until one
 // would.
 func (l *limiter) allow(key uint64, now int64) (bool, time.Duration) {
+	return l.allowAt(key, now, l.interval, l.tau)
+}
+
+// allowAt is allow with another interval and tau: a share of the limit
+// (clusterLimit's local fallback).
+func (l *limiter) allowAt(key uint64, now, interval, tau int64) (bool, time.Duration) {
 	sh := &l.shards[key&l.shardMsk]
 	b := int(((key >> l.bucketSh) & l.bucketMk) * limitWays)
 	sh.mu.Lock()
@@ -145,11 +184,11 @@ func (l *limiter) allow(key uint64, now int64) (bool, time.Duration) {
 		slots[at] = limitSlot{key: key}
 	}
 	tat := max(slots[at].tat, now)
-	if tat-now > l.tau {
+	if tat-now > tau {
 		sh.mu.Unlock()
-		return false, time.Duration(tat - now - l.tau)
+		return false, time.Duration(tat - now - tau)
 	}
-	slots[at].tat = tat + l.interval
+	slots[at].tat = tat + interval
 	sh.mu.Unlock()
 	return true, 0
 }
@@ -161,7 +200,14 @@ const headerKeySpace = 0x9e3779b97f4a7c15
 // limit answers 429 with Retry-After and reports false when c's request
 // is over the limit.
 func (l *limiter) limit(c *Ctx) bool {
-	ok, wait := l.allow(l.key(c), l.now())
+	var ok bool
+	var wait time.Duration
+	if l.cluster != nil {
+		key, stable := l.keys(c)
+		ok, wait = l.cluster.allow(key, stable, l.now())
+	} else {
+		ok, wait = l.allow(l.key(c), l.now())
+	}
 	if ok {
 		return true
 	}

@@ -163,6 +163,7 @@ type buildOptions struct {
 	fauth    AuthFactory
 	cache    *cache.Cache
 	stopping *atomic.Bool
+	limits   LimitStore
 }
 
 // WithCache gives Build the file cache static routes serve from (one per
@@ -235,6 +236,9 @@ func (rt *Router) build(cfg *config.Config) error {
 			return routeError(cfg, rc, err)
 		}
 		r.order = i
+		if r.limit != nil && r.limit.conf.Scope == "cluster" {
+			r.limit.cluster = newClusterLimit(r.limit, rt.opts.limits, r.Label())
+		}
 		host := normalizeHost(rc.Host)
 		var g *group
 		switch {
@@ -352,6 +356,9 @@ func (rt *Router) compileRoute(rc *config.Route) (*Route, error) {
 			return nil, fmt.Errorf("%w: rate_limit without a rate", ErrBadLimit)
 		}
 		r.limit = newLimiter(rc.RateLimit)
+		if rc.RateLimit.Scope == "cluster" && rt.opts.limits == nil {
+			return nil, fmt.Errorf("%w: scope cluster without a shared store (cluster.redis)", ErrBadLimit)
+		}
 	}
 	if rc.BasicAuth != nil {
 		a, err := newBasicAuth(rc.BasicAuth)
