@@ -438,6 +438,7 @@ var routeKeys = func() *keySpec {
 		rateLimitKeys,
 		basicAuthKeys,
 		forwardAuthKeys,
+		proxyCacheKeys,
 		headersKeys,
 		staticKeys,
 		proxyKeys,
