@@ -1,6 +1,7 @@
 package app
 
 import (
+	"gale/handlers"
 	"time"
 
 	"gale/metrics"
@@ -25,7 +26,7 @@ func (s *Server) upstreamRows() []upstreamRow {
 		return nil
 	}
 	for _, rt := range router.Routes() {
-		h, ok := rt.Handler.(*proxy.Handler)
+		h, ok := handlers.Unwrap(rt.Handler).(*proxy.Handler)
 		if !ok {
 			continue
 		}

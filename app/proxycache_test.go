@@ -1,0 +1,263 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingUpstream is a test origin that counts the requests each path
+// gets and answers with handle.
+type countingUpstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newCountingUpstream(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) *countingUpstream {
+	t.Helper()
+	u := &countingUpstream{hits: map[string]int{}}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.hits[r.URL.RequestURI()]++
+		n := u.hits[r.URL.RequestURI()]
+		u.mu.Unlock()
+		handle(w, r, n)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *countingUpstream) count(uri string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.hits[uri]
+}
+
+func cachedProxy(t *testing.T, up string) *testServer {
+	return startServer(t, fmt.Sprintf("routes:\n  - path: /\n    cache: {max_bytes: 1MiB, max_entry_bytes: 64KiB}\n    proxy: {to: [%q]}\n", up), nil)
+}
+
+// A fresh response is stored and served again without the upstream, with
+// Age and Cache-Status, over HTTP/1.1 and h2c alike; HEAD is answered
+// from the stored GET.
+func TestProxyCacheHit(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("X-Count", fmt.Sprint(n))
+		fmt.Fprintf(w, "body %d", n)
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	for _, proto := range accessProtocols {
+		c := boundClient(t, proto, "127.0.0.1")
+		url := "http://" + ts.addr + "/a?" + proto
+		r1, b1 := accessGet(t, c, proto, url)
+		r2, b2 := accessGet(t, c, proto, url)
+		if b1 != "body 1" || b2 != "body 1" {
+			t.Fatalf("%s: bodies %q, %q; want the first twice", proto, b1, b2)
+		}
+		if got := r1.Header.Get("Cache-Status"); got != "gale; fwd=miss; stored" {
+			t.Errorf("%s: first Cache-Status %q", proto, got)
+		}
+		if got := r2.Header.Get("Cache-Status"); got != "gale; hit" || r2.Header.Get("Age") == "" || r2.Header.Get("X-Count") != "1" {
+			t.Errorf("%s: second response Cache-Status %q Age %q X-Count %q", proto, got, r2.Header.Get("Age"), r2.Header.Get("X-Count"))
+		}
+		req, _ := http.NewRequest("HEAD", url, nil)
+		hr, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Body.Close()
+		if hr.Header.Get("Cache-Status") != "gale; hit" || hr.ContentLength != 6 {
+			t.Errorf("%s: HEAD Cache-Status %q length %d", proto, hr.Header.Get("Cache-Status"), hr.ContentLength)
+		}
+		if n := up.count("/a?" + proto); n != 1 {
+			t.Errorf("%s: upstream saw %d requests; want 1", proto, n)
+		}
+	}
+}
+
+// What must not be stored is not: no-store, private, Set-Cookie, a
+// response to a request with Authorization or Cookie (unless the
+// response says a shared cache may keep it), and a response with no
+// freshness and no validator (a dynamic page under a static-looking
+// path, web cache deception).
+func TestProxyCacheNotStored(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Path {
+		case "/nostore":
+			w.Header().Set("Cache-Control", "max-age=60, no-store")
+		case "/private":
+			w.Header().Set("Cache-Control", "private, max-age=60")
+		case "/cookie":
+			w.Header().Set("Cache-Control", "max-age=60")
+			w.Header().Set("Set-Cookie", "s=1")
+		case "/auth", "/withcookie":
+			w.Header().Set("Cache-Control", "max-age=60")
+		case "/authpublic":
+			w.Header().Set("Cache-Control", "public, max-age=60")
+		case "/account.php/x.css":
+			w.Header().Set("Content-Type", "text/html")
+		}
+		fmt.Fprintf(w, "%d", n)
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	cases := []struct {
+		path    string
+		headers []string
+		stored  bool
+	}{
+		{"/nostore", nil, false},
+		{"/private", nil, false},
+		{"/cookie", nil, false},
+		{"/auth", []string{"Authorization", "Bearer x"}, false},
+		{"/withcookie", []string{"Cookie", "s=1"}, false},
+		{"/authpublic", []string{"Authorization", "Bearer x"}, true},
+		{"/account.php/x.css", nil, false},
+	}
+	for _, tc := range cases {
+		accessGet(t, c, "h1", "http://"+ts.addr+tc.path, tc.headers...)
+		_, b := accessGet(t, c, "h1", "http://"+ts.addr+tc.path, tc.headers...)
+		if got := b == "1"; got != tc.stored {
+			t.Errorf("%s: second body %q; stored = %v, want %v", tc.path, b, got, tc.stored)
+		}
+	}
+}
+
+// A stale entry with a validator is revalidated with If-None-Match; a
+// 304 refreshes it and the client gets the stored body with the 304's
+// fields merged.
+func TestProxyCacheRevalidate(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("X-Seen", fmt.Sprint(n))
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(304)
+			return
+		}
+		fmt.Fprint(w, "stored body")
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	url := "http://" + ts.addr + "/r"
+	accessGet(t, c, "h1", url)
+	r2, b2 := accessGet(t, c, "h1", url)
+	if b2 != "stored body" || r2.StatusCode != 200 || r2.Header.Get("X-Seen") != "2" || !strings.Contains(r2.Header.Get("Cache-Status"), "fwd-status=304") {
+		t.Fatalf("revalidated: %d %q X-Seen %q Cache-Status %q", r2.StatusCode, b2, r2.Header.Get("X-Seen"), r2.Header.Get("Cache-Status"))
+	}
+	if n := up.count("/r"); n != 2 {
+		t.Fatalf("upstream saw %d requests; want 2", n)
+	}
+}
+
+// An unsafe method's success removes the stored response of its target
+// (RFC 9111 section 4.4).
+func TestProxyCacheInvalidate(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "%d", n)
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	url := "http://" + ts.addr + "/i"
+	accessGet(t, c, "h1", url)
+	if _, b := accessGet(t, c, "h1", url); b != "1" {
+		t.Fatalf("not stored: %q", b)
+	}
+	resp, err := c.Post(url, "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, b := accessGet(t, c, "h1", url); b != "3" {
+		t.Fatalf("after POST: %q; want the upstream's third answer", b)
+	}
+}
+
+// Vary selects among stored variants; Accept-Encoding is compared after
+// normalising case and white space.
+func TestProxyCacheVary(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Vary", "Accept-Encoding")
+		fmt.Fprintf(w, "%s", r.Header.Get("Accept-Encoding"))
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	url := "http://" + ts.addr + "/v"
+	accessGet(t, c, "h1", url, "Accept-Encoding", "gzip, br")
+	accessGet(t, c, "h1", url, "Accept-Encoding", "identity")
+	if _, b := accessGet(t, c, "h1", url, "Accept-Encoding", "GZIP,br"); b != "gzip, br" {
+		t.Fatalf("variant: %q", b)
+	}
+	if n := up.count("/v"); n != 2 {
+		t.Fatalf("upstream saw %d requests; want 2", n)
+	}
+}
+
+// Concurrent misses for one key reach the upstream once.
+func TestProxyCacheCollapse(t *testing.T) {
+	release := make(chan struct{})
+	var arrived atomic.Int32
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		arrived.Add(1)
+		<-release
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprint(w, "once")
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	const clients = 200
+	tr := &http.Transport{MaxConnsPerHost: clients, MaxIdleConnsPerHost: clients}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Get("http://" + ts.addr + "/c")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var b strings.Builder
+			if _, err := fmt.Fprint(&b, readAll(resp)); err != nil || b.String() != "once" {
+				errs <- fmt.Errorf("body %q", b.String())
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for arrived.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := up.count("/c"); n != 1 {
+		t.Fatalf("upstream saw %d requests; want 1", n)
+	}
+}
+
+func readAll(resp *http.Response) string {
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return b.String()
+		}
+	}
+}

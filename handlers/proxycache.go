@@ -1,0 +1,289 @@
+package handlers
+
+import (
+	"strconv"
+	"time"
+
+	"gale/codec"
+	"gale/config"
+	"gale/httpcache"
+)
+
+// The proxy cache (a route's cache section) is a layer in front of the
+// handler that forwards (proxy, fastcgi, php scripts): it answers from
+// its store what the store may answer (a hit is an ordinary Response,
+// rendered like any other, with no allocation), and otherwise lets the
+// handler forward through a recorder that wraps the exchange's sink and
+// keeps what may be stored (package httpcache holds the RFC 9111 rules
+// and the store). One request per key goes upstream at a time; the
+// others wait for its answer, up to lock_timeout.
+
+// CacheLoop is one event loop's state for the route caches: a view of
+// each store and a key buffer. Owned by its loop.
+type CacheLoop struct {
+	views map[*httpcache.Store]*httpcache.View
+	key   []byte
+}
+
+// NewCacheLoop returns an empty CacheLoop.
+func NewCacheLoop() *CacheLoop {
+	return &CacheLoop{views: map[*httpcache.Store]*httpcache.View{}, key: make([]byte, 0, 512)}
+}
+
+func (l *CacheLoop) view(s *httpcache.Store) *httpcache.View {
+	v := l.views[s]
+	if v == nil {
+		v = s.NewView()
+		l.views[s] = v
+	}
+	return v
+}
+
+// Cache-Status values (RFC 9211).
+var (
+	nameCacheStatus = []byte("Cache-Status")
+	nameAge         = []byte("Age")
+	csHit           = []byte("gale; hit")
+	csMiss          = []byte("gale; fwd=miss")
+	csMissStored    = []byte("gale; fwd=miss; stored")
+	csStale         = []byte("gale; fwd=stale; fwd-status=304")
+	csStaleStored   = []byte("gale; fwd=stale; stored")
+	csStaleFwd      = []byte("gale; fwd=stale")
+	csBypass        = []byte("gale; fwd=bypass")
+	csRequest       = []byte("gale; fwd=request")
+	csRequestStored = []byte("gale; fwd=request; stored")
+)
+
+// unkeyedFields are request fields some applications read to change a
+// response although no cache key includes them (cache poisoning): a
+// cached route removes them before forwarding.
+var unkeyedFields = []string{"X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Forwarded-Server", "X-Host"}
+
+// cacheLayer is a route's cache in front of its forwarding handler.
+type cacheLayer struct {
+	inner   Handler
+	scripts ScriptHandler // a php route's scripts, when the layer stands before them (inner is then nil)
+	store   *httpcache.Store
+	conf    config.ProxyCache
+}
+
+// newCacheLayer wraps h in the cache pc describes.
+func newCacheLayer(h Handler, pc *config.ProxyCache) *cacheLayer {
+	return &cacheLayer{inner: h, store: httpcache.NewStore(pc.MaxBytes), conf: *pc}
+}
+
+// withCache returns h behind route r's cache, or h when r has none.
+func withCache(h Handler, r *Route) Handler {
+	if r.Conf.Cache == nil {
+		return h
+	}
+	return newCacheLayer(h, r.Conf.Cache)
+}
+
+// Unwrap returns the handler behind h's layers (a route's cache): the
+// proxy or FastCGI handler the server starts and stops.
+func Unwrap(h Handler) Handler {
+	if l, ok := h.(*cacheLayer); ok && l.inner != nil {
+		return l.inner
+	}
+	return h
+}
+
+// Store returns the layer's store.
+func (l *cacheLayer) Store() *httpcache.Store { return l.store }
+
+// Serve implements Handler.
+func (l *cacheLayer) Serve(c *Ctx) { l.serve(c, true, script{}) }
+
+// ServeScript implements ScriptHandler, for a php route's scripts.
+func (l *cacheLayer) ServeScript(c *Ctx, name, info []byte) {
+	l.serve(c, true, script{name, info, true})
+}
+
+// script is the script a php route's static handler asked to run (see
+// ScriptHandler); set is false for the other route kinds.
+type script struct {
+	name, info []byte
+	set        bool
+}
+
+// next hands c to what the layer stands before.
+func (l *cacheLayer) next(c *Ctx, s script) {
+	if s.set {
+		l.scripts.ServeScript(c, s.name, s.info)
+		return
+	}
+	l.inner.Serve(c)
+}
+
+func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
+	x := c.Exchange
+	var cl *CacheLoop
+	if x != nil {
+		cl, _ = x.Local(LocalProxyCache).(*CacheLoop)
+	}
+	if cl == nil || c.Sink == nil || c.Req.Upgrade {
+		l.next(c, s)
+		return
+	}
+	for _, n := range unkeyedFields {
+		c.Req.Headers = delFieldStr(c.Req.Headers, n)
+	}
+	cl.key = appendCacheKey(cl.key[:0], c)
+	key := cl.key
+	switch string(c.Req.Method) {
+	case "GET", "HEAD":
+	case "POST", "PUT", "DELETE", "PATCH":
+		l.forward(c, s, &recorder{mode: recInvalidate, key: string(key)})
+		return
+	default:
+		l.next(c, s)
+		return
+	}
+	rd := httpcache.ParseDirectives(c.Req.Headers)
+	if rd.MaxAge < 0 && !rd.NoCache && c.Req.Header("Cache-Control") == nil && codec.EqualFold(c.Req.Header("Pragma"), "no-cache") {
+		rd.NoCache = true
+	}
+	now := time.Now().UnixNano()
+	e := pickVariant(cl.view(l.store).Lookup(key), c.Req.Headers)
+	if e != nil && e.Fresh(now, &rd) {
+		serveHit(c, e, now, csHit)
+		return
+	}
+	if rd.OnlyIfCached {
+		c.Error(504)
+		return
+	}
+	if c.Req.IsHead() && e == nil {
+		l.next(c, s)
+		return
+	}
+	if e != nil && e.Validatable() && !c.Req.IsHead() {
+		addValidators(c, e)
+		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e})
+		return
+	}
+	if collapse && !rd.NoCache && !c.Req.IsHead() {
+		f, leader := l.store.Join(key, l.conf.LockTimeout, x.Wake)
+		if !leader {
+			c.Resp.Pending = &waiter{l: l, s: s, f: f, deadline: time.Now().Add(l.conf.LockTimeout), timer: time.AfterFunc(l.conf.LockTimeout, x.Wake)}
+			return
+		}
+		l.forward(c, s, &recorder{mode: recFill, key: string(key), flight: f, request: rd.NoCache})
+		return
+	}
+	l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
+}
+
+// pickVariant returns the stored variant that req selects, the newest
+// first, or nil.
+func pickVariant(vs []*httpcache.Entry, req []codec.Header) *httpcache.Entry {
+	for _, e := range vs {
+		if e.Matches(req) {
+			return e
+		}
+	}
+	return nil
+}
+
+// serveHit answers c with stored entry e: its status, fields and body,
+// with Age and Cache-Status (the writer adds Date, Server and
+// Content-Length; HEAD drops the body). A request whose If-None-Match
+// names the entry's tag gets 304.
+func serveHit(c *Ctx, e *httpcache.Entry, now int64, status []byte) {
+	c.Resp.Reset()
+	c.Resp.Status = e.Status
+	c.Resp.Body = e.Body
+	if inm := c.Req.Header("If-None-Match"); e.ETag != nil && inm != nil && string(inm) == string(e.ETag) {
+		c.Resp.Status, c.Resp.Body = 304, nil
+	}
+	c.Resp.Headers = append(c.Resp.Headers, e.Fields...)
+	mark := len(c.Scratch)
+	c.Scratch = strconv.AppendInt(c.Scratch, int64(e.Age(now)/time.Second), 10)
+	c.Resp.Add(nameAge, c.scratchSince(mark))
+	c.Resp.Add(nameCacheStatus, status)
+}
+
+// addValidators makes c's request conditional on stored entry e, in
+// place of the client's own conditions.
+func addValidators(c *Ctx, e *httpcache.Entry) {
+	h := delFieldStr(c.Req.Headers, "If-None-Match")
+	h = delFieldStr(h, "If-Modified-Since")
+	if e.ETag != nil {
+		h = append(h, codec.Header{Name: []byte("If-None-Match"), Value: e.ETag})
+	}
+	if e.LastModified != nil {
+		h = append(h, codec.Header{Name: []byte("If-Modified-Since"), Value: e.LastModified})
+	}
+	c.Req.Headers = h
+}
+
+// delFieldStr removes every field named name from hs in place.
+func delFieldStr(hs []codec.Header, name string) []codec.Header {
+	h := hs[:0]
+	for _, f := range hs {
+		if !codec.EqualFold(f.Name, name) {
+			h = append(h, f)
+		}
+	}
+	clear(hs[len(h):])
+	return h
+}
+
+// appendCacheKey appends c's cache key: the host in lower case, the
+// normal path and the query.
+func appendCacheKey(dst []byte, c *Ctx) []byte {
+	for _, b := range c.Req.Host {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		dst = append(dst, b)
+	}
+	dst = append(dst, ' ')
+	dst = append(dst, c.Path...)
+	if c.Req.Query != nil {
+		dst = append(dst, '?')
+		dst = append(dst, c.Req.Query...)
+	}
+	return dst
+}
+
+// forward lets the inner handler forward c through recorder r.
+func (l *cacheLayer) forward(c *Ctx, s script, r *recorder) {
+	r.l, r.c, r.sink, r.x = l, c, c.Sink, c.Exchange
+	r.reqTime = time.Now()
+	r.auth = c.Req.Header("Authorization") != nil || c.Req.Header("Cookie") != nil
+	c.Sink, c.Exchange = r, r
+	l.next(c, s)
+	c.Sink, c.Exchange = r.sink, r.x
+	if c.Resp.Pending == nil {
+		r.land()
+		return
+	}
+	r.inner = c.Resp.Pending
+	c.Resp.Pending = r
+}
+
+// waiter is a request waiting for another's fetch of its key.
+type waiter struct {
+	l        *cacheLayer
+	s        script
+	f        *httpcache.Flight
+	deadline time.Time
+	timer    *time.Timer
+}
+
+// Resume implements Pending: once the fetch ended (or the wait timed
+// out) the request is served again, from the store or upstream.
+func (w *waiter) Resume(c *Ctx) Progress {
+	if !w.f.Done() && time.Now().Before(w.deadline) {
+		return Waiting
+	}
+	w.timer.Stop()
+	c.Resp.Reset()
+	w.l.serve(c, false, w.s)
+	return Answered
+}
+
+// Closed implements Pending.
+func (w *waiter) Closed() { w.timer.Stop() }
