@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -133,11 +134,11 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 	key := cl.key
 	switch string(c.Req.Method) {
 	case "GET", "HEAD":
-	case "POST", "PUT", "DELETE", "PATCH":
-		l.forward(c, s, &recorder{mode: recInvalidate, key: string(key)})
-		return
-	default:
+	case "OPTIONS", "TRACE": // safe: they change nothing stored
 		l.next(c, s)
+		return
+	default: // unsafe, or unknown and so not known to be safe (RFC 9111 section 4.4)
+		l.forward(c, s, &recorder{mode: recInvalidate, key: string(key)})
 		return
 	}
 	rd := httpcache.ParseDirectives(c.Req.Headers)
@@ -194,7 +195,7 @@ func serveHit(c *Ctx, e *httpcache.Entry, now int64, status []byte) {
 	c.Resp.Reset()
 	c.Resp.Status = e.Status
 	c.Resp.Body = e.Body
-	if inm := c.Req.Header("If-None-Match"); e.ETag != nil && inm != nil && string(inm) == string(e.ETag) {
+	if e.Status == 200 && notModified(c.Req, e) {
 		c.Resp.Status, c.Resp.Body = 304, nil
 	}
 	c.Resp.Headers = append(c.Resp.Headers, e.Fields...)
@@ -202,6 +203,41 @@ func serveHit(c *Ctx, e *httpcache.Entry, now int64, status []byte) {
 	c.Scratch = strconv.AppendInt(c.Scratch, int64(e.Age(now)/time.Second), 10)
 	c.Resp.Add(nameAge, c.scratchSince(mark))
 	c.Resp.Add(nameCacheStatus, status)
+}
+
+// notModified reports whether req's conditions say its client has e
+// already (RFC 9110 section 13.1): an If-None-Match naming e's tag (weak
+// comparison), or without one, an If-Modified-Since not before e's
+// Last-Modified.
+func notModified(req *codec.Request, e *httpcache.Entry) bool {
+	if inm := req.Header("If-None-Match"); inm != nil {
+		return e.ETag != nil && etagListHas(inm, e.ETag)
+	}
+	ims := req.Header("If-Modified-Since")
+	if ims == nil || e.LastModified == nil {
+		return false
+	}
+	since, ok := httpcache.ParseDate(ims)
+	lm, ok2 := httpcache.ParseDate(e.LastModified)
+	return ok && ok2 && !lm.After(since)
+}
+
+// etagListHas reports whether the If-None-Match value list names tag,
+// compared weakly, or is "*".
+func etagListHas(list, tag []byte) bool {
+	tag = bytes.TrimPrefix(tag, []byte("W/"))
+	for len(list) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			item, list = bytes.TrimSpace(list[:i]), list[i+1:]
+		} else {
+			item, list = bytes.TrimSpace(list), nil
+		}
+		if string(item) == "*" || string(bytes.TrimPrefix(item, []byte("W/"))) == string(tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // addValidators makes c's request conditional on stored entry e, in

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"net/url"
+	"strings"
 	"time"
 
 	"gale/codec"
@@ -53,7 +55,7 @@ func (r *recorder) WriteInterim(status int, fields []codec.Header) {
 func (r *recorder) WriteHead(h Head) {
 	if r.mode == recInvalidate {
 		if h.Status < 400 {
-			r.l.store.Invalidate([]byte(r.key))
+			r.invalidate(h.Fields)
 		}
 		r.sink.WriteHead(h)
 		return
@@ -84,6 +86,28 @@ func (r *recorder) WriteHead(h Head) {
 	out = append(append(out, h.Fields...), codec.Header{Name: nameCacheStatus, Value: cs})
 	h.Fields = out
 	r.sink.WriteHead(h)
+}
+
+// invalidate removes what is stored for the request's target, and for
+// the URIs the response's Location and Content-Location name on the same
+// host (RFC 9111 section 4.4).
+func (r *recorder) invalidate(fields []codec.Header) {
+	r.l.store.Invalidate([]byte(r.key))
+	host, _, _ := strings.Cut(r.key, " ")
+	for _, f := range fields {
+		if !codec.EqualFold(f.Name, "Location") && !codec.EqualFold(f.Name, "Content-Location") {
+			continue
+		}
+		u, err := url.Parse(string(f.Value))
+		if err != nil || u.Host != "" && !strings.EqualFold(u.Host, host) || u.Path == "" || u.Path[0] != '/' {
+			continue
+		}
+		key := host + " " + u.EscapedPath()
+		if u.RawQuery != "" || u.ForceQuery {
+			key += "?" + u.RawQuery
+		}
+		r.l.store.Invalidate([]byte(key))
+	}
 }
 
 // refresh answers a 304 to the cache's own condition: the stored entry,

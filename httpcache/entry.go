@@ -11,7 +11,7 @@ import (
 // slice is shared by all loops and never written again.
 type Entry struct {
 	Status int
-	Fields []codec.Header // end-to-end fields as the upstream sent them, without Date, Age, Server and framing ones
+	Fields []codec.Header // end-to-end fields as the upstream sent them (Date included), without Age, Server and framing ones
 	Body   []byte
 
 	ETag, LastModified []byte // validators, nil when absent
@@ -57,8 +57,8 @@ func New(s Stored, d *Directives) *Entry {
 	e.Body = arena[:len(s.Body):len(s.Body)]
 	e.Fields = make([]codec.Header, 0, len(s.Fields))
 	for _, f := range s.Fields {
-		if codec.EqualFold(f.Name, "Date") || codec.EqualFold(f.Name, "Age") || codec.EqualFold(f.Name, "Server") {
-			continue
+		if codec.EqualFold(f.Name, "Age") || codec.EqualFold(f.Name, "Server") || omitted(f.Name, d.Omit) {
+			continue // the server renders its own Server, and the Age of each use
 		}
 		at := len(arena)
 		arena = append(arena, f.Name...)
@@ -76,6 +76,16 @@ func New(s Stored, d *Directives) *Entry {
 	}
 	e.size = int64(cap(arena)) + int64(cap(e.Fields))*48 + 256
 	return e
+}
+
+// omitted reports whether name is among omit (a qualified no-cache).
+func omitted(name []byte, omit [][]byte) bool {
+	for _, o := range omit {
+		if codec.EqualFoldBytes(name, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // addVary records the request fields a Vary value names and their values.

@@ -3,7 +3,6 @@ package httpcache
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 	"time"
 
 	"gale/codec"
@@ -16,17 +15,27 @@ type Directives struct {
 	MustRevalidate, ProxyRevalidate     bool
 	OnlyIfCached                        bool
 	MaxAge, SMaxAge, MaxStale, MinFresh int64
-	MaxStaleAny                         bool // max-stale without a value
+	MaxStaleAny                         bool     // max-stale without a value
+	Targeted                            bool     // read from CDN-Cache-Control (RFC 9213)
+	Omit                                [][]byte // the fields a qualified no-cache names: stored without them (section 5.2.2.4)
 }
 
 // ParseDirectives reads the Cache-Control fields named in hs (every
 // field of that name, comma-separated lists joined). Unknown directives
 // are ignored; a directive with an invalid argument counts as absent,
 // except max-age, which then makes the response stale (section 4.2.1).
+//
+// A response's CDN-Cache-Control (RFC 9213), the field targeted at
+// caches like this one, is used instead of Cache-Control when present.
 func ParseDirectives(hs []codec.Header) Directives {
 	d := Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1}
+	name := "Cache-Control"
+	if targetedValid(hs) {
+		name = "CDN-Cache-Control"
+		d.Targeted = true
+	}
 	for i := range hs {
-		if codec.EqualFold(hs[i].Name, "Cache-Control") {
+		if codec.EqualFold(hs[i].Name, name) {
 			d.parse(hs[i].Value)
 		}
 	}
@@ -44,8 +53,15 @@ func (d *Directives) parse(v []byte) {
 		switch {
 		case codec.EqualFold(name, "no-store"):
 			d.NoStore = true
+		case codec.EqualFold(name, "no-cache") && len(arg) > 0:
+			for len(arg) > 0 {
+				var f []byte
+				if f, arg = nextItem(arg); len(f) > 0 {
+					d.Omit = append(d.Omit, f)
+				}
+			}
 		case codec.EqualFold(name, "no-cache"):
-			d.NoCache = true // a qualified no-cache is treated as unqualified (section 5.2.2.4 allows it)
+			d.NoCache = true
 		case codec.EqualFold(name, "private"):
 			d.Private = true
 		case codec.EqualFold(name, "public"):
@@ -70,6 +86,50 @@ func (d *Directives) parse(v []byte) {
 			d.MinFresh = seconds(arg, -1)
 		}
 	}
+}
+
+// targetedValid reports whether hs has CDN-Cache-Control fields and
+// they are a valid Structured Field Dictionary (RFC 9213 section 2.1,
+// RFC 8941 section 3.2) whose ages are integers; an invalid one is
+// ignored as a whole.
+func targetedValid(hs []codec.Header) bool {
+	found := false
+	for i := range hs {
+		if !codec.EqualFold(hs[i].Name, "CDN-Cache-Control") {
+			continue
+		}
+		found = true
+		for v := hs[i].Value; len(v) > 0; {
+			var item []byte
+			item, v = nextItem(v)
+			if !validMember(item) {
+				return false
+			}
+		}
+	}
+	return found
+}
+
+// validMember checks one dictionary member: a key (lower case letter or
+// "*", then lower case letters, digits, "_", "-", ".", "*"), optionally
+// "=" and a bare item; the ages must be non-negative integers.
+func validMember(m []byte) bool {
+	key, val, hasVal := bytes.Cut(m, []byte("="))
+	if len(key) == 0 || !(key[0] >= 'a' && key[0] <= 'z' || key[0] == '*') {
+		return false
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '*') {
+			return false
+		}
+	}
+	if !hasVal {
+		return true
+	}
+	if bytes.HasSuffix(key, []byte("age")) || bytes.HasPrefix(key, []byte("stale-")) {
+		return len(val) > 0 && seconds(val, -1) >= 0
+	}
+	return len(val) > 0
 }
 
 // nextItem splits the first comma-separated item off v, outside quotes.
@@ -172,8 +232,8 @@ func Lifetime(status int, fields []codec.Header, d *Directives, date time.Time) 
 		return time.Duration(d.MaxAge) * time.Second
 	}
 	if v := field(fields, "Expires"); v != nil {
-		t, err := http.ParseTime(string(v))
-		if err != nil || !t.After(date) {
+		t, ok := ParseDate(v)
+		if !ok || count(fields, "Expires") > 1 || !t.After(date) {
 			return 0 // an invalid Expires means already expired (section 5.3)
 		}
 		return t.Sub(date)
@@ -182,7 +242,7 @@ func Lifetime(status int, fields []codec.Header, d *Directives, date time.Time) 
 		return 0
 	}
 	if v := field(fields, "Last-Modified"); v != nil {
-		if lm, err := http.ParseTime(string(v)); err == nil && lm.Before(date) {
+		if lm, ok := ParseDate(v); ok && lm.Before(date) {
 			return date.Sub(lm) / 10
 		}
 	}
@@ -203,7 +263,7 @@ func field(hs []codec.Header, name string) []byte {
 // or an invalid one.
 func responseDate(fields []codec.Header, at time.Time) time.Time {
 	if v := field(fields, "Date"); v != nil {
-		if t, err := http.ParseTime(string(v)); err == nil {
+		if t, ok := ParseDate(v); ok {
 			return t
 		}
 	}
@@ -214,9 +274,38 @@ func responseDate(fields []codec.Header, at time.Time) time.Time {
 // invalid.
 func ageValue(fields []codec.Header) int64 {
 	if v := field(fields, "Age"); v != nil {
-		if n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err == nil && n > 0 {
+		first, _ := nextItem(v) // a list in one field line: its first member
+		if n := seconds(first, 0); n > 0 {
 			return n
 		}
 	}
 	return 0
+}
+
+// count returns how many fields of hs are named name.
+func count(hs []codec.Header, name string) int {
+	n := 0
+	for i := range hs {
+		if codec.EqualFold(hs[i].Name, name) {
+			n++
+		}
+	}
+	return n
+}
+
+// dateLayouts are the forms of an HTTP date (RFC 9110 section 5.6.7):
+// IMF-fixdate, then the obsolete RFC 850 and asctime forms.
+var dateLayouts = []string{http.TimeFormat, "Monday, 02-Jan-06 15:04:05 GMT", "Mon Jan _2 15:04:05 2006"}
+
+// ParseDate parses an HTTP date strictly: the value must be exactly one
+// of the three forms, which time.Parse alone does not check (it takes a
+// one-digit hour, for one); anything else is invalid.
+func ParseDate(v []byte) (time.Time, bool) {
+	for _, layout := range dateLayouts {
+		t, err := time.Parse(layout, string(v))
+		if err == nil && t.Format(layout) == string(v) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
