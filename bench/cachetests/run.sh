@@ -16,6 +16,19 @@ ORIGIN=$(free_port)
 GALE=$(free_port)
 
 go build -o "$OUT/gale" "$ROOT/cmd/gale"
+
+# The suite's client imports undici for its interim-response tests, and
+# the shared copy ships no node_modules: run a copy with it installed
+# when the registry can be reached (else those tests fail in the harness).
+if ! (cd "$SUITE" && node -e 'import("undici")' >/dev/null 2>&1); then
+	mkdir -p "$OUT/suite"
+	cp -r "$SUITE/." "$OUT/suite/"
+	if (cd "$OUT/suite" && timeout 120 npm install --no-save --no-audit --no-fund undici >/dev/null 2>&1); then
+		SUITE="$OUT/suite"
+	else
+		echo "undici could not be installed: the interim-response tests fail in the harness" >&2
+	fi
+fi
 cat > "$OUT/gale.yaml" <<YAML
 listen: ["127.0.0.1:$GALE"]
 log: {level: warn}
