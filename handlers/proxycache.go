@@ -155,8 +155,8 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 		c.Error(504)
 		return
 	}
-	if c.Req.IsHead() && e == nil {
-		l.next(c, s)
+	if c.Req.IsHead() && e == nil { // forwarded as HEAD, and not stored (no body)
+		l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
 		return
 	}
 	if e != nil && e.Validatable() && !c.Req.IsHead() {
