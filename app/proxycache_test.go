@@ -235,10 +235,7 @@ func TestProxyCacheCollapse(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for arrived.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitCollapsed(t, ts, &arrived, clients-1)
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -248,6 +245,16 @@ func TestProxyCacheCollapse(t *testing.T) {
 	if n := up.count("/c"); n != 1 {
 		t.Fatalf("upstream saw %d requests; want 1", n)
 	}
+}
+
+// waitCollapsed waits until one request reached the upstream and n others
+// wait for it in the route's cache.
+func waitCollapsed(t *testing.T, ts *testServer, arrived *atomic.Int32, n int) {
+	t.Helper()
+	store := ts.srv.sh.Set.Load().Router.Routes()[0].CacheStore()
+	eventually(t, 10*time.Second, "the misses to wait for the first", func() bool {
+		return arrived.Load() == 1 && store.Waiting() == n
+	})
 }
 
 func readAll(resp *http.Response) string {

@@ -90,8 +90,18 @@ func Unwrap(h Handler) Handler {
 	return h
 }
 
-// Store returns the layer's store.
-func (l *cacheLayer) Store() *httpcache.Store { return l.store }
+// CacheStore returns the store of route r's cache, nil when it has
+// none.
+func (r *Route) CacheStore() *httpcache.Store {
+	h := r.Handler
+	if s, ok := h.(*staticHandler); ok {
+		h, _ = s.scripts.(Handler)
+	}
+	if l, ok := h.(*cacheLayer); ok {
+		return l.store
+	}
+	return nil
+}
 
 // Serve implements Handler.
 func (l *cacheLayer) Serve(c *Ctx) { l.serve(c, true, script{}) }

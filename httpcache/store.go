@@ -213,6 +213,19 @@ func (s *Store) Join(key []byte, timeout time.Duration, wake func()) (f *Flight,
 	return f, true
 }
 
+// Waiting returns how many requests wait for fetches in flight now.
+func (s *Store) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.flights {
+		f.mu.Lock()
+		n += len(f.waiters)
+		f.mu.Unlock()
+	}
+	return n
+}
+
 // Land ends flight f (its response was stored, or it failed): waiters
 // are woken to look the key up again. Safe to call more than once.
 func (s *Store) Land(f *Flight) {
