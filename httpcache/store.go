@@ -25,9 +25,14 @@ type Store struct {
 	hand    int
 	bytes   int64
 	flights map[string]*Flight
+	slots   atomic.Int64 // len(m), for views deciding when to sweep
 
 	Evictions atomic.Uint64
 }
+
+// maxVariants bounds the variants kept under one key (a Vary on a field
+// with many values, such as User-Agent): past it the oldest go.
+const maxVariants = 16
 
 // NewStore returns a store that holds at most maxBytes.
 func NewStore(maxBytes int64) *Store {
@@ -53,6 +58,7 @@ func (s *Store) Put(key []byte, e *Entry) {
 	if sl == nil {
 		sl = &slot{key: string(key)}
 		s.m[sl.key] = sl
+		s.slots.Store(int64(len(s.m)))
 		s.ring = append(s.ring, sl)
 	}
 	var old []*Entry
@@ -63,7 +69,7 @@ func (s *Store) Put(key []byte, e *Entry) {
 	next = append(next, e)
 	size := e.size
 	for _, o := range old {
-		if !sameVariant(o, e) {
+		if !sameVariant(o, e) && len(next) < maxVariants {
 			next = append(next, o)
 			size += o.size
 		}
@@ -114,6 +120,7 @@ func (s *Store) removeAt(i int) {
 	s.ring[len(s.ring)-1] = nil
 	s.ring = s.ring[:len(s.ring)-1]
 	delete(s.m, sl.key)
+	s.slots.Store(int64(len(s.m)))
 	sl.cur.Store(nil)
 	s.bytes -= sl.size
 }
@@ -174,7 +181,7 @@ func (v *View) Lookup(key []byte) []*Entry {
 	if p == nil {
 		return nil
 	}
-	if len(v.m) > 4*len(v.s.m)+1024 { // drop removed slots now and then
+	if int64(len(v.m)) > 4*v.s.slots.Load()+1024 { // drop removed slots now and then
 		for k, x := range v.m {
 			if x.cur.Load() == nil {
 				delete(v.m, k)
