@@ -90,3 +90,33 @@ func TestProxyCacheErrorKeepsEntry(t *testing.T) {
 		t.Fatalf("after the outage: %d %q (Cache-Status %q); want the stored body revalidated", r.StatusCode, b, r.Header.Get("Cache-Status"))
 	}
 }
+
+// stale-if-error (RFC 5861): within its window a stored response stands
+// in for an upstream error while it is revalidated.
+func TestProxyCacheStaleIfError(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n > 1 {
+			w.WriteHeader(500)
+			fmt.Fprint(w, "broken")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=0, stale-if-error=600")
+		w.Header().Set("ETag", `"s"`)
+		fmt.Fprint(w, "kept")
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	url := "http://" + ts.addr + "/sie"
+	accessGet(t, c, "h1", url)
+	r, b := accessGet(t, c, "h1", url)
+	if r.StatusCode != 200 || b != "kept" || !strings.Contains(r.Header.Get("Cache-Status"), "stale-if-error") {
+		t.Fatalf("%d %q (Cache-Status %q); want the stored response", r.StatusCode, b, r.Header.Get("Cache-Status"))
+	}
+	if n := up.count("/sie"); n != 2 {
+		t.Fatalf("upstream saw %d requests; want 2 (the error was asked for)", n)
+	}
+	up.Close() // no upstream at all: the proxy's own 502
+	if r, b := accessGet(t, c, "h1", url); r.StatusCode != 200 || b != "kept" {
+		t.Fatalf("upstream gone: %d %q; want the stored response", r.StatusCode, b)
+	}
+}

@@ -50,6 +50,7 @@ var (
 	csStale         = []byte("gale; fwd=stale; fwd-status=304")
 	csStaleStored   = []byte("gale; fwd=stale; stored")
 	csStaleFwd      = []byte("gale; fwd=stale")
+	csStaleError    = []byte("gale; hit; detail=stale-if-error")
 	csBypass        = []byte("gale; fwd=bypass")
 	csRequest       = []byte("gale; fwd=request")
 	csRequestStored = []byte("gale; fwd=request; stored")
@@ -304,6 +305,9 @@ func (l *cacheLayer) forward(c *Ctx, s script, r *recorder) {
 	c.Sink, c.Exchange = r.sink, r.x
 	if c.Resp.Pending == nil {
 		r.land()
+		if now := time.Now().UnixNano(); r.mode == recRevalidate && c.Resp.Status >= 500 && r.stale.UsableOnError(now) {
+			serveHit(c, r.stale, now, csStaleError) // no upstream could be asked
+		}
 		return
 	}
 	r.inner = c.Resp.Pending

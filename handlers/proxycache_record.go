@@ -64,6 +64,10 @@ func (r *recorder) WriteHead(h Head) {
 		r.refresh(h)
 		return
 	}
+	if r.mode == recRevalidate && h.Status >= 500 && r.stale.UsableOnError(time.Now().UnixNano()) {
+		r.serveStale(h.Close)
+		return
+	}
 	r.dirs = httpcache.ParseDirectives(h.Fields)
 	req := httpcache.Request{Authorization: r.auth, StoreCookies: r.l.conf.StoreCookies, NoStore: httpcache.ParseDirectives(r.c.Req.Headers).NoStore}
 	r.storing = httpcache.Storable(req, h.Status, h.Fields, &r.dirs) && h.Length <= r.l.conf.MaxEntryBytes && !r.c.Req.IsHead()
@@ -107,6 +111,21 @@ func (r *recorder) invalidate(fields []codec.Header) {
 			key += "?" + u.RawQuery
 		}
 		r.l.store.Invalidate([]byte(key))
+	}
+}
+
+// serveStale answers with the stored entry in place of an upstream
+// error its stale-if-error allows; the error's body is dropped.
+func (r *recorder) serveStale(closeConn bool) {
+	e := r.stale
+	r.replaced = true
+	fields := make([]codec.Header, 0, len(e.Fields)+2)
+	fields = append(fields, e.Fields...)
+	age := []byte(itoa(int64(e.Age(time.Now().UnixNano()) / time.Second)))
+	fields = append(fields, codec.Header{Name: nameAge, Value: age}, codec.Header{Name: nameCacheStatus, Value: csStaleError})
+	r.sink.WriteHead(Head{Status: e.Status, Fields: fields, Length: int64(len(e.Body)), Close: closeConn})
+	if len(e.Body) > 0 && !r.c.Req.IsHead() {
+		r.sink.WriteBody(e.Body)
 	}
 }
 

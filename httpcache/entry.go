@@ -21,6 +21,7 @@ type Entry struct {
 	lifetime   int64 // freshness lifetime, ns
 	noCache    bool  // always validate before use (no-cache)
 	mustReval  bool  // must-revalidate or proxy-revalidate: never served stale
+	staleErr   int64 // stale-if-error (RFC 5861), ns; -1 = none
 
 	vary     [][]byte // lower-case names of the request fields Vary names
 	varyVals [][]byte // those fields' normalised values in the request that fetched it
@@ -48,6 +49,10 @@ func New(s Stored, d *Directives) *Entry {
 	e.initialAge = int64(max(apparent, corrected))
 	e.noCache = d.NoCache
 	e.mustReval = d.MustRevalidate || d.ProxyRevalidate
+	e.staleErr = -1
+	if d.StaleIfError >= 0 {
+		e.staleErr = d.StaleIfError * int64(time.Second)
+	}
 	n := len(s.Body)
 	for _, f := range s.Fields {
 		n += len(f.Name) + len(f.Value)
@@ -203,6 +208,17 @@ func (e *Entry) Fresh(now int64, d *Directives) bool {
 		return false
 	}
 	return d.MaxStaleAny || d.MaxStale >= 0 && age-life <= d.MaxStale*int64(time.Second)
+}
+
+// UsableOnError reports whether the entry may stand in for an error
+// (a 5xx, or no answer) from the upstream at now: it is still within
+// its stale-if-error window (RFC 5861 section 4), and must-revalidate
+// does not forbid serving it stale.
+func (e *Entry) UsableOnError(now int64) bool {
+	if e.mustReval || e.staleErr < 0 {
+		return false
+	}
+	return int64(e.Age(now))-e.lifetime <= e.staleErr
 }
 
 // Validatable reports whether the entry can be revalidated upstream.
