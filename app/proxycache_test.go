@@ -268,3 +268,41 @@ func readAll(resp *http.Response) string {
 		}
 	}
 }
+
+// The route cache's counters reach the metrics: a miss, a hit, a
+// revalidation and a bypass, the bytes and keys it holds.
+func TestProxyCacheMetrics(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		if r.URL.Path == "/reval" {
+			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Set("ETag", `"m"`)
+		}
+		fmt.Fprint(w, "metered")
+	})
+	ts := startServer(t, fmt.Sprintf(baseListen+"metrics: {listen: \"127.0.0.1:0\"}\nroutes:\n  - name: api\n    path: /\n    cache: {}\n    proxy: {to: [%q]}\n", up.Listener.Addr().String()), nil)
+	c := boundClient(t, "h1", "127.0.0.1")
+	for _, p := range []string{"/a", "/a", "/reval", "/reval"} {
+		accessGet(t, c, "h1", "http://"+ts.addr+p)
+	}
+	resp, err := c.Post("http://"+ts.addr+"/a", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	fams := scrape(t, ts)
+	for _, tc := range []struct {
+		outcome string
+		want    float64
+	}{{"miss", 2}, {"hit", 1}, {"revalidated", 1}, {"bypass", 1}} {
+		if got := sum(fams, "gale_proxy_cache_requests_total", "route", "api", "outcome", tc.outcome); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.outcome, got, tc.want)
+		}
+	}
+	if got := sum(fams, "gale_proxy_cache_entries", "route", "api"); got != 1 { // /a was invalidated by the POST
+		t.Errorf("entries %v, want 1", got)
+	}
+	if sum(fams, "gale_proxy_cache_bytes", "route", "api") == 0 || sum(fams, "gale_proxy_cache_stored_total", "route", "api") != 3 {
+		t.Errorf("bytes %v, stored %v (want 3: /a, /reval, its refresh)", sum(fams, "gale_proxy_cache_bytes", "route", "api"), sum(fams, "gale_proxy_cache_stored_total", "route", "api"))
+	}
+}

@@ -143,12 +143,14 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 	}
 	cl.key = appendCacheKey(cl.key[:0], c)
 	key := cl.key
+	v := cl.view(l.store)
 	switch string(c.Req.Method) {
 	case "GET", "HEAD":
 	case "OPTIONS", "TRACE": // safe: they change nothing stored
 		l.next(c, s)
 		return
 	default: // unsafe, or unknown and so not known to be safe (RFC 9111 section 4.4)
+		v.Count(httpcache.Bypass)
 		l.forward(c, s, &recorder{mode: recInvalidate, key: string(key)})
 		return
 	}
@@ -157,32 +159,43 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 		rd.NoCache = true
 	}
 	now := time.Now().UnixNano()
-	e := pickVariant(cl.view(l.store).Lookup(key), c.Req.Headers)
+	e := pickVariant(v.Lookup(key), c.Req.Headers)
 	if e != nil && e.Fresh(now, &rd) {
+		v.Count(httpcache.Hit)
 		serveHit(c, e, now, csHit)
 		return
 	}
 	if rd.OnlyIfCached {
+		v.Count(httpcache.Miss)
 		c.Error(504)
 		return
 	}
 	if c.Req.IsHead() && e == nil { // forwarded as HEAD, and not stored (no body)
+		v.Count(httpcache.Miss)
 		l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
 		return
 	}
 	if e != nil && e.Validatable() && !c.Req.IsHead() {
+		v.Count(httpcache.Revalidated)
 		addValidators(c, e)
-		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e})
+		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e, v: v})
 		return
 	}
 	if collapse && !rd.NoCache && !c.Req.IsHead() {
 		f, leader := l.store.Join(key, l.conf.LockTimeout, x.Wake)
 		if !leader {
+			v.Count(httpcache.Collapsed)
 			c.Resp.Pending = &waiter{l: l, s: s, f: f, deadline: time.Now().Add(l.conf.LockTimeout), timer: time.AfterFunc(l.conf.LockTimeout, x.Wake)}
 			return
 		}
+		v.Count(httpcache.Miss)
 		l.forward(c, s, &recorder{mode: recFill, key: string(key), flight: f, request: rd.NoCache})
 		return
+	}
+	if rd.NoCache {
+		v.Count(httpcache.Bypass)
+	} else {
+		v.Count(httpcache.Miss)
 	}
 	l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
 }
@@ -306,6 +319,7 @@ func (l *cacheLayer) forward(c *Ctx, s script, r *recorder) {
 	if c.Resp.Pending == nil {
 		r.land()
 		if now := time.Now().UnixNano(); r.mode == recRevalidate && c.Resp.Status >= 500 && r.stale.UsableOnError(now) {
+			r.v.Count(httpcache.StaleError)
 			serveHit(c, r.stale, now, csStaleError) // no upstream could be asked
 		}
 		return

@@ -31,6 +31,7 @@ type recorder struct {
 	mode    recMode
 	key     string
 	stale   *httpcache.Entry // recRevalidate: the entry validated
+	v       *httpcache.View  // recRevalidate: the loop's view, for counting
 	flight  *httpcache.Flight
 	auth    bool // the request carried Authorization or Cookie
 	request bool // the client asked for validation (no-cache)
@@ -118,6 +119,7 @@ func (r *recorder) invalidate(fields []codec.Header) {
 // error its stale-if-error allows; the error's body is dropped.
 func (r *recorder) serveStale(closeConn bool) {
 	e := r.stale
+	r.v.Count(httpcache.StaleError)
 	r.replaced = true
 	fields := make([]codec.Header, 0, len(e.Fields)+2)
 	fields = append(fields, e.Fields...)

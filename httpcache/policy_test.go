@@ -155,8 +155,8 @@ func TestStoreEvictAndInvalidate(t *testing.T) {
 	for i := range 30 {
 		s.Put([]byte(fmt.Sprint("k", i)), mk())
 	}
-	if s.Bytes() > s.max || s.Evictions.Load() == 0 {
-		t.Fatalf("bytes %d over budget %d, %d evictions", s.Bytes(), s.max, s.Evictions.Load())
+	if s.Bytes() > s.max || s.Stats().Evictions == 0 {
+		t.Fatalf("bytes %d over budget %d, %d evictions", s.Bytes(), s.max, s.Stats().Evictions)
 	}
 	if v.Lookup([]byte("k29")) == nil {
 		t.Fatal("the newest entry was evicted")

@@ -26,8 +26,50 @@ type Store struct {
 	bytes   int64
 	flights map[string]*Flight
 	slots   atomic.Int64 // len(m), for views deciding when to sweep
+	views   []*View      // every loop's view, for Stats
 
-	Evictions atomic.Uint64
+	evictions atomic.Uint64
+	stored    atomic.Uint64
+}
+
+// Outcome is what became of a request the cache saw, counted per view
+// (Stats).
+type Outcome uint8
+
+// The outcomes, named by OutcomeNames.
+const (
+	Hit         Outcome = iota // answered from the store, fresh
+	Miss                       // nothing usable stored: forwarded
+	Revalidated                // stale: validated upstream (a 304 refreshed it, or a new response came)
+	StaleError                 // stale, served in place of an upstream error (stale-if-error)
+	Collapsed                  // waited for another request's fetch of its key
+	Bypass                     // forwarded without a lookup: the client asked for validation, or an unsafe method
+	numOutcomes
+)
+
+// OutcomeNames are the outcomes' metric labels.
+var OutcomeNames = [numOutcomes]string{"hit", "miss", "revalidated", "stale_error", "collapsed", "bypass"}
+
+// Stats are a store's counters, summed over its views.
+type Stats struct {
+	Requests  [numOutcomes]uint64
+	Bytes     int64 // held now
+	Entries   int64 // keys held now
+	Stored    uint64
+	Evictions uint64
+}
+
+// Stats sums the store's counters. Safe for concurrent use.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Bytes: s.bytes, Entries: int64(len(s.m)), Stored: s.stored.Load(), Evictions: s.evictions.Load()}
+	for _, v := range s.views {
+		for i := range v.counts {
+			st.Requests[i] += v.counts[i].Load()
+		}
+	}
+	return st
 }
 
 // maxVariants bounds the variants kept under one key (a Vary on a field
@@ -77,6 +119,7 @@ func (s *Store) Put(key []byte, e *Entry) {
 	s.bytes += size - sl.size
 	sl.size = size
 	sl.cur.Store(&next)
+	s.stored.Add(1)
 	for s.bytes > s.max && len(s.ring) > 1 {
 		s.evict(sl)
 	}
@@ -105,7 +148,7 @@ func (s *Store) evict(keep *slot) {
 		sl := s.ring[s.hand]
 		if sl != keep && !sl.visited.Load() {
 			s.removeAt(s.hand)
-			s.Evictions.Add(1)
+			s.evictions.Add(1)
 			return
 		}
 		sl.visited.Store(false)
@@ -153,12 +196,23 @@ func (s *Store) lookupSlot(key []byte) *slot {
 // View is one event loop's index over a Store: not safe for concurrent
 // use.
 type View struct {
-	s *Store
-	m map[string]*slot
+	s      *Store
+	m      map[string]*slot
+	counts [numOutcomes]atomic.Uint64 // written by the owner only, read by Stats
 }
 
 // NewView returns an empty view over s.
-func (s *Store) NewView() *View { return &View{s: s, m: map[string]*slot{}} }
+func (s *Store) NewView() *View {
+	v := &View{s: s, m: map[string]*slot{}}
+	s.mu.Lock()
+	s.views = append(s.views, v)
+	s.mu.Unlock()
+	return v
+}
+
+// Count counts outcome o. Owner only: it neither locks nor writes memory
+// another loop writes.
+func (v *View) Count(o Outcome) { v.counts[o].Store(v.counts[o].Load() + 1) }
 
 // Lookup returns the variants stored under key (nil when none). A key
 // the view knows costs a map read and an atomic load and allocates
