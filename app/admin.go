@@ -2,11 +2,13 @@ package app
 
 import (
 	"os"
+	"strings"
 	"time"
 
 	"gale/config"
 	"gale/gateway"
 	"gale/handlers"
+	"gale/httpcache"
 	"gale/proxy"
 )
 
@@ -82,10 +84,11 @@ func scriptsOf(h handlers.Handler) handlers.Handler {
 // flight keep what they hold. It returns how many entries were dropped.
 // Safe for concurrent use.
 func (s *Server) PurgeCache(path string) int {
+	n := s.purgeRouteCaches(path)
 	if path == "" {
-		return s.files.PurgeIf(func(string) bool { return true })
+		return n + s.files.PurgeIf(func(string) bool { return true })
 	}
-	return s.files.PurgeIf(func(key string) bool {
+	return n + s.files.PurgeIf(func(key string) bool {
 		_, p, ok := cutKeyPrefix(key)
 		if !ok {
 			return false
@@ -95,6 +98,35 @@ func (s *Server) PurgeCache(path string) int {
 		}
 		return p == path
 	})
+}
+
+// purgeRouteCaches drops responses from the route caches (proxy,
+// fastcgi and php routes' cache): every one when path is "", else those
+// stored for that request path (any host, any query), or for any path
+// under it when path ends in "/".
+func (s *Server) purgeRouteCaches(path string) int {
+	router := s.sh.Set.Load().Router
+	if router == nil {
+		return 0
+	}
+	n := 0
+	for _, rt := range router.Routes() {
+		st := rt.CacheStore()
+		if st == nil {
+			continue
+		}
+		n += st.PurgeIf(func(key string) bool {
+			p := httpcache.KeyPath(key)
+			switch {
+			case path == "":
+				return true
+			case path[len(path)-1] == '/':
+				return strings.HasPrefix(p, path) || p+"/" == path
+			}
+			return p == path
+		})
+	}
+	return n
 }
 
 // cutKeyPrefix splits a static route's cache key ("GEN.N:/path", see

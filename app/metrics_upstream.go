@@ -1,9 +1,9 @@
 package app
 
 import (
-	"gale/handlers"
 	"time"
 
+	"gale/handlers"
 	"gale/metrics"
 	"gale/proxy"
 )

@@ -306,3 +306,27 @@ func TestProxyCacheMetrics(t *testing.T) {
 		t.Errorf("bytes %v, stored %v (want 3: /a, /reval, its refresh)", sum(fams, "gale_proxy_cache_bytes", "route", "api"), sum(fams, "gale_proxy_cache_stored_total", "route", "api"))
 	}
 }
+
+// The admin purge drops stored responses by path and by prefix.
+func TestProxyCachePurge(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "%d", n)
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	for _, p := range []string{"/a?x=1", "/img/1", "/img/2", "/keep"} {
+		accessGet(t, c, "h1", "http://"+ts.addr+p)
+	}
+	if n := ts.srv.PurgeCache("/a"); n != 1 {
+		t.Fatalf("purged %d for /a, want 1", n)
+	}
+	if n := ts.srv.PurgeCache("/img/"); n != 2 {
+		t.Fatalf("purged %d for /img/, want 2", n)
+	}
+	for p, want := range map[string]string{"/a?x=1": "2", "/img/1": "2", "/keep": "1"} {
+		if _, b := accessGet(t, c, "h1", "http://"+ts.addr+p); b != want {
+			t.Errorf("%s after the purge: %q, want %q", p, b, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package httpcache
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,6 +185,34 @@ func (s *Store) Invalidate(key []byte) {
 			}
 		}
 	}
+}
+
+// PurgeIf removes the keys for which drop reports true and returns how
+// many it removed. Responses being sent keep what they hold.
+func (s *Store) PurgeIf(drop func(key string) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i := 0; i < len(s.ring); {
+		if drop(s.ring[i].key) {
+			s.removeAt(i)
+			if s.hand > i {
+				s.hand--
+			}
+			n++
+			continue
+		}
+		i++
+	}
+	return n
+}
+
+// KeyPath returns the request path of a key made by the cache (host,
+// space, path, then "?" and the query), without the query.
+func KeyPath(key string) string {
+	_, p, _ := strings.Cut(key, " ")
+	p, _, _ = strings.Cut(p, "?")
+	return p
 }
 
 // lookupSlot finds key's slot under the lock (a view's first meeting).
