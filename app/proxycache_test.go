@@ -330,3 +330,63 @@ func TestProxyCachePurge(t *testing.T) {
 		}
 	}
 }
+
+// Requests waiting for a fetch whose head shows it will not be stored
+// go upstream at once, without waiting for its body.
+func TestProxyCacheCollapseUnstorable(t *testing.T) {
+	release, headSent := make(chan struct{}), make(chan struct{})
+	var arrived atomic.Int32
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n > 1 {
+			fmt.Fprint(w, "other")
+			return
+		}
+		arrived.Add(1)
+		<-release // until the others wait
+		w.Header().Set("Cache-Control", "private")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(headSent)
+		<-release
+		fmt.Fprint(w, "first")
+	})
+	// A lock_timeout beyond the client's: waiting for the body would fail.
+	ts := startServer(t, fmt.Sprintf("routes:\n  - path: /\n    cache: {lock_timeout: 1m}\n    proxy: {to: [%q]}\n", up.Listener.Addr().String()), nil)
+	const waiters = 20
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: waiters + 1}, Timeout: 10 * time.Second}
+	first := make(chan string, 1)
+	go func() {
+		resp, err := c.Get("http://" + ts.addr + "/u")
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		first <- readAll(resp)
+	}()
+	eventually(t, 10*time.Second, "the first request upstream", func() bool { return arrived.Load() == 1 })
+	others := make(chan string, waiters)
+	for range waiters {
+		go func() {
+			resp, err := c.Get("http://" + ts.addr + "/u")
+			if err != nil {
+				others <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			others <- readAll(resp)
+		}()
+	}
+	waitCollapsed(t, ts, &arrived, waiters)
+	release <- struct{}{} // the head goes out; the body waits
+	<-headSent
+	for range waiters {
+		if b := <-others; b != "other" {
+			t.Errorf("a waiting request got %q", b)
+		}
+	}
+	close(release)
+	if b := <-first; b != "first" {
+		t.Errorf("the first request got %q", b)
+	}
+}

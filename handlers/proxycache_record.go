@@ -73,7 +73,11 @@ func (r *recorder) WriteHead(h Head) {
 	req := httpcache.Request{Authorization: r.auth, StoreCookies: r.l.conf.StoreCookies, NoStore: httpcache.ParseDirectives(r.c.Req.Headers).NoStore}
 	r.storing = httpcache.Storable(req, h.Status, h.Fields, &r.dirs) && h.Length <= r.l.conf.MaxEntryBytes && !r.c.Req.IsHead()
 	r.status, r.length = h.Status, h.Length
-	r.fields = copyFields(h.Fields)
+	if !r.storing {
+		r.land() // the requests waiting for this fetch need not wait for its body
+	} else {
+		r.fields = copyFields(h.Fields)
+	}
 	cs := csMiss
 	switch {
 	case r.mode == recRevalidate && r.storing:
@@ -187,6 +191,7 @@ func (r *recorder) WriteBody(p []byte) {
 	if r.storing {
 		if int64(len(r.body)+len(p)) > r.l.conf.MaxEntryBytes {
 			r.storing, r.body = false, nil
+			r.land()
 		} else {
 			r.body = append(r.body, p...)
 		}
