@@ -390,3 +390,43 @@ func TestProxyCacheCollapseUnstorable(t *testing.T) {
 		t.Errorf("the first request got %q", b)
 	}
 }
+
+// A byte range of a stored response is cut from it: 206 with
+// Content-Range, 416 past the end, the whole body when If-Range names
+// another version.
+func TestProxyCacheRange(t *testing.T) {
+	up := newCountingUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("ETag", `"r1"`)
+		w.Header().Set("Accept-Ranges", "bytes")
+		if r.Header.Get("Range") != "" {
+			t.Errorf("a range request reached the upstream")
+		}
+		fmt.Fprint(w, "0123456789")
+	})
+	ts := cachedProxy(t, up.Listener.Addr().String())
+	c := boundClient(t, "h1", "127.0.0.1")
+	url := "http://" + ts.addr + "/r"
+	accessGet(t, c, "h1", url)
+	for _, tc := range []struct {
+		hdr    []string
+		status int
+		body   string
+		cr     string
+	}{
+		{[]string{"Range", "bytes=2-4"}, 206, "234", "bytes 2-4/10"},
+		{[]string{"Range", "bytes=-3"}, 206, "789", "bytes 7-9/10"},
+		{[]string{"Range", "bytes=20-"}, 416, "", "bytes */10"},
+		{[]string{"Range", "bytes=0-1,4-5"}, 200, "0123456789", ""},
+		{[]string{"Range", "bytes=2-4", "If-Range", `"r0"`}, 200, "0123456789", ""},
+		{[]string{"Range", "bytes=2-4", "If-Range", `"r1"`}, 206, "234", "bytes 2-4/10"},
+	} {
+		r, b := accessGet(t, c, "h1", url, tc.hdr...)
+		if r.StatusCode != tc.status || b != tc.body || r.Header.Get("Content-Range") != tc.cr {
+			t.Errorf("%v: %d %q Content-Range %q", tc.hdr, r.StatusCode, b, r.Header.Get("Content-Range"))
+		}
+	}
+	if n := up.count("/r"); n != 1 {
+		t.Fatalf("upstream saw %d requests; want 1", n)
+	}
+}
