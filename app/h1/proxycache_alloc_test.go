@@ -11,7 +11,8 @@ import (
 
 // TestProxyCacheHitAllocs proves that a hit of a route's cache allocates
 // nothing: the key, the loop's view, the freshness check and the
-// response with its Age and Cache-Status fields, rendered like any other.
+// response with its Age and Cache-Status fields, rendered like any other;
+// a byte range of it too.
 func TestProxyCacheHitAllocs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	f := newProxyFixture(t, `  - path: /
@@ -35,5 +36,10 @@ func TestProxyCacheHitAllocs(t *testing.T) {
 	hit()
 	if n := testing.AllocsPerRun(200, hit); n != 0 {
 		t.Fatalf("%v allocations per cache hit, want 0", n)
+	}
+	f.req = []byte("GET /page?id=7 HTTP/1.1\r\nHost: example.com\r\nAccept-Encoding: gzip\r\nRange: bytes=1-3\r\n\r\n")
+	hit()
+	if n := testing.AllocsPerRun(200, hit); n != 0 {
+		t.Fatalf("%v allocations per ranged cache hit, want 0", n)
 	}
 }
