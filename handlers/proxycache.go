@@ -128,6 +128,8 @@ func (l *cacheLayer) next(c *Ctx, s script) {
 	l.inner.Serve(c)
 }
 
+// serve answers c from the store, or forwards it through a recorder:
+// the methods that read (GET, HEAD) look up, the others invalidate.
 func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 	x := c.Exchange
 	var cl *CacheLoop
@@ -138,66 +140,90 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 		l.next(c, s)
 		return
 	}
-	for _, n := range unkeyedFields {
-		c.Req.Headers = delFieldStr(c.Req.Headers, n)
-	}
+	c.Req.Headers = dropUnkeyed(c.Req.Headers)
 	cl.key = appendCacheKey(cl.key[:0], c)
-	key := cl.key
 	v := cl.view(l.store)
 	switch string(c.Req.Method) {
 	case "GET", "HEAD":
+		l.read(c, collapse, s, v, cl.key)
 	case "OPTIONS", "TRACE": // safe: they change nothing stored
 		l.next(c, s)
-		return
 	default: // unsafe, or unknown and so not known to be safe (RFC 9111 section 4.4)
 		v.Count(httpcache.Bypass)
-		l.forward(c, s, &recorder{mode: recInvalidate, key: string(key)})
-		return
+		l.forward(c, s, &recorder{mode: recInvalidate, key: string(cl.key)})
 	}
+}
+
+// read serves a GET or HEAD: a fresh stored response, else a
+// revalidation of a stale one, else a fetch.
+func (l *cacheLayer) read(c *Ctx, collapse bool, s script, v *httpcache.View, key []byte) {
 	rd := httpcache.ParseDirectives(c.Req.Headers)
 	if rd.MaxAge < 0 && !rd.NoCache && c.Req.Header("Cache-Control") == nil && codec.EqualFold(c.Req.Header("Pragma"), "no-cache") {
 		rd.NoCache = true
 	}
 	now := time.Now().UnixNano()
 	e := pickVariant(v.Lookup(key), c.Req.Headers)
-	if e != nil && e.Fresh(now, &rd) {
+	switch {
+	case e != nil && e.Fresh(now, &rd):
 		v.Count(httpcache.Hit)
 		serveHit(c, e, now, csHit)
-		return
-	}
-	if rd.OnlyIfCached {
+	case rd.OnlyIfCached:
 		v.Count(httpcache.Miss)
 		c.Error(504)
-		return
-	}
-	if c.Req.IsHead() && e == nil { // forwarded as HEAD, and not stored (no body)
-		v.Count(httpcache.Miss)
-		l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
-		return
-	}
-	if e != nil && e.Validatable() && !c.Req.IsHead() {
+	case e != nil && e.Validatable() && !c.Req.IsHead():
 		v.Count(httpcache.Revalidated)
 		addValidators(c, e)
 		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e, v: v})
-		return
+	default:
+		l.fetch(c, collapse && !rd.NoCache && !c.Req.IsHead(), rd.NoCache, s, v, key)
 	}
-	if collapse && !rd.NoCache && !c.Req.IsHead() {
-		f, leader := l.store.Join(key, l.conf.LockTimeout, x.Wake)
-		if !leader {
+}
+
+// fetch forwards a request nothing stored answers, as the one request
+// for its key upstream when collapse is set (others then wait for it);
+// validate says the client asked for validation (no-cache).
+func (l *cacheLayer) fetch(c *Ctx, collapse, validate bool, s script, v *httpcache.View, key []byte) {
+	var f *httpcache.Flight
+	if collapse {
+		x := c.Exchange
+		var leader bool
+		if f, leader = l.store.Join(key, l.conf.LockTimeout, x.Wake); !leader {
 			v.Count(httpcache.Collapsed)
 			c.Resp.Pending = &waiter{l: l, s: s, f: f, deadline: time.Now().Add(l.conf.LockTimeout), timer: time.AfterFunc(l.conf.LockTimeout, x.Wake)}
 			return
 		}
-		v.Count(httpcache.Miss)
-		l.forward(c, s, &recorder{mode: recFill, key: string(key), flight: f, request: rd.NoCache})
-		return
 	}
-	if rd.NoCache {
+	if validate {
 		v.Count(httpcache.Bypass)
 	} else {
 		v.Count(httpcache.Miss)
 	}
-	l.forward(c, s, &recorder{mode: recFill, key: string(key), request: rd.NoCache})
+	l.forward(c, s, &recorder{mode: recFill, key: string(key), flight: f, request: validate})
+}
+
+// dropUnkeyed removes from hs, in place, the fields of unkeyedFields.
+func dropUnkeyed(hs []codec.Header) []codec.Header {
+	h := hs[:0]
+	for _, f := range hs {
+		if !unkeyed(f.Name) {
+			h = append(h, f)
+		}
+	}
+	clear(hs[len(h):])
+	return h
+}
+
+// unkeyed reports whether name is one of unkeyedFields.
+func unkeyed(name []byte) bool {
+	if len(name) < 2 || name[0]|0x20 != 'x' || name[1] != '-' {
+		return false
+	}
+	for _, n := range unkeyedFields {
+		if codec.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // pickVariant returns the stored variant that req selects, the newest
