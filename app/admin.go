@@ -2,11 +2,13 @@ package app
 
 import (
 	"os"
+	"strings"
 	"time"
 
 	"gale/config"
 	"gale/gateway"
 	"gale/handlers"
+	"gale/httpcache"
 	"gale/proxy"
 )
 
@@ -95,10 +97,11 @@ func (s *Server) PurgeCache(path string) int {
 // purgeLocal is PurgeCache on this instance alone: a purge another
 // instance published.
 func (s *Server) purgeLocal(path string) int {
+	n := s.purgeRouteCaches(path)
 	if path == "" {
-		return s.files.PurgeIf(func(string) bool { return true })
+		return n + s.files.PurgeIf(func(string) bool { return true })
 	}
-	return s.files.PurgeIf(func(key string) bool {
+	return n + s.files.PurgeIf(func(key string) bool {
 		_, p, ok := cutKeyPrefix(key)
 		if !ok {
 			return false
@@ -108,6 +111,35 @@ func (s *Server) purgeLocal(path string) int {
 		}
 		return p == path
 	})
+}
+
+// purgeRouteCaches drops responses from the route caches (proxy,
+// fastcgi and php routes' cache): every one when path is "", else those
+// stored for that request path (any host, any query), or for any path
+// under it when path ends in "/".
+func (s *Server) purgeRouteCaches(path string) int {
+	router := s.sh.Set.Load().Router
+	if router == nil {
+		return 0
+	}
+	n := 0
+	for _, rt := range router.Routes() {
+		st := rt.CacheStore()
+		if st == nil {
+			continue
+		}
+		n += st.PurgeIf(func(key string) bool {
+			p := httpcache.KeyPath(key)
+			switch {
+			case path == "":
+				return true
+			case path[len(path)-1] == '/':
+				return strings.HasPrefix(p, path) || p+"/" == path
+			}
+			return p == path
+		})
+	}
+	return n
 }
 
 // cutKeyPrefix splits a static route's cache key ("GEN.N:/path", see

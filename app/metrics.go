@@ -143,6 +143,7 @@ func (s *Server) WriteMetrics(w *metrics.Writer) {
 	s.writeCacheMetrics(w)
 	s.writeProxyMetrics(w)
 	s.writeUpstreamMetrics(w)
+	s.writeProxyCacheMetrics(w)
 	s.writeFastCGIMetrics(w)
 	s.writeReloadMetrics(w)
 	s.writeAccessLogMetrics(w)

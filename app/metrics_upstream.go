@@ -3,6 +3,7 @@ package app
 import (
 	"time"
 
+	"gale/handlers"
 	"gale/metrics"
 	"gale/proxy"
 )
@@ -25,7 +26,7 @@ func (s *Server) upstreamRows() []upstreamRow {
 		return nil
 	}
 	for _, rt := range router.Routes() {
-		h, ok := rt.Handler.(*proxy.Handler)
+		h, ok := handlers.Unwrap(rt.Handler).(*proxy.Handler)
 		if !ok {
 			continue
 		}

@@ -23,7 +23,7 @@ import (
 // gives the FastCGI routes (a php route's scripts among them) the log.
 func (s *Server) startProxies(set *wire.Settings) {
 	for _, r := range set.Router.Routes() {
-		h := r.Handler
+		h := handlers.Unwrap(r.Handler)
 		if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
 			h = sh.Scripts()
 		}
@@ -41,7 +41,7 @@ func (s *Server) startProxies(set *wire.Settings) {
 // routes it replaced).
 func (s *Server) stopProxies() {
 	for _, r := range s.sh.Set.Load().Router.Routes() {
-		h := r.Handler
+		h := handlers.Unwrap(r.Handler)
 		if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
 			h = sh.Scripts()
 		}
@@ -84,7 +84,7 @@ func upstreamOf(c gnet.Conn) (enrolled, bool) {
 func (s *Server) FastCGIStats() gateway.StatsSnapshot {
 	var d gateway.StatsSnapshot
 	for _, r := range s.sh.Set.Load().Router.Routes() {
-		h := r.Handler
+		h := handlers.Unwrap(r.Handler)
 		if sh, ok := h.(interface{ Scripts() handlers.ScriptHandler }); ok && sh.Scripts() != nil {
 			h = sh.Scripts()
 		}

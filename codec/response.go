@@ -18,6 +18,7 @@ type ResponseHead struct {
 	Close         bool     // render "Connection: close"
 	KeepAlive10   bool     // HTTP/1.0 client that asked for keep-alive: render "Connection: keep-alive" (unless Close)
 	Server        []byte   // Server field value; nil or empty renders none
+	OwnDate       bool     // Headers carry their own Date (a stored response's): render no current one
 }
 
 const crlf = "\r\n"
@@ -32,7 +33,9 @@ func AppendResponseHead(dst []byte, h *ResponseHead) []byte {
 		status = 500
 	}
 	dst = AppendStatusLine(dst, status)
-	dst = AppendDate(dst)
+	if !h.OwnDate {
+		dst = AppendDate(dst)
+	}
 	if len(h.Server) > 0 {
 		dst = AppendFieldLine(dst, NameServer, h.Server)
 	}

@@ -331,6 +331,7 @@ var sampleSiblings = map[string]map[string]any{
 	"routes[].proxy.hash_cookie":                 {"load_balancing": "cookie-hash"},
 	"listen.tls.client_auth.mode":                {"ca": "clients-ca.pem"},
 	"routes[].access[].client_cert":              {"allow": "all"},
+	"routes[].cache":                             {"proxy": map[string]any{"to": "127.0.0.1:9"}},
 	"listen.tls.client_auth.crl":                 {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.mode": {"ca": "clients-ca.pem"},
 	"listen.tls.certificates[].client_auth.crl":  {"ca": "clients-ca.pem"},
@@ -349,6 +350,8 @@ var optionSiblings = map[string]map[string]any{
 var crossKeyBounds = map[string]string{
 	"cache.max_bytes":                       "max_file_bytes (default 1MiB) must not exceed it",
 	"cache.max_file_bytes":                  "must not exceed max_bytes",
+	"routes[].cache.max_bytes":              "max_entry_bytes (default 1MiB) must not exceed it",
+	"routes[].cache.max_entry_bytes":        "must not exceed max_bytes",
 	"listen.tls.max_handshakes_per_address": "must not exceed max_handshakes",
 }
 
@@ -381,9 +384,7 @@ func collectCases() []schemaCase {
 			kp := join(path, k.name)
 			out = append(out, schemaCase{key: k, path: kp, build: func(t *testing.T, v any, present bool) map[string]any {
 				m := fill(t, sec, path, k.name)
-				for name, v := range sampleSiblings[samplePath(kp)] {
-					m[name] = v
-				}
+				addSiblings(m, sec, kp)
 				if present {
 					m[k.name] = v
 					for name, v := range optionSiblings[fmt.Sprint(samplePath(kp), "=", v)] {
@@ -400,9 +401,7 @@ func collectCases() []schemaCase {
 				inner := inner
 				walk(inner.sec, inner.path, func(t *testing.T, m map[string]any) map[string]any {
 					parent := fill(t, sec, path, k.name)
-					for name, v := range sampleSiblings[samplePath(kp)] {
-						parent[name] = v
-					}
+					addSiblings(parent, sec, kp)
 					parent[k.name] = inner.wrap(m)
 					return wrap(t, parent)
 				})
@@ -411,6 +410,20 @@ func collectCases() []schemaCase {
 	}
 	walk(topKeys, "", func(t *testing.T, m map[string]any) map[string]any { return m })
 	return out
+}
+
+// addSiblings puts the siblings key path kp needs (sampleSiblings) in
+// m, a mapping of section sec; a sibling that is one of sec's
+// exclusive keys (a route's handler) replaces the one fill chose.
+func addSiblings(m map[string]any, sec *keySpec, kp string) {
+	for name, v := range sampleSiblings[samplePath(kp)] {
+		if slices.Contains(sec.oneOf, name) {
+			for _, o := range sec.oneOf {
+				delete(m, o)
+			}
+		}
+		m[name] = v
+	}
 }
 
 // reached is a section found inside a key's value, and how to put its

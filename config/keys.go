@@ -472,6 +472,7 @@ var routeKeys = func() *keySpec {
 		rateLimitKeys,
 		basicAuthKeys,
 		forwardAuthKeys,
+		proxyCacheKeys,
 		headersKeys,
 		staticKeys,
 		proxyKeys,

@@ -635,6 +635,12 @@ func (d *decoder) route(n *yaml.Node, path string) (Route, *yaml.Node, bool) {
 	}
 	d.setEnum(s, "encoded_slashes", &r.EncodedSlashes, encodedSlashOptions...)
 	d.routeHandler(s, path, &r)
+	if v := s.get("cache"); v != nil {
+		r.Cache = d.proxyCache(v, join(path, "cache"))
+		if r.Cache != nil && r.Proxy == nil && r.FastCGI == nil {
+			d.errorf(s.key("cache"), join(path, "cache"), "a cache stores what an upstream answers: only proxy, fastcgi and php routes have one")
+		}
+	}
 	return r, pathNode, len(d.errs) == before
 }
 

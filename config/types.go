@@ -234,6 +234,7 @@ type Route struct {
 	RateLimit      *RateLimit   // nil = none
 	BasicAuth      *BasicAuth   // nil = none
 	ForwardAuth    *ForwardAuth // nil = none
+	Cache          *ProxyCache  // a shared HTTP cache (proxy, fastcgi and php routes); nil = none
 	Headers        HeaderRules  // applied on every route kind
 	Static         *Static
 	Respond        *Respond

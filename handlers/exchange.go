@@ -58,6 +58,9 @@ const (
 	// pools, dialing and counters (the proxy's *proxy.Loop, through
 	// which FastCGI finds its loop too).
 	LocalUpstreams LocalKind = iota
+	// LocalProxyCache is the loop's *CacheLoop: its views of the route
+	// caches (proxycache.go).
+	LocalProxyCache
 )
 
 // ExchangeSettings are the server-wide settings a handler that answers

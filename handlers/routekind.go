@@ -91,7 +91,7 @@ func buildProxy(rt *Router, r *Route) error {
 	if err != nil {
 		return err
 	}
-	r.Handler = h
+	r.Handler = withCache(h, r)
 	if c, ok := h.(io.Closer); ok {
 		rt.closer = append(rt.closer, c.Close)
 	}

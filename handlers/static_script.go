@@ -161,7 +161,7 @@ func (rt *Router) buildFastCGI(r *Route) error {
 		rt.closer = append(rt.closer, c.Close)
 	}
 	if r.Conf.Static == nil {
-		r.Handler = fh
+		r.Handler = withCache(fh, r)
 		return nil
 	}
 	sh, ok := fh.(ScriptHandler)
@@ -174,10 +174,20 @@ func (rt *Router) buildFastCGI(r *Route) error {
 	}
 	rt.closer = append(rt.closer, s.close)
 	s.scripts = sh
+	if r.Conf.Cache != nil {
+		cl := newCacheLayer(nil, r.Conf.Cache)
+		cl.scripts = sh
+		s.scripts = cl
+	}
 	r.Handler = s
 	return nil
 }
 
 // Scripts returns the handler that runs the route's scripts, or nil (for
 // the server, which starts and stops it).
-func (h *staticHandler) Scripts() ScriptHandler { return h.scripts }
+func (h *staticHandler) Scripts() ScriptHandler {
+	if l, ok := h.scripts.(*cacheLayer); ok {
+		return l.scripts
+	}
+	return h.scripts
+}

@@ -406,7 +406,11 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 	resp := &ctx.Resp
 	closeConn := !req.KeepAlive || resp.Close || cs.closeAfter || l.Shared.Draining.Load() ||
 		(req.Expect100 && req.HasBody())
-	common := wire.CommonFields(cs.altSvc, set.ServerHeader, nil)
+	own := resp.Headers // a Date among them (a stored response's) is sent instead of the current one
+	if resp.Head != nil {
+		own = nil
+	}
+	common := wire.CommonFields(cs.altSvc, set.ServerHeader, own)
 	head := codec.ResponseHead{
 		Status:        resp.Status,
 		Version:       req.Version,
@@ -415,6 +419,7 @@ func (cs *Conn) respond(set *wire.Settings, now int64) {
 		Close:         closeConn,
 		KeepAlive10:   req.Version == codec.HTTP10 && !closeConn,
 		Server:        common.Server,
+		OwnDate:       common.Date == nil,
 	}
 	isHead := req.IsHead()
 	bodyless := codec.NoBody(false, resp.Status)

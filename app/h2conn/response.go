@@ -29,7 +29,7 @@ func (ex *exchange) appendHead(dst []byte, resp *handlers.Response, bodyless boo
 	}
 	set := h.wc.Loop.Shared.Set.Load()
 	dst = hpack.AppendStatus(dst, resp.Status)
-	f := wire.CommonFields(h.altSvc, set.ServerHeader, nil)
+	f := wire.CommonFields(h.altSvc, set.ServerHeader, resp.Headers) // a Date among them (a stored response's) is sent instead of the current one
 	dst = f.AppendHPACK(dst)
 	dst, h.lower = handlers.AppendHPACKFields(dst, h.lower, resp.Headers)
 	if !bodyless {

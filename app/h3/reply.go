@@ -21,7 +21,11 @@ func (ex *exchange) write(w http.ResponseWriter) {
 	if resp.Head == nil {
 		server = ex.server
 	}
-	common := wire.CommonFields(nil, server, nil)
+	var own []codec.Header // a Date among the fields (a stored response's) is sent instead of the current one
+	if resp.Head == nil {
+		own = resp.Headers
+	}
+	common := wire.CommonFields(nil, server, own)
 	if resp.Head != nil {
 		ex.l.heads.get(resp.Head).addTo(h)
 	} else {

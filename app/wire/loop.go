@@ -13,6 +13,7 @@ import (
 // Loop holds the per-loop services that every engine uses. All fields but
 // Stats, Meters and Conns are touched only on that loop.
 type Loop struct {
+	pcache  *handlers.CacheLoop // the route caches' views on this loop (made on first use)
 	Shared  *Shared
 	EL      gnet.EventLoop
 	Out     []byte    // response bytes of one OnTraffic call, written with one Write
@@ -67,8 +68,14 @@ func (l *Loop) Proxy() *proxy.Loop {
 // Local implements handlers.Exchange.Local for the engines' exchanges on
 // the loop: the state of kind k kept on this loop, made on first use.
 func (l *Loop) Local(k handlers.LocalKind) any {
-	if k == handlers.LocalUpstreams {
+	switch k {
+	case handlers.LocalUpstreams:
 		return l.Proxy()
+	case handlers.LocalProxyCache:
+		if l.pcache == nil {
+			l.pcache = handlers.NewCacheLoop()
+		}
+		return l.pcache
 	}
 	return nil
 }
