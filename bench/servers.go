@@ -332,8 +332,9 @@ func nginxTLSUpstream(e serverEnv) string {
 
 // nginxProxyPass renders the proxy location's proxy_pass and, to the TLS
 // upstream, verification of the bench certificate (whose names are
-// localhost and 127.0.0.1; nginx checks a host name, not an address) and
-// session reuse (nginx's default, named).
+// localhost and 127.0.0.1; nginx checks a host name, not an address),
+// TLS 1.3 (not among nginx's default proxy_ssl_protocols before 1.23.4)
+// and session reuse (nginx's default, named).
 func nginxProxyPass(e serverEnv) string {
 	if e.TLSUpstream == "" {
 		return "proxy_pass http://bench_upstream/;"
@@ -342,6 +343,7 @@ func nginxProxyPass(e serverEnv) string {
             proxy_ssl_trusted_certificate %s;
             proxy_ssl_verify on;
             proxy_ssl_name localhost;
+            proxy_ssl_protocols TLSv1.2 TLSv1.3;
             proxy_ssl_session_reuse on;`, e.Cert.CertFile)
 }
 
@@ -583,7 +585,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"respond: return 200 \"hello world\\n\"",
 			fmt.Sprintf("proxy: upstream keepalive %d per worker, proxy_http_version 1.1, Connection \"\"", pool),
 			fmt.Sprintf("php-hello: fastcgi_pass to an upstream with keepalive %d (below the pool's %d workers), fastcgi_keep_conn on, Debian's fastcgi_params", nginxFPMCache, fpmChildren),
-			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_session_reuse on",
+			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_protocols TLSv1.2 TLSv1.3, proxy_ssl_session_reuse on",
 			"h2-*: listen ... ssl http2 (http2 on from 1.25.1), ssl_protocols TLSv1.3, the bench certificate; h2c: listen ... http2 without ssl; HTTP/2 settings at nginx's defaults",
 		}
 	case "caddy":
