@@ -692,7 +692,7 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 		}
 	}
 	if j.w.TLSUp {
-		env.TLSUpstream = r.upTLSAddr
+		env.TLSUpstream, env.UpChurn = r.upTLSAddr, j.w.UpChurn
 	}
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run

@@ -42,12 +42,15 @@ type serverEnv struct {
 	// TLSUp workloads ("" otherwise): the proxy route goes there instead,
 	// verifying the bench certificate (Cert).
 	TLSUpstream string
-	FPM         string    // the PHP-FPM pool's unix socket ("" without php workloads)
-	Workers     int       // worker processes / event loops / GOMAXPROCS
-	Pool        int       // upstream keep-alive connections to keep idle
-	Settings    []setting // gale server: overrides (sweep)
-	Proto       string    // the workload's Proto: "" HTTP/1.1, "h2" over TLS 1.3, "h2c"
-	Cert        *benchCert
+	// UpChurn keeps no upstream connection: each proxied request dials
+	// (the peers' upstream keep-alive off).
+	UpChurn  bool
+	FPM      string    // the PHP-FPM pool's unix socket ("" without php workloads)
+	Workers  int       // worker processes / event loops / GOMAXPROCS
+	Pool     int       // upstream keep-alive connections to keep idle
+	Settings []setting // gale server: overrides (sweep)
+	Proto    string    // the workload's Proto: "" HTTP/1.1, "h2" over TLS 1.3, "h2c"
+	Cert     *benchCert
 	// UserConfig is the user's own gale config (sweep -config); gale then
 	// runs it with the bench's listen address and the variant's settings.
 	UserConfig string
@@ -186,8 +189,12 @@ func galeConfig(e serverEnv, w workload) string {
 	}
 	switch {
 	case w.Proxy && e.TLSUpstream != "":
+		idle := e.Pool
+		if e.UpChurn {
+			idle = 0
+		}
 		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy:\n      to: [%q]\n      tls: {ca: %q}\n      strip_prefix: true\n      max_idle_per_upstream: %d\n      max_conns: %d\n",
-			"https://"+e.TLSUpstream, e.Cert.CertFile, e.Pool, e.Pool)
+			"https://"+e.TLSUpstream, e.Cert.CertFile, idle, e.Pool)
 	case w.Proxy:
 		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy: {to: [%q], strip_prefix: true, max_idle_per_upstream: %d, max_conns: %d}\n", e.Upstream, e.Pool, e.Pool)
 	}
@@ -322,6 +329,9 @@ func nginxTLSUpstream(e serverEnv) string {
 	if e.TLSUpstream == "" {
 		return ""
 	}
+	if e.UpChurn {
+		return fmt.Sprintf("upstream bench_upstream_tls {\n        server %s;\n    }", e.TLSUpstream)
+	}
 	return fmt.Sprintf(`upstream bench_upstream_tls {
         server %s;
         keepalive %d;
@@ -455,6 +465,9 @@ func caddyProxy(e serverEnv) map[string]any {
 	if e.TLSUpstream != "" {
 		dial = e.TLSUpstream
 		transport["tls"] = obj{"root_ca_pem_files": []string{e.Cert.CertFile}}
+		if e.UpChurn {
+			transport["keep_alive"] = obj{"enabled": false}
+		}
 	}
 	return obj{"handler": "reverse_proxy", "upstreams": []obj{{"dial": dial}}, "transport": transport}
 }
@@ -571,7 +584,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			fmt.Sprintf("respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool of %d (max_idle_per_upstream) and max_conns %d: requests beyond wait for a pooled connection (nginx's open-source upstream module has no such queue)", pool, pool),
 			fmt.Sprintf("php-hello: fastcgi route, max_conns %d (kept connections, FCGI_KEEP_CONN)", fpmConns),
-			"proxy-tls-*: the same route to https://127.0.0.1:PORT with tls: {ca: the bench certificate} (verified; TLS session tickets as always)",
+			"proxy-tls-*: the same route to https://127.0.0.1:PORT with tls: {ca: the bench certificate} (verified; TLS session tickets as always); proxy-tls-churn-*: max_idle_per_upstream 0",
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}
@@ -585,7 +598,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"respond: return 200 \"hello world\\n\"",
 			fmt.Sprintf("proxy: upstream keepalive %d per worker, proxy_http_version 1.1, Connection \"\"", pool),
 			fmt.Sprintf("php-hello: fastcgi_pass to an upstream with keepalive %d (below the pool's %d workers), fastcgi_keep_conn on, Debian's fastcgi_params", nginxFPMCache, fpmChildren),
-			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_protocols TLSv1.2 TLSv1.3, proxy_ssl_session_reuse on",
+			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_protocols TLSv1.2 TLSv1.3, proxy_ssl_session_reuse on; proxy-tls-churn-*: the upstream block without keepalive",
 			"h2-*: listen ... ssl http2 (http2 on from 1.25.1), ssl_protocols TLSv1.3, the bench certificate; h2c: listen ... http2 without ssl; HTTP/2 settings at nginx's defaults",
 		}
 	case "caddy":
@@ -596,7 +609,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: file_server precompressed gzip (app.js.gz sidecar)",
 			"respond: static_response handler",
 			fmt.Sprintf("proxy: reverse_proxy, HTTP transport keep-alive, max_idle_conns_per_host %d", pool),
-			"proxy-tls-*: the same reverse_proxy with transport http tls root_ca_pem_files (Caddyfile: tls_trusted_ca_certs) the bench certificate",
+			"proxy-tls-*: the same reverse_proxy with transport http tls root_ca_pem_files (Caddyfile: tls_trusted_ca_certs) the bench certificate; proxy-tls-churn-*: keep_alive enabled false",
 			"php-hello: reverse_proxy with the fastcgi transport (root, split_path .php), as php_fastcgi sets it up; a connection per request",
 			"h2-*: protocols h1, h2 (no HTTP/3), tls_connection_policies protocol_min tls1.3 with the bench certificate from load_files; h2c: protocols h1, h2c",
 		}
