@@ -125,10 +125,13 @@ func TestPeerConfigsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Cert = cert
-	for _, id := range []string{"static-128", "h2-static-128", "h2c-respond"} {
+	for _, id := range []string{"static-128", "h2-static-128", "h2c-respond", "proxy-tls-128", "proxy-tls-churn-128"} {
 		w, _ := findWorkload(id)
 		e := e
 		e.Proto = w.Proto
+		if w.TLSUp {
+			e.TLSUpstream, e.UpChurn = "127.0.0.1:9443", w.UpChurn
+		}
 		for _, name := range []string{"nginx", "caddy", "lighttpd", "h2o"} {
 			t.Run(id+"/"+name, func(t *testing.T) {
 				bin := findBinary(name)

@@ -38,6 +38,8 @@ type workload struct {
 	Close   bool   // send Connection: close on every request
 	Idle    int    // idle keep-alive connections held open during the load
 	Proxy   bool   // served through the reverse proxy from the upstream
+	TLSUp   bool   // Proxy to the upstream's TLS 1.3 listener, kept alive
+	UpChurn bool   // with TLSUp: no upstream connection is kept, each request dials (and resumes a TLS session)
 	Respond bool   // a fixed response configured in the server
 	PHP     bool   // a PHP script run by the harness's PHP-FPM pool (php.go)
 	// Proto is how the load is driven: "" is HTTP/1.1 over cleartext with
@@ -74,6 +76,9 @@ var allWorkloads = []workload{
 	{ID: "respond", Path: "/respond", Fixture: "respond", Respond: true, Desc: "fixed 12 B response configured in the server"},
 	{ID: "proxy-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, Desc: "reverse proxy to the upstream, 128 B body"},
 	{ID: "proxy-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, Desc: "reverse proxy to the upstream, 16 KiB body"},
+	{ID: "proxy-tls-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, TLSUp: true, Desc: "reverse proxy to the upstream over TLS 1.3, kept alive, 128 B body"},
+	{ID: "proxy-tls-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, TLSUp: true, Desc: "reverse proxy to the upstream over TLS 1.3, kept alive, 16 KiB body"},
+	{ID: "proxy-tls-churn-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, TLSUp: true, UpChurn: true, Desc: "reverse proxy to the upstream over TLS 1.3, a new upstream connection per request (TLS session resumption), 128 B body"},
 	{ID: "churn-128", Path: "/s128.bin", Fixture: "s128.bin", Close: true, Desc: "static 128 B with Connection: close on every request"},
 	{ID: "idle1000-128", Path: "/s128.bin", Fixture: "s128.bin", Idle: 1000, Desc: "static 128 B while 1000 idle keep-alive connections are held open"},
 	{ID: "h2-static-128", Path: "/s128.bin", Fixture: "s128.bin", Proto: "h2", Desc: "HTTP/2 over TLS 1.3, static file, 128 B"},

@@ -500,6 +500,9 @@ func renderConfig(b *strings.Builder, res *results) {
 	fmt.Fprintf(b, "- **wrk** `%s` (%s)\n", res.WrkVersion, res.WrkBin)
 	if len(res.Upstream) > 0 {
 		b.WriteString("- **proxy upstream**: the harness's own minimal HTTP/1.1 server (`bench _upstream`, keep-alive, bodies from memory), pinned to the client CPUs, the same for every server\n")
+		if tlsUpstreamWanted(res.Workloads) {
+			b.WriteString("  - proxy-tls-*: the same server behind crypto/tls on a listener of its own (TLS 1.3 only, the bench certificate, session tickets on), counting full and resumed handshakes\n")
+		}
 	}
 	if res.GitCommit != "" {
 		fmt.Fprintf(b, "- gale source: %s\n", res.GitCommit)
@@ -508,7 +511,7 @@ func renderConfig(b *strings.Builder, res *results) {
 		fmt.Fprintf(b, "- **h2load** `%s` (%s)\n", res.H2loadVer, res.H2loadBin)
 		b.WriteString("- all servers: 127.0.0.1 only, a fresh process and port per measurement, configs and logs under runs/ in the output directory; TLS (1.3 only, the one bench certificate) on the h2-* workloads alone\n")
 	} else {
-		b.WriteString("- all servers: 127.0.0.1 only, no TLS, a fresh process and port per measurement, configs and logs under runs/ in the output directory\n")
+		b.WriteString("- all servers: 127.0.0.1 only, no TLS from clients, a fresh process and port per measurement, configs and logs under runs/ in the output directory\n")
 	}
 	if len(res.Notes) > 0 {
 		b.WriteString("\nNotes:\n\n")

@@ -142,6 +142,7 @@ type runner struct {
 	notes      []string // skipped servers and other remarks for the report
 	upstream   *proc
 	upAddr     string
+	upTLSAddr  string // the upstream's TLS listener ("" without TLSUp workloads)
 	upArgv     []string
 	fpm        *proc // the PHP-FPM pool of the php workloads (php.go)
 	fpmSock    string
@@ -221,7 +222,7 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 	if r.fixtures, err = writeFixtures(filepath.Join(r.out, "fixtures")); err != nil {
 		return nil, fmt.Errorf("bench: writing fixtures: %v", err)
 	}
-	if needH2 {
+	if needH2 || tlsUpstreamWanted(o.Workloads) {
 		if r.cert, err = writeBenchCert(filepath.Join(r.out, "tls")); err != nil {
 			return nil, fmt.Errorf("bench: writing the TLS certificate: %v", err)
 		}
@@ -241,6 +242,17 @@ func workloadTools(ids []string) (wrk, h2 bool) {
 		}
 	}
 	return wrk || len(ids) == 0, h2
+}
+
+// tlsUpstreamWanted reports whether a workload proxies to the upstream's
+// TLS listener.
+func tlsUpstreamWanted(ids []string) bool {
+	for _, id := range ids {
+		if w, ok := findWorkload(id); ok && w.TLSUp {
+			return true
+		}
+	}
+	return false
 }
 
 // h2loadPath finds h2load: -h2load-bin, else on PATH ("" if neither).
@@ -441,13 +453,26 @@ func (r *runner) startUpstream() error {
 	}
 	r.upAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	r.upArgv = []string{exe, upstreamCmd, "-listen", r.upAddr, "-root", r.fixtures.Root}
+	if r.cert != nil && tlsUpstreamWanted(r.opts.Workloads) {
+		tport, err := freePort()
+		if err != nil {
+			return err
+		}
+		r.upTLSAddr = fmt.Sprintf("127.0.0.1:%d", tport)
+		r.upArgv = append(r.upArgv, "-tls-listen", r.upTLSAddr, "-cert", r.cert.CertFile, "-key", r.cert.KeyFile)
+	}
 	p, err := startProc(r.upArgv, nil, r.opts.ClientCPUs, filepath.Join(r.out, "upstream.log"))
 	if err != nil {
 		return err
 	}
-	if err := waitReady(r.upAddr, p, 10*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return fmt.Errorf("upstream: %v", err)
+	for _, a := range []string{r.upAddr, r.upTLSAddr} {
+		if a == "" {
+			continue
+		}
+		if err := waitReady(a, p, 10*time.Second); err != nil {
+			p.stop(2 * time.Second)
+			return fmt.Errorf("upstream: %v", err)
+		}
 	}
 	r.upstream = p
 	return nil
@@ -666,6 +691,9 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 			return serverEnv{}, err
 		}
 	}
+	if j.w.TLSUp {
+		env.TLSUpstream, env.UpChurn = r.upTLSAddr, j.w.UpChurn
+	}
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
 	}
@@ -798,7 +826,8 @@ func upstreamSince(addr string, before upstreamStats) *upstreamStats {
 		return nil
 	}
 	return &upstreamStats{Conns: after.Conns - before.Conns, Requests: after.Requests - before.Requests,
-		CloseRequests: after.CloseRequests - before.CloseRequests}
+		CloseRequests: after.CloseRequests - before.CloseRequests,
+		TLSFull:       after.TLSFull - before.TLSFull, TLSResumed: after.TLSResumed - before.TLSResumed}
 }
 
 // sampler samples the summed RSS of a process tree every 100 ms, and

@@ -35,9 +35,16 @@ type setting struct {
 // serverEnv is what a config generator needs for one measurement.
 type serverEnv struct {
 	Fixtures *fixtureSet
-	Dir      string    // measurement directory: config, logs, temp files
-	Port     int       // 127.0.0.1 port to listen on
-	Upstream string    // host:port of the proxy upstream
+	Dir      string // measurement directory: config, logs, temp files
+	Port     int    // 127.0.0.1 port to listen on
+	Upstream string // host:port of the proxy upstream
+	// TLSUpstream is host:port of the upstream's TLS 1.3 listener for the
+	// TLSUp workloads ("" otherwise): the proxy route goes there instead,
+	// verifying the bench certificate (Cert).
+	TLSUpstream string
+	// UpChurn keeps no upstream connection: each proxied request dials
+	// (the peers' upstream keep-alive off).
+	UpChurn  bool
 	FPM      string    // the PHP-FPM pool's unix socket ("" without php workloads)
 	Workers  int       // worker processes / event loops / GOMAXPROCS
 	Pool     int       // upstream keep-alive connections to keep idle
@@ -128,10 +135,14 @@ func (s *serverSpec) prepare(e serverEnv, w workload) (launch, error) {
 		return s.prepareNginx(e)
 	case "caddy":
 		return s.prepareCaddy(e)
-	case "lighttpd":
+	case "lighttpd", "h2o":
+		if e.TLSUpstream != "" {
+			return launch{}, fmt.Errorf("%w: the bench does not configure %s's TLS to upstreams", errUnsupported, s.Name)
+		}
+		if s.Name == "h2o" {
+			return s.prepareH2O(e)
+		}
 		return s.prepareLighttpd(e)
-	case "h2o":
-		return s.prepareH2O(e)
 	}
 	return launch{}, fmt.Errorf("bench: unknown server %q", s.Name)
 }
@@ -176,7 +187,15 @@ func galeConfig(e serverEnv, w workload) string {
 	if w.Respond {
 		fmt.Fprintf(&b, "  - path: /respond\n    respond: {status: 200, body: %q}\n", respondBody)
 	}
-	if w.Proxy {
+	switch {
+	case w.Proxy && e.TLSUpstream != "":
+		idle := e.Pool
+		if e.UpChurn {
+			idle = 0
+		}
+		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy:\n      to: [%q]\n      tls: {ca: %q}\n      strip_prefix: true\n      max_idle_per_upstream: %d\n      max_conns: %d\n",
+			"https://"+e.TLSUpstream, e.Cert.CertFile, idle, e.Pool)
+	case w.Proxy:
 		fmt.Fprintf(&b, "  - path: /proxy/\n    proxy: {to: [%q], strip_prefix: true, max_idle_per_upstream: %d, max_conns: %d}\n", e.Upstream, e.Pool, e.Pool)
 	}
 	if w.PHP {
@@ -291,7 +310,7 @@ http {
             return 200 %[8]q;
         }
         location /proxy/ {
-            proxy_pass http://bench_upstream/;
+            %[12]s
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
@@ -301,7 +320,41 @@ http {
         }
     }
 }
-`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version), phpUp, phpLoc)
+`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version), phpUp+nginxTLSUpstream(e), phpLoc, nginxProxyPass(e))
+}
+
+// nginxTLSUpstream renders the upstream block of the TLS listener, kept
+// alive like the cleartext one ("" without one).
+func nginxTLSUpstream(e serverEnv) string {
+	if e.TLSUpstream == "" {
+		return ""
+	}
+	if e.UpChurn {
+		return fmt.Sprintf("upstream bench_upstream_tls {\n        server %s;\n    }", e.TLSUpstream)
+	}
+	return fmt.Sprintf(`upstream bench_upstream_tls {
+        server %s;
+        keepalive %d;
+        keepalive_requests 1000000000;
+        keepalive_timeout 120s;
+    }`, e.TLSUpstream, e.Pool)
+}
+
+// nginxProxyPass renders the proxy location's proxy_pass and, to the TLS
+// upstream, verification of the bench certificate (whose names are
+// localhost and 127.0.0.1; nginx checks a host name, not an address),
+// TLS 1.3 (not among nginx's default proxy_ssl_protocols before 1.23.4)
+// and session reuse (nginx's default, named).
+func nginxProxyPass(e serverEnv) string {
+	if e.TLSUpstream == "" {
+		return "proxy_pass http://bench_upstream/;"
+	}
+	return fmt.Sprintf(`proxy_pass https://bench_upstream_tls/;
+            proxy_ssl_trusted_certificate %s;
+            proxy_ssl_verify on;
+            proxy_ssl_name localhost;
+            proxy_ssl_protocols TLSv1.2 TLSv1.3;
+            proxy_ssl_session_reuse on;`, e.Cert.CertFile)
 }
 
 // nginxListen renders the listen directive of the server block and, for
@@ -370,8 +423,7 @@ func caddyConfig(e serverEnv) ([]byte, error) {
 				"match": []obj{{"path": []string{"/proxy/*"}}},
 				"handle": []obj{
 					{"handler": "rewrite", "strip_path_prefix": "/proxy"},
-					{"handler": "reverse_proxy", "upstreams": []obj{{"dial": e.Upstream}},
-						"transport": obj{"protocol": "http", "keep_alive": obj{"enabled": true, "max_idle_conns_per_host": e.Pool, "max_idle_conns": e.Pool}}},
+					caddyProxy(e),
 				},
 				"terminal": true,
 			},
@@ -402,6 +454,22 @@ func caddyConfig(e serverEnv) ([]byte, error) {
 		"apps":    apps,
 	}
 	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// caddyProxy is the reverse_proxy handler, to the TLS upstream when there
+// is one: Caddyfile's transport http { tls_trusted_ca_certs CERT }.
+func caddyProxy(e serverEnv) map[string]any {
+	type obj = map[string]any
+	transport := obj{"protocol": "http", "keep_alive": obj{"enabled": true, "max_idle_conns_per_host": e.Pool, "max_idle_conns": e.Pool}}
+	dial := e.Upstream
+	if e.TLSUpstream != "" {
+		dial = e.TLSUpstream
+		transport["tls"] = obj{"root_ca_pem_files": []string{e.Cert.CertFile}}
+		if e.UpChurn {
+			transport["keep_alive"] = obj{"enabled": false}
+		}
+	}
+	return obj{"handler": "reverse_proxy", "upstreams": []obj{{"dial": dial}}, "transport": transport}
 }
 
 func (s *serverSpec) prepareCaddy(e serverEnv) (launch, error) {
@@ -516,6 +584,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: precompressed sidecar app.js.gz (static defaults, no compress: key)",
 			fmt.Sprintf("respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool of %d (max_idle_per_upstream) and max_conns %d: requests beyond wait for a pooled connection (nginx's open-source upstream module has no such queue)", pool, pool),
 			fmt.Sprintf("php-hello: fastcgi route, max_conns %d (kept connections, FCGI_KEEP_CONN)", fpmConns),
+			"proxy-tls-*: the same route to https://127.0.0.1:PORT with tls: {ca: the bench certificate} (verified; TLS session tickets as always); proxy-tls-churn-*: max_idle_per_upstream 0",
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}
@@ -529,6 +598,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"respond: return 200 \"hello world\\n\"",
 			fmt.Sprintf("proxy: upstream keepalive %d per worker, proxy_http_version 1.1, Connection \"\"", pool),
 			fmt.Sprintf("php-hello: fastcgi_pass to an upstream with keepalive %d (below the pool's %d workers), fastcgi_keep_conn on, Debian's fastcgi_params", nginxFPMCache, fpmChildren),
+			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_protocols TLSv1.2 TLSv1.3, proxy_ssl_session_reuse on; proxy-tls-churn-*: the upstream block without keepalive",
 			"h2-*: listen ... ssl http2 (http2 on from 1.25.1), ssl_protocols TLSv1.3, the bench certificate; h2c: listen ... http2 without ssl; HTTP/2 settings at nginx's defaults",
 		}
 	case "caddy":
@@ -539,6 +609,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			"gzip-js: file_server precompressed gzip (app.js.gz sidecar)",
 			"respond: static_response handler",
 			fmt.Sprintf("proxy: reverse_proxy, HTTP transport keep-alive, max_idle_conns_per_host %d", pool),
+			"proxy-tls-*: the same reverse_proxy with transport http tls root_ca_pem_files (Caddyfile: tls_trusted_ca_certs) the bench certificate; proxy-tls-churn-*: keep_alive enabled false",
 			"php-hello: reverse_proxy with the fastcgi transport (root, split_path .php), as php_fastcgi sets it up; a connection per request",
 			"h2-*: protocols h1, h2 (no HTTP/3), tls_connection_policies protocol_min tls1.3 with the bench certificate from load_files; h2c: protocols h1, h2c",
 		}

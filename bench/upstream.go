@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -28,6 +29,10 @@ type upstreamStats struct {
 	Conns         int64 `json:"conns"`          // connections that carried at least one request
 	Requests      int64 `json:"requests"`       // requests answered (stats excluded)
 	CloseRequests int64 `json:"close_requests"` // requests that asked to close (Connection: close, or HTTP/1.0 without keep-alive)
+	// Handshakes on the TLS listener: full ones, and those that resumed a
+	// session (a ticket).
+	TLSFull    int64 `json:"tls_full,omitempty"`
+	TLSResumed int64 `json:"tls_resumed,omitempty"`
 }
 
 // upstream is the fixed, fast origin server behind every proxy: a minimal
@@ -41,6 +46,8 @@ type upstream struct {
 	conns atomic.Int64
 	reqs  atomic.Int64
 	close atomic.Int64
+	full  atomic.Int64 // TLS handshakes: full
+	resum atomic.Int64 // TLS handshakes: resumed
 }
 
 // newUpstream builds an upstream serving files (name -> content) at /name.
@@ -62,7 +69,8 @@ func (u *upstream) refreshDate() {
 
 // stats returns a snapshot of the counters.
 func (u *upstream) stats() upstreamStats {
-	return upstreamStats{Conns: u.conns.Load(), Requests: u.reqs.Load(), CloseRequests: u.close.Load()}
+	return upstreamStats{Conns: u.conns.Load(), Requests: u.reqs.Load(), CloseRequests: u.close.Load(),
+		TLSFull: u.full.Load(), TLSResumed: u.resum.Load()}
 }
 
 // serve accepts connections until ln is closed.
@@ -101,6 +109,17 @@ func (u *upstream) handle(c net.Conn) {
 	defer c.Close()
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		// Go sets TCP_NODELAY on the socket under it by default.
+		if tc.Handshake() != nil {
+			return
+		}
+		if tc.ConnectionState().DidResume {
+			u.resum.Add(1)
+		} else {
+			u.full.Add(1)
+		}
 	}
 	br := bufio.NewReaderSize(c, 16<<10)
 	bw := bufio.NewWriterSize(c, 64<<10)
@@ -241,6 +260,9 @@ func upstreamMain(args []string) int {
 	fs := flag.NewFlagSet(upstreamCmd, flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	root := fs.String("root", "", "directory whose regular files are served")
+	tlsListen := fs.String("tls-listen", "", "address to serve the same files on over TLS 1.3 (with -cert and -key)")
+	certFile := fs.String("cert", "", "PEM certificate of the TLS listener")
+	keyFile := fs.String("key", "", "PEM private key of the TLS listener")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -255,9 +277,38 @@ func upstreamMain(args []string) int {
 		return 1
 	}
 	fmt.Fprintln(os.Stdout, "upstream listening on", ln.Addr())
-	err = newUpstream(files).serve(ln)
+	u := newUpstream(files)
+	if *tlsListen != "" {
+		tln, err := listenTLS(*tlsListen, *certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
+			return 1
+		}
+		fmt.Fprintln(os.Stdout, "upstream listening over TLS on", tln.Addr())
+		go func() {
+			err := u.serve(tln)
+			fmt.Fprintln(os.Stderr, "upstream: tls:", err)
+			os.Exit(1)
+		}()
+	}
+	err = u.serve(ln)
 	fmt.Fprintln(os.Stderr, "upstream:", err)
 	return 1
+}
+
+// listenTLS listens on addr for TLS 1.3 with the certificate in
+// certFile and keyFile. Session tickets are crypto/tls's default (on), so
+// clients that keep them resume.
+func listenTLS(addr, certFile, keyFile string) (net.Listener, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}), nil
 }
 
 // readDirFiles reads every regular file directly under dir.

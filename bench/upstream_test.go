@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -151,5 +152,43 @@ func TestUpstreamPipelinedAcrossRefills(t *testing.T) {
 		if resp.StatusCode != 200 || len(body) != want {
 			t.Fatalf("response %d: status %d, %d bytes, want 200 and %d", i, resp.StatusCode, len(body), want)
 		}
+	}
+}
+
+// TestUpstreamTLSCountsHandshakes serves the upstream over TLS 1.3 and
+// counts handshakes: a client that keeps its session tickets makes one
+// full handshake, then resumes on each new connection.
+func TestUpstreamTLSCountsHandshakes(t *testing.T) {
+	cert, err := writeBenchCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := listenTLS("127.0.0.1:0", cert.CertFile, cert.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	u := newUpstream(map[string][]byte{"a.bin": []byte("hello")})
+	go u.serve(ln)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true, // a connection per request
+		TLSClientConfig:   &tls.Config{RootCAs: cert.pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)},
+	}}
+	const n = 4
+	for i := range n {
+		resp, err := c.Get("https://" + ln.Addr().String() + "/a.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "hello" || resp.TLS.Version != tls.VersionTLS13 {
+			t.Fatalf("request %d: status %d body %q version %x", i, resp.StatusCode, body, resp.TLS.Version)
+		}
+	}
+	// The last connection's counts are added before its response is
+	// written, so they are all in once the client read it.
+	if s := u.stats(); s.Conns != n || s.TLSFull != 1 || s.TLSResumed != n-1 {
+		t.Fatalf("stats %+v, want %d connections: 1 full handshake, %d resumed", s, n, n-1)
 	}
 }

@@ -137,6 +137,31 @@ func TestTLSUpstreamResumption(t *testing.T) {
 	}
 }
 
+// TestTLSUpstreamChurnResumes counts handshakes under connection churn:
+// with no idle connection kept, each of 20 requests dials the upstream
+// anew, and every new connection after the first resumes a session (a
+// ticket from the connection before) instead of a full handshake.
+func TestTLSUpstreamChurnResumes(t *testing.T) {
+	const n = 20
+	p := newPKI(t)
+	u := newTLSUpstream(t, p, p.server)
+	g := startGale(t, tlsRoute(p, u, "", 0))
+	c := newClient()
+	for i := range n {
+		if code, _ := g.get(c, "/"); code != 200 {
+			t.Fatalf("request %d: %d\n%s", i, code, g.logs.String())
+		}
+	}
+	conns, resumed := u.conns.Load(), u.resumed.Load()
+	t.Logf("%d requests: %d connections, %d full handshakes, %d resumed", n, conns, conns-resumed, resumed)
+	if conns != n {
+		t.Errorf("%d connections, want one per request", conns)
+	}
+	if resumed < n-1 {
+		t.Errorf("%d of %d connections resumed a session, want all but the first", resumed, conns)
+	}
+}
+
 // TestTLSUpstreamVerifyFails: an upstream whose certificate does not
 // verify gets no request; the client gets 502 and the log one line naming
 // the upstream and why.

@@ -92,6 +92,24 @@ func clientHandshake(nc net.Conn, cfg *tls.Config, deadline time.Time) (*tlsConn
 	return t, nil
 }
 
+// Handshake runs c's TLS handshake over nc as a dial does, for dial
+// functions set with SetDial that open connections by hand: the session
+// then reads and writes through the gnet.Conn OnOpen is given, and nc is
+// no longer used. It does nothing for a plain upstream. It runs before
+// OnOpen, in any goroutine.
+func (c *Conn) Handshake(nc net.Conn) error {
+	cfg := c.pool.lim.TLS
+	if cfg == nil {
+		return nil
+	}
+	t, err := clientHandshake(nc, cfg, time.Now().Add(c.pool.lim.ConnectTimeout))
+	if err != nil {
+		return err
+	}
+	c.tls = t
+	return nil
+}
+
 // Read implements net.Conn for crypto/tls.
 func (s *tlsShim) Read(p []byte) (int, error) {
 	if s.inOff < len(s.in) {

@@ -20,6 +20,7 @@ type fakeConn struct {
 	written   int
 	maxIov    int           // the most buffers one Writev was given
 	woke      chan struct{} // if set, told of each Wake (cap 1: wakes coalesce, as the loop's do)
+	keep      []byte        // if not nil, Write appends here too (give it room: growing allocates)
 }
 
 func (f *fakeConn) Peek(n int) ([]byte, error) { return f.in, nil }
@@ -30,7 +31,13 @@ func (f *fakeConn) Discard(n int) (int, error) {
 	f.in = f.in[n:]
 	return n, nil
 }
-func (f *fakeConn) Write(b []byte) (int, error) { f.written += len(b); return len(b), nil }
+func (f *fakeConn) Write(b []byte) (int, error) {
+	f.written += len(b)
+	if f.keep != nil {
+		f.keep = append(f.keep, b...)
+	}
+	return len(b), nil
+}
 func (f *fakeConn) Writev(bs [][]byte) (int, error) {
 	f.maxIov = max(f.maxIov, len(bs))
 	n := 0
