@@ -23,11 +23,11 @@ type ForwardAuth struct {
 // defaultForwardAuthTimeout is forward_auth.timeout's default.
 const defaultForwardAuthTimeout = 5 * time.Second
 
-var forwardAuthKeys = sectionKey("forward_auth", "Ask an authentication service about each request before the route serves it (nginx auth_request, Caddy forward_auth): a GET of uri carrying the original method, URI, host, protocol and client in X-Forwarded-* and X-Original-* fields, and the client's Cookie and Authorization. A 2xx answer lets the request through with copy_headers copied onto it; any other answer (a 401, a 302 to a login page) goes to the client as it came; no answer is 502, or 504 past the timeout.",
+var forwardAuthKeys = sectionKey("forward_auth", "Ask an authentication service about each request before the route serves it (nginx auth_request, Caddy forward_auth): a GET of uri carrying the original method, URI, host, protocol and client in X-Forwarded-* and X-Original-* fields (gale's own), and the client's other fields but the hop-by-hop ones, the framing of its body, Expect and forwarding fields. A 2xx answer lets the request through with copy_headers copied onto it; any other answer (a 401, a 302 to a login page) goes to the client as it came; no answer is 502, or 504 past the timeout.",
 	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host:port" (not https), "dns+a://name:port" or "dns+srv://_service._proto.name" (resolved with the defaults of proxy.resolve)`}, "The authentication service's addresses (HTTP/1.1), no two alike.").must(),
 	&keySpec{name: "uri", typ: typeString, def: "/", doc: `The path and query asked for, e.g. "/api/verify?rd=https://auth.example.com/".`},
 	listKey("copy_headers", &keySpec{typ: typeString, pattern: headerNamePattern, doc: "A header name, e.g. X-User."}, "Fields of a 2xx answer copied onto the request (e.g. Remote-User, X-User); always removed from the client's own request first, so a client cannot send them.").distinct(),
-	boolKey("trust_forwarded", "false", "Pass on the X-Forwarded-* fields a client among server.trusted_proxies sent (X-Forwarded-For appended to) instead of gale's own view of the request."),
+	boolKey("trust_forwarded", "false", "Pass on the X-Forwarded-* and other forwarding fields (X-Real-IP, Forwarded, ...) a client among server.trusted_proxies sent (X-Forwarded-For appended to) instead of gale's own view of the request."),
 	durationKey("timeout", "5s", "The whole exchange with the authentication service; past it the request is answered 504."),
 )
 
