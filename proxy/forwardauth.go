@@ -24,6 +24,7 @@ import (
 // loops' pools with every route naming them, with passive health and
 // balancing of a proxy route), and the answer is read whole on the loop
 // (its body bounded by MaxAuthBody) into a verdict the exchange takes.
+// An h2c service is asked off the loop instead (forwardauth_h2c.go).
 //
 // The subrequest carries what nginx's auth_request setups, Caddy's
 // forward_auth and Traefik's ForwardAuth send: the original request in
@@ -99,7 +100,11 @@ func (a *AuthService) Ask(c *handlers.Ctx) handlers.AuthCall {
 		ac.fail(502, nil, fmt.Sprintf("the request's fields come to more than the subrequest's %d bytes", MaxAuthHead))
 		return ac
 	}
-	ac.attempt()
+	if a.h.h2c {
+		ac.askH2C()
+	} else {
+		ac.attempt()
+	}
 	return ac
 }
 
@@ -122,6 +127,7 @@ type authCall struct {
 	up   *Upstream
 	pool *upstream.Pool
 	uc   *upstream.Conn
+	st   *authStream // the subrequest's stream to an h2c service (forwardauth_h2c.go)
 
 	state    uint8
 	head     []byte // the subrequest, after the request line: its fields and the empty line
@@ -132,6 +138,7 @@ type authCall struct {
 	now      int64
 	deadline int64
 	busy     bool // inside a write that may call back (lost records instead)
+	quiet    bool // deciding inside Verdict: the exchange is running, no wake
 	lostIn   bool // the connection closed during one
 	gotBytes bool
 	reused   bool // the connection came from the pool
@@ -160,6 +167,9 @@ func (ac *authCall) reset() {
 
 // Verdict implements handlers.AuthCall.
 func (ac *authCall) Verdict() (*handlers.AuthVerdict, bool) {
+	if ac.state == acAsking && ac.st != nil && ac.st.done.Load() {
+		ac.takeStream()
+	}
 	return &ac.verdict, ac.state == acDecided
 }
 
@@ -169,6 +179,7 @@ func (ac *authCall) Release() {
 	if ac.state == acAsking {
 		ac.state = acReleased
 		ac.dropConn(true)
+		ac.stopStream()
 	}
 	ac.end()
 	ac.reset()
@@ -627,13 +638,16 @@ func (ac *authCall) keepBody(p []byte) bool {
 func (ac *authCall) decide() {
 	ac.state = acDecided
 	ac.end()
-	ac.cl.Wake()
+	if !ac.quiet {
+		ac.cl.Wake()
+	}
 }
 
 // fail decides that the service gave no answer: status (502, 503, 504),
 // logged at warn naming the service (up; nil when none was tried).
 func (ac *authCall) fail(status int, up *Upstream, why string) {
 	ac.dropConn(true)
+	ac.stopStream()
 	ac.verdict = handlers.AuthVerdict{Fail: status, Fields: ac.verdict.Fields[:0], Body: ac.verdict.Body[:0]}
 	ac.lp.Stats.AuthFailures.Add(1)
 	ac.a.logFailure(up, status, why)
