@@ -15,10 +15,12 @@ import (
 // HTTP/1.1 one, from HTTP/1.1 and h2c clients: a pass copies its field
 // onto the request, a 302 comes back as it was sent, an answer over
 // MaxAuthBody and a service that is down are 502, one that does not
-// answer in time 504, each logged; the clients' connections go on.
+// answer in time 504, each logged; the clients' connections go on. A
+// client that goes away resets the subrequest's stream.
 func TestForwardAuthH2C(t *testing.T) {
 	t.Parallel()
 	asked := make(chan *http.Request, 64)
+	reset := make(chan struct{}, 1)
 	auth := h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked <- r
 		switch r.URL.Path {
@@ -37,6 +39,9 @@ func TestForwardAuthH2C(t *testing.T) {
 			io.WriteString(w, strings.Repeat("x", 65<<10))
 		case "/sleep":
 			<-r.Context().Done()
+		case "/hang":
+			<-r.Context().Done()
+			reset <- struct{}{}
 		}
 	}))
 	app := startCountingApp(t)
@@ -57,6 +62,9 @@ routes:
     respond: {status: 200, body: "never\n"}
   - path: /slow/
     forward_auth: {to: "`+auth+`", protocol: h2c, uri: /sleep, timeout: 300ms}
+    respond: {status: 200, body: "never\n"}
+  - path: /hang/
+    forward_auth: {to: "`+auth+`", protocol: h2c, uri: /hang, timeout: 60s}
     respond: {status: 200, body: "never\n"}
   - path: /down/
     forward_auth: {to: "`+downAddr+`", protocol: h2c}
@@ -108,6 +116,17 @@ routes:
 		if resp, body := fauthDo(t, c, "GET", ts.url("/"), ""); resp.StatusCode != 200 || body != "open\n" {
 			t.Errorf("%s: after: %d %q", name, resp.StatusCode, body)
 		}
+	}
+	// A client that goes away while the service is asked resets the
+	// subrequest's stream (long before its timeout).
+	c := ts.dial()
+	io.WriteString(c, "GET /hang/x HTTP/1.1\r\nHost: h\r\n\r\n")
+	<-asked
+	c.Close()
+	select {
+	case <-reset:
+	case <-time.After(10 * time.Second):
+		t.Error("the subrequest's stream was not reset when the client went away")
 	}
 	l := logs.String()
 	for _, want := range []string{"route=/big/ auth_service=" + auth + " status=502", "route=/slow/ auth_service=" + auth + " status=504",
