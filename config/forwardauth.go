@@ -18,18 +18,23 @@ type ForwardAuth struct {
 	CopyHeaders    []string      // canonical names of the answer's fields copied onto the request when it passes; removed from the client's request always
 	TrustForwarded bool          // default false: keep the X-Forwarded-* fields of a client that is one of server.trusted_proxies, instead of gale's own
 	Timeout        time.Duration // default 5s: no answer within it is 504
+	Protocol       string        // "http1" (default) or "h2c", as proxy.protocol
 }
 
 // defaultForwardAuthTimeout is forward_auth.timeout's default.
 const defaultForwardAuthTimeout = 5 * time.Second
 
-var forwardAuthKeys = sectionKey("forward_auth", "Ask an authentication service about each request before the route serves it (nginx auth_request, Caddy forward_auth): a GET of uri carrying the original method, URI, host, protocol and client in X-Forwarded-* and X-Original-* fields, and the client's Cookie and Authorization. A 2xx answer lets the request through with copy_headers copied onto it; any other answer (a 401, a 302 to a login page) goes to the client as it came; no answer is 502, or 504 past the timeout.",
-	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host:port" (not https), "dns+a://name:port" or "dns+srv://_service._proto.name" (resolved with the defaults of proxy.resolve)`}, "The authentication service's addresses (HTTP/1.1), no two alike.").must(),
+var forwardAuthKeys = sectionKey("forward_auth", "Ask an authentication service about each request before the route serves it (nginx auth_request, Caddy forward_auth): a GET of uri carrying the original method, URI, host, protocol and client in X-Forwarded-* and X-Original-* fields (gale's own), and the client's other fields but the hop-by-hop ones, the framing of its body, Expect and forwarding fields. A 2xx answer lets the request through with copy_headers copied onto it; any other answer (a 401, a 302 to a login page) goes to the client as it came; no answer is 502, or 504 past the timeout.",
+	oneOrList("to", &keySpec{typ: typeString, doc: `"host:port", "unix:/path", "http://host:port" (not https), "dns+a://name:port" or "dns+srv://_service._proto.name" (resolved with the defaults of proxy.resolve)`}, "The authentication service's addresses, no two alike.").must(),
 	&keySpec{name: "uri", typ: typeString, def: "/", doc: `The path and query asked for, e.g. "/api/verify?rd=https://auth.example.com/".`},
 	listKey("copy_headers", &keySpec{typ: typeString, pattern: headerNamePattern, doc: "A header name, e.g. X-User."}, "Fields of a 2xx answer copied onto the request (e.g. Remote-User, X-User); always removed from the client's own request first, so a client cannot send them.").distinct(),
-	boolKey("trust_forwarded", "false", "Pass on the X-Forwarded-* fields a client among server.trusted_proxies sent (X-Forwarded-For appended to) instead of gale's own view of the request."),
+	boolKey("trust_forwarded", "false", "Pass on the X-Forwarded-* and other forwarding fields (X-Real-IP, Forwarded, ...) a client among server.trusted_proxies sent (X-Forwarded-For appended to) instead of gale's own view of the request."),
 	durationKey("timeout", "5s", "The whole exchange with the authentication service; past it the request is answered 504."),
+	enumKey("protocol", forwardAuthProtocolOptions, "http1", "What the authentication service speaks: HTTP/1.1, or HTTP/2 over cleartext with prior knowledge (h2c), as proxy.protocol."),
 )
+
+// forwardAuthProtocolOptions are forward_auth.protocol's values.
+var forwardAuthProtocolOptions = []string{"http1", "h2c"}
 
 // forwardAuth decodes a route's forward_auth section.
 func (d *decoder) forwardAuth(n *yaml.Node, path string) *ForwardAuth {
@@ -37,7 +42,7 @@ func (d *decoder) forwardAuth(n *yaml.Node, path string) *ForwardAuth {
 	if s == nil {
 		return nil
 	}
-	fa := &ForwardAuth{URI: "/", Timeout: defaultForwardAuthTimeout}
+	fa := &ForwardAuth{URI: "/", Timeout: defaultForwardAuthTimeout, Protocol: "http1"}
 	if v := s.get("to"); v != nil {
 		fa.To = d.upstreams(v, join(path, "to"))
 		d.plainOnly(v, join(path, "to"), fa.To)
@@ -54,6 +59,7 @@ func (d *decoder) forwardAuth(n *yaml.Node, path string) *ForwardAuth {
 	}
 	d.setBool(s, "trust_forwarded", &fa.TrustForwarded)
 	d.setDuration(s, "timeout", &fa.Timeout)
+	d.setEnum(s, "protocol", &fa.Protocol, forwardAuthProtocolOptions...)
 	return fa
 }
 
@@ -98,6 +104,7 @@ func checkAuthURI(p string) string {
 func AuthProxy(fa *ForwardAuth) *Proxy {
 	p := defaultProxy()
 	p.To = fa.To
+	p.Protocol = fa.Protocol
 	p.Timeouts.Connect = min(p.Timeouts.Connect, fa.Timeout)
 	p.Timeouts.ResponseHeader = fa.Timeout
 	return p

@@ -118,7 +118,8 @@ func (fa *forwardAuth) ask(r *Route, c *Ctx) {
 		r.ApplyResponseHeaders(&c.Resp)
 		return
 	}
-	c.Resp.Pending = &fauthWait{fa: fa, r: r, call: call}
+	c.fauth = fauthWait{fa: fa, r: r, call: call}
+	c.Resp.Pending = &c.fauth
 }
 
 // strip removes every field copy_headers names from req, whatever its
@@ -152,15 +153,23 @@ func (w *fauthWait) Resume(c *Ctx) Progress {
 		w.r.ApplyResponseHeaders(&c.Resp)
 	case v.Status >= 200 && v.Status < 300:
 		w.pass(c, v)
-		w.call.Release()
-		w.r.serveAuthorized(c)
+		r := w.r
+		w.release()
+		r.serveAuthorized(c)
 		return Answered
 	default:
 		w.deny(c, v)
 		w.r.ApplyResponseHeaders(&c.Resp)
 	}
-	w.call.Release()
+	w.release()
 	return Answered
+}
+
+// release releases the call and lets go of the route.
+func (w *fauthWait) release() {
+	call := w.call
+	*w = fauthWait{}
+	call.Release()
 }
 
 // pass copies the copy_headers fields of the verdict onto the request,
@@ -198,4 +207,4 @@ func (w *fauthWait) deny(c *Ctx, v *AuthVerdict) {
 }
 
 // Closed implements Pending: the exchange ended while it waited.
-func (w *fauthWait) Closed() { w.call.Release() }
+func (w *fauthWait) Closed() { w.release() }

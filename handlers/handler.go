@@ -97,6 +97,11 @@ type Ctx struct {
 	// what only some protocols have (see exchange.go). The engine sets
 	// it for the exchange; nil outside the server.
 	Exchange Exchange
+
+	// fauth is the Pending of an exchange its route's authentication
+	// service is asked about (forwardauth.go), kept here rather than
+	// allocated for each request.
+	fauth fauthWait
 }
 
 // Pending is the one way a handler answers after Serve returned: the

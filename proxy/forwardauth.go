@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,19 +24,28 @@ import (
 // loops' pools with every route naming them, with passive health and
 // balancing of a proxy route), and the answer is read whole on the loop
 // (its body bounded by MaxAuthBody) into a verdict the exchange takes.
+// An h2c service is asked off the loop instead (forwardauth_h2c.go).
 //
 // The subrequest carries what nginx's auth_request setups, Caddy's
 // forward_auth and Traefik's ForwardAuth send: the original request in
 // X-Forwarded-Method, X-Forwarded-Proto, X-Forwarded-Host,
 // X-Forwarded-Uri and X-Forwarded-For, and in X-Original-Method and
-// X-Original-URL; and the client's Cookie, Authorization, Accept and
-// X-Requested-With (a service tells a browser, sent to a login page,
-// from an API client, answered 401). Never a body.
+// X-Original-URL (gale's own, whatever the client sent); and the
+// client's other fields as they came (Cookie, Authorization, Accept,
+// X-Requested-With, ...), but for the hop-by-hop ones, those framing a
+// body, and forwarding fields it is not trusted for (authField). Never a
+// body. The whole head is bounded by MaxAuthHead.
 
 // MaxAuthBody bounds the body of an authentication service's answer,
 // which is read whole before the client gets it (a login page, a JSON
 // error); a longer one is a bad answer (502).
 const MaxAuthBody = 64 << 10
+
+// MaxAuthHead bounds the subrequest's fields (the client's and gale's
+// forwarded ones); a request whose fields come to more is answered 502,
+// and the log says why. The client's head is bounded before by
+// server.limits.header_bytes (16 KiB by default).
+const MaxAuthHead = 64 << 10
 
 // AuthService is a route's forward_auth: its authentication service's
 // upstreams and the subrequest's settings. Safe for concurrent use.
@@ -86,8 +96,15 @@ func (a *AuthService) Ask(c *handlers.Ctx) handlers.AuthCall {
 	ac.deadline = ac.now + a.timeout
 	ac.ip = c.Remote.Addr().Unmap()
 	ac.upset = a.h.ups.Load()
-	ac.render(c)
-	ac.attempt()
+	if !ac.render(c) {
+		ac.fail(502, nil, fmt.Sprintf("the request's fields come to more than the subrequest's %d bytes", MaxAuthHead))
+		return ac
+	}
+	if a.h.h2c {
+		ac.askH2C()
+	} else {
+		ac.attempt()
+	}
 	return ac
 }
 
@@ -110,6 +127,7 @@ type authCall struct {
 	up   *Upstream
 	pool *upstream.Pool
 	uc   *upstream.Conn
+	st   *authStream // the subrequest's stream to an h2c service (forwardauth_h2c.go)
 
 	state    uint8
 	head     []byte // the subrequest, after the request line: its fields and the empty line
@@ -120,6 +138,7 @@ type authCall struct {
 	now      int64
 	deadline int64
 	busy     bool // inside a write that may call back (lost records instead)
+	quiet    bool // deciding inside Verdict: the exchange is running, no wake
 	lostIn   bool // the connection closed during one
 	gotBytes bool
 	reused   bool // the connection came from the pool
@@ -148,6 +167,9 @@ func (ac *authCall) reset() {
 
 // Verdict implements handlers.AuthCall.
 func (ac *authCall) Verdict() (*handlers.AuthVerdict, bool) {
+	if ac.state == acAsking && ac.st != nil && ac.st.done.Load() {
+		ac.takeStream()
+	}
 	return &ac.verdict, ac.state == acDecided
 }
 
@@ -157,6 +179,7 @@ func (ac *authCall) Release() {
 	if ac.state == acAsking {
 		ac.state = acReleased
 		ac.dropConn(true)
+		ac.stopStream()
 	}
 	ac.end()
 	ac.reset()
@@ -173,8 +196,10 @@ func (ac *authCall) end() {
 	}
 }
 
-// render renders the subrequest's fields from c's request.
-func (ac *authCall) render(c *handlers.Ctx) {
+// render renders the subrequest's fields from c's request: gale's own
+// forwarded fields, then the client's (clientFields). It reports false
+// when they come to more than MaxAuthHead.
+func (ac *authCall) render(c *handlers.Ctx) bool {
 	req := c.Req
 	b := ac.head[:0]
 	proto := "http"
@@ -218,18 +243,93 @@ func (ac *authCall) render(c *handlers.Ctx) {
 	b = append(b, "\r\n"...)
 	ac.lp.vbuf = uri[:0]
 	b = appendCookies(b, req.Headers)
-	for _, name := range passedFields {
-		if v := req.Header(name); v != nil {
-			b = codec.AppendFieldLine(b, []byte(name), v)
-		}
-	}
+	b = ac.clientFields(b, req.Headers, trusted)
 	b = append(b, "\r\n"...) // no body, and no Content-Length (RFC 9110 section 8.6)
+	if len(b) > MaxAuthHead {
+		ac.head = nil // not kept for the next call
+		return false
+	}
 	ac.head = b
+	return true
 }
 
-// passedFields are the client's fields the subrequest carries besides
-// its cookies.
-var passedFields = [...]string{"Authorization", "Accept", "X-Requested-With", "User-Agent"}
+// clientFields appends the client's fields the subrequest carries as
+// they came, as nginx's auth_request and Caddy's forward_auth pass them:
+// all but those that are not the client's to say to the service
+// (authField).
+func (ac *authCall) clientFields(b []byte, hs []codec.Header, trusted bool) []byte {
+	lp := ac.lp
+	lp.conns = connectionValues(lp.conns[:0], hs)
+	for _, f := range hs {
+		if !authField(f.Name, trusted) || len(lp.conns) > 0 && namedIn(lp.conns, f.Name) {
+			continue
+		}
+		b = codec.AppendFieldLine(b, f.Name, f.Value)
+	}
+	clear(lp.conns)
+	lp.conns = lp.conns[:0]
+	return b
+}
+
+// authField reports whether a client's field named name goes into the
+// subrequest as it came. Left out: the hop-by-hop fields (and, by
+// clientFields, those Connection names) and every Proxy-* field; Host
+// (the service's), Expect, Content-Length and Content-Type (the
+// subrequest has no body); Cookie (appendCookies joins the crumbs);
+// names with an underscore (which CGI-style services map onto the
+// hyphenated ones, as the proxy drops them); the RFC 9440 client
+// certificate fields; and the forwarding fields: gale's own X-Forwarded-*
+// and X-Original-* views of the request always, the others (X-Real-IP,
+// Forwarded, X-Forwarded-Port, True-Client-IP, ...) unless trusted
+// (trust_forwarded, from a trusted proxy). The copy_headers fields were
+// removed from the request before (handlers).
+func authField(name []byte, trusted bool) bool {
+	switch {
+	case hopByHop(name) || framingField(name) || proxyField(name) || clientCertField(name):
+		return false
+	case bytes.IndexByte(name, '_') >= 0:
+		return false
+	case len(name) == 4 && codec.EqualFold(name, "host"),
+		len(name) == 6 && (codec.EqualFold(name, "expect") || codec.EqualFold(name, "cookie")),
+		len(name) == 12 && codec.EqualFold(name, "content-type"):
+		return false
+	case ownAuthField(name):
+		return false
+	}
+	return trusted || forwardingField(name) == fwdNone && !hasPrefixFold(name, "x-forwarded-") && !hasPrefixFold(name, "x-original-")
+}
+
+// ownAuthField reports whether name is one of the forwarded fields the
+// subrequest renders itself (render), whatever the client sent.
+func ownAuthField(name []byte) bool {
+	switch len(name) {
+	case 14:
+		return codec.EqualFold(name, "x-original-url")
+	case 15:
+		return codec.EqualFold(name, "x-forwarded-for") || codec.EqualFold(name, "x-forwarded-uri")
+	case 16:
+		return codec.EqualFold(name, "x-forwarded-host")
+	case 17:
+		return codec.EqualFold(name, "x-forwarded-proto") || codec.EqualFold(name, "x-original-method")
+	case 18:
+		return codec.EqualFold(name, "x-forwarded-method")
+	}
+	return false
+}
+
+// proxyField reports whether name is Proxy or a Proxy-* field: hop-by-hop
+// or connection-level (Proxy-Authorization, Proxy-Connection), and a
+// client's Proxy field becomes HTTP_PROXY in a CGI-style service
+// (httpoxy).
+func proxyField(name []byte) bool {
+	return len(name) == 5 && codec.EqualFold(name, "proxy") || hasPrefixFold(name, "proxy-")
+}
+
+// hasPrefixFold reports whether name begins with prefix (lower case),
+// in any case.
+func hasPrefixFold(name []byte, prefix string) bool {
+	return len(name) >= len(prefix) && codec.EqualFold(name[:len(prefix)], prefix)
+}
 
 // appendCookies appends the client's Cookie fields as one (HTTP/2 and
 // HTTP/3 clients send crumbs; RFC 9113 section 8.2.3 joins them with
@@ -538,13 +638,16 @@ func (ac *authCall) keepBody(p []byte) bool {
 func (ac *authCall) decide() {
 	ac.state = acDecided
 	ac.end()
-	ac.cl.Wake()
+	if !ac.quiet {
+		ac.cl.Wake()
+	}
 }
 
 // fail decides that the service gave no answer: status (502, 503, 504),
 // logged at warn naming the service (up; nil when none was tried).
 func (ac *authCall) fail(status int, up *Upstream, why string) {
 	ac.dropConn(true)
+	ac.stopStream()
 	ac.verdict = handlers.AuthVerdict{Fail: status, Fields: ac.verdict.Fields[:0], Body: ac.verdict.Body[:0]}
 	ac.lp.Stats.AuthFailures.Add(1)
 	ac.a.logFailure(up, status, why)
