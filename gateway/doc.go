@@ -46,6 +46,9 @@
 // and a goroutine reads it one bounded piece at a time, each piece
 // handed to the loop and relayed once the client has room, so that the
 // socket's receive window holds the application back (offloop.go).
+// Holding waits for the client: timeouts.write bounds it, from the last
+// relay that made progress, after which the response is cut and the
+// connection closed, so that a client never resumed cannot pin a worker.
 //
 // # Failures
 //

@@ -24,6 +24,7 @@ const (
 	dlBody             // waiting for more of the response
 	dlClientBody       // waiting for more of the request body
 	dlQueue            // waiting for a connection of the loop's pool
+	dlHeld             // holding the response for a client that has no room
 )
 
 // requestID is the id of every request: one request per connection.
@@ -514,6 +515,9 @@ func (ex *exchange) check(now int64) {
 	case dlQueue:
 		ex.release()
 		ex.finishError(504, "no connection free within timeouts.response_header")
+	case dlHeld:
+		ex.dropConn(true)
+		ex.finishTruncated("the client took nothing of the response for timeouts.write")
 	}
 }
 
@@ -748,14 +752,30 @@ func (ex *exchange) stderr(p []byte) {
 // hold leaves the records in the connection's inbound buffer while the
 // client has no room; past MaxHeld the connection leaves gnet.
 func (ex *exchange) hold() gnet.Action {
-	if !ex.held {
-		ex.held = true
-		ex.deadline, ex.dkind = 0, dlNone
-	}
+	ex.markHeld()
 	if ex.conn.Gnet().InboundBuffered() > MaxHeld {
 		return ex.leaveLoop()
 	}
 	return gnet.None
+}
+
+// markHeld records that the response waits for the client's room. The
+// wait is the client's, not the application's, so timeouts.write bounds
+// it, counted from the last relay that made progress: an exchange the
+// client never resumes (a client that takes nothing, or an engine that
+// ended the client's side without a word) gives back its connection and
+// the application's worker instead of holding them until the server
+// stops.
+func (ex *exchange) markHeld() {
+	if ex.held {
+		return
+	}
+	ex.held = true
+	ex.now = nanotime()
+	ex.deadline, ex.dkind = 0, dlNone
+	if w := int64(ex.set.WriteTimeout); w > 0 {
+		ex.deadline, ex.dkind = ex.now+w, dlHeld
+	}
 }
 
 // MaxHeld bounds the response bytes an exchange leaves in its

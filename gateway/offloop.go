@@ -91,7 +91,7 @@ func (ex *exchange) leaveLoop() gnet.Action {
 		return nil
 	})
 	ex.off = o
-	ex.held = true
+	ex.markHeld()
 	ex.lp.stats.OffLoop.Add(1)
 	return gnet.Close
 }
@@ -141,7 +141,7 @@ func (ex *exchange) offResume() {
 	}
 	ex.now = nanotime()
 	if ex.started && ex.sink.Room() <= 0 {
-		ex.held = true
+		ex.markHeld()
 		return
 	}
 	ex.Busy = true
@@ -157,7 +157,7 @@ func (ex *exchange) offResume() {
 	case ex.ended:
 		ex.finish(false)
 	case full:
-		ex.held = true
+		ex.markHeld()
 	case o.err != nil:
 		ex.h.servers[ex.srvOr()].failed(ex.now, "connection closed before FCGI_END_REQUEST")
 		ex.finishError(502, "connection closed before FCGI_END_REQUEST: "+o.err.Error())
