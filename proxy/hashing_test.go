@@ -31,7 +31,10 @@ func (g *gale) getFrom(cl *http.Client, hdr map[string]string) string {
 // five upstreams and client-ip-hash, behind a trusted proxy that reports
 // 1,000 client addresses: every server sends each client to the same
 // upstream. A fourth server without one of the upstreams moves only the
-// clients that one had (at most 1/5 + 2% of them).
+// clients that one had. (How many that is depends on the upstreams'
+// addresses, here on the ports the test got; the bound of 1/5 + 2% is
+// checked with fixed addresses in package upstream's
+// TestRendezvousAcrossInstances.)
 func TestClientIPHashAcrossInstances(t *testing.T) {
 	t.Parallel()
 	var addrs []string
@@ -79,8 +82,8 @@ func TestClientIPHashAcrossInstances(t *testing.T) {
 		}
 		moved++
 	}
-	if moved != share["u2"] || moved > clients/5+clients*2/100 {
-		t.Errorf("%d clients moved; u2 had %d; at most %d may", moved, share["u2"], clients/5+clients*2/100)
+	if moved != share["u2"] {
+		t.Errorf("%d clients moved; u2 had %d", moved, share["u2"])
 	}
 }
 
