@@ -204,16 +204,25 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 		addr = "127.0.0.1:8080"
 	}
 	cfg, err := config.ForDirectory(*root, orElse(addr, "127.0.0.1:0"))
-	if err == nil && *domains != "" {
-		q.Domains, q.HTTPS = splitList(*domains), addr
-		err = cfg.UseAutomatic(*q)
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	cfg.Routes[0].Static.Browse = *browse
-	useAccessLog(cfg, *accessLog)
+	q.Domains, q.HTTPS = splitList(*domains), addr
+	return serveQuick(cfg, *domains != "", q, *accessLog, stdout, stderr)
+}
+
+// serveQuick serves cfg, the config a quick command built: over automatic
+// HTTPS when auto (for q.Domains), with the access log at accessLog.
+func serveQuick(cfg *config.Config, auto bool, q *config.QuickHTTPS, accessLog string, stdout, stderr io.Writer) int {
+	if auto {
+		if err := cfg.UseAutomatic(*q); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	useAccessLog(cfg, accessLog)
 	return serve(cfg, "", nil, stdout, stderr)
 }
 
@@ -270,17 +279,13 @@ func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 		addr = "127.0.0.1:0" // replaced by the HTTPS listeners
 	}
 	cfg, err := config.ForProxy(addr, splitList(*to))
-	if err == nil && isName {
-		q.Domains, q.HTTPS = []string{name}, https
-		err = cfg.UseAutomatic(*q)
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	cfg.Routes[0].Proxy.PreserveHost = !*changeHost
-	useAccessLog(cfg, *accessLog)
-	return serve(cfg, "", nil, stdout, stderr)
+	q.Domains, q.HTTPS = []string{name}, https
+	return serveQuick(cfg, isName, q, *accessLog, stdout, stderr)
 }
 
 // accessLogFlag adds --access-log to a quick command.
