@@ -423,6 +423,17 @@ func (d *decoder) list(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
 	return out, true
 }
 
+// eachString calls each with every item of items (a list of path) that is
+// a string: the item, its path and its text; str has named the others.
+func (d *decoder) eachString(items []*yaml.Node, path string, each func(item *yaml.Node, ip, s string)) {
+	for i, item := range items {
+		ip := index(path, i)
+		if s, ok := d.str(item, ip); ok {
+			each(item, ip, s)
+		}
+	}
+}
+
 // str decodes a string. Other scalars are refused with a hint to quote
 // them, so that `server_header: 1.0` does not silently become "1".
 func (d *decoder) str(n *yaml.Node, path string) (string, bool) {

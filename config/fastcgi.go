@@ -137,23 +137,19 @@ func (d *decoder) fastcgiScripts(s *section, path string, f *FastCGI) {
 		p := join(path, "split_path")
 		if items, ok := d.list(v, p, "extensions"); ok {
 			f.SplitPath = []string{}
-			for i, item := range items {
-				ext, ok := d.str(item, index(p, i))
-				if !ok {
-					continue
-				}
+			d.eachString(items, p, func(item *yaml.Node, ip, ext string) {
 				if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "./\\%?#\x00 ") {
-					d.errorf(item, index(p, i), `expected an extension such as ".php", got %s`, quote(ext))
-					continue
+					d.errorf(item, ip, `expected an extension such as ".php", got %s`, quote(ext))
+					return
 				}
 				f.SplitPath = append(f.SplitPath, strings.ToLower(ext))
-			}
+			})
 		}
 	}
 	if v := s.get("index"); v != nil {
 		p := join(path, "index")
 		if name, ok := d.str(v, p); ok {
-			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+			if !isFileName(name) {
 				d.errorf(deref(v), p, `expected a file name such as "index.php" (no slashes), got %s`, quote(name))
 			} else {
 				f.Index = name

@@ -230,23 +230,18 @@ func (d *decoder) methods(n *yaml.Node, path string) []string {
 		return nil
 	}
 	out := []string{}
-	for i, item := range items {
-		ip := index(path, i)
-		m, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, m string) {
 		if m == "" || strings.IndexFunc(m, func(r rune) bool { return r > 0x7f || !isTchar(byte(r)) }) >= 0 {
 			d.errorf(item, ip, "expected a method such as GET or POST, got %s", quote(m))
-			continue
+			return
 		}
 		m = strings.ToUpper(m)
 		if slices.Contains(out, m) {
 			d.errorf(item, ip, "method %s is listed twice", m)
-			continue
+			return
 		}
 		out = append(out, m)
-	}
+	})
 	if len(out) == 0 && len(items) == 0 {
 		d.errorf(deref(n), path, "expected at least one method, e.g. [GET, POST]")
 		return nil

@@ -191,12 +191,7 @@ var upgradeTokenRE = regexp.MustCompile(upgradeTokenPattern)
 func (d *decoder) upgradeTokens(n *yaml.Node, path string) []string {
 	items, _ := d.list(n, path, "protocol names")
 	out := []string{}
-	for i, item := range items {
-		ip := index(path, i)
-		raw, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, raw string) {
 		tok := strings.ToLower(raw)
 		switch {
 		case !upgradeTokenRE.MatchString(raw):
@@ -208,7 +203,7 @@ func (d *decoder) upgradeTokens(n *yaml.Node, path string) []string {
 		default:
 			out = append(out, tok)
 		}
-	}
+	})
 	return out
 }
 
@@ -393,23 +388,18 @@ func (d *decoder) prefixes(n *yaml.Node, path string) []netip.Prefix {
 		return nil
 	}
 	out := []netip.Prefix{}
-	for i, item := range items {
-		ip := index(path, i)
-		s, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, s string) {
 		p, msg := parsePrefix(s)
 		if msg != "" {
 			d.errorf(item, ip, "%s", msg)
-			continue
+			return
 		}
 		if slices.Contains(out, p) {
 			d.errorf(item, ip, "%s is listed twice", quote(p.String()))
-			continue
+			return
 		}
 		out = append(out, p)
-	}
+	})
 	return out
 }
 

@@ -893,17 +893,13 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 		p := join(path, "index")
 		if items, ok := d.list(v, p, "file names"); ok {
 			st.Index = []string{}
-			for i, item := range items {
-				name, ok := d.str(item, index(p, i))
-				if !ok {
-					continue
-				}
-				if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-					d.errorf(items[i], index(p, i), `expected a file name such as "index.html" (no slashes), got %s`, quote(name))
-					continue
+			d.eachString(items, p, func(item *yaml.Node, ip, name string) {
+				if !isFileName(name) {
+					d.errorf(item, ip, `expected a file name such as "index.html" (no slashes), got %s`, quote(name))
+					return
 				}
 				st.Index = append(st.Index, name)
-			}
+			})
 		}
 	}
 	if v := s.get("browse"); v != nil {
@@ -976,6 +972,12 @@ func (d *decoder) errorPages(n *yaml.Node, path string) map[int]string {
 		out[int(code)] = abs
 	}
 	return out
+}
+
+// isFileName reports whether name names a file in a directory: not empty,
+// not "." or "..", without slashes or NUL.
+func isFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }
 
 func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
