@@ -81,6 +81,17 @@ func (s *section) missing(name string) bool {
 	return !s.has(name) && !s.suggested[name]
 }
 
+// required returns the value of the required key name of s (at path), or
+// nil, having said it is missing (e.g. followed by example) unless a
+// misspelling of it was already named.
+func (d *decoder) required(s *section, path, name, example string) *yaml.Node {
+	v := s.get(name)
+	if v == nil && s.missing(name) {
+		d.errorf(s.node, join(path, name), "missing required key; e.g. %s", example)
+	}
+	return v
+}
+
 // key returns the key node of name, or nil when absent.
 func (s *section) key(name string) *yaml.Node {
 	if s == nil {

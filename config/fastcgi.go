@@ -70,12 +70,10 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
+	if v := d.required(s, path, "to", `to: "unix:/run/php/php8.2-fpm.sock"`); v != nil {
 		f.To = d.fastcgiServers(v, join(path, "to"))
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "unix:/run/php/php8.2-fpm.sock"`)
 	}
-	if v := s.get("root"); v != nil {
+	if v := d.required(s, path, "root", `root: ./public`); v != nil {
 		p := join(path, "root")
 		if root, ok := d.str(v, p); ok {
 			f.Root = d.resolve(root)
@@ -83,8 +81,6 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 				d.errorf(deref(v), p, "%s", cmpOr(msg, `expected a directory path such as "./public"`))
 			}
 		}
-	} else if s.missing("root") {
-		d.errorf(s.node, join(path, "root"), `missing required key; e.g. root: ./public`)
 	}
 	d.fastcgiScripts(s, path, f)
 	d.setEnum(s, "load_balancing", &f.LoadBalancing, keys.options("load_balancing")...)

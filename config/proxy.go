@@ -66,10 +66,8 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
+	if v := d.required(s, path, "to", `to: ["127.0.0.1:9000"]`); v != nil {
 		p.To = d.upstreams(v, join(path, "to"))
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: ["127.0.0.1:9000"]`)
 	}
 	d.setBool(s, "strip_prefix", &p.StripPrefix)
 	if v := s.get("rewrite"); v != nil {

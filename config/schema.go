@@ -130,11 +130,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if s == nil {
 		return
 	}
-	if v := s.get("listen"); v != nil {
+	if v := d.required(s, "", "listen", `listen: ["127.0.0.1:8080"]`); v != nil {
 		c.Listen = d.listen(v, "listen")
 		d.checkAutomatic(c.Listen)
-	} else if s.missing("listen") {
-		d.errorf(s.node, "listen", `missing required key; e.g. listen: ["127.0.0.1:8080"]`)
 	}
 	if v := s.get("server"); v != nil {
 		d.server(v, "server", &c.Server)
@@ -163,10 +161,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if v := s.get("pid_file"); v != nil {
 		d.pidFile(v, "pid_file", c)
 	}
-	if v := s.get("routes"); v != nil {
+	if v := d.required(s, "", "routes", "routes: [{path: /, static: {root: ./site}}]"); v != nil {
 		c.Routes = d.routes(v, "routes")
-	} else if s.missing("routes") {
-		d.errorf(s.node, "routes", "missing required key; e.g. routes: [{path: /, static: {root: ./site}}]")
 	}
 }
 
@@ -874,7 +870,7 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("root"); v != nil {
+	if v := d.required(s, path, "root", `root: ./site`); v != nil {
 		p := join(path, "root")
 		if root, ok := d.str(v, p); ok {
 			if root == "" {
@@ -886,8 +882,6 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 				}
 			}
 		}
-	} else if s.missing("root") {
-		d.errorf(s.node, join(path, "root"), `missing required key; e.g. root: ./site`)
 	}
 	if v := s.get("index"); v != nil {
 		p := join(path, "index")
