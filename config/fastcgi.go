@@ -48,12 +48,8 @@ func defaultFastCGI() *FastCGI {
 		MaxConns:      defaultFastCGIConns,
 		KeepAlive:     true,
 		Retries:       defaultProxyRetries,
-		Timeouts: ProxyTimeouts{
-			Connect:        2 * time.Second,
-			ResponseHeader: 60 * time.Second,
-			Idle:           60 * time.Second,
-		},
-		Passive: PassiveHealth{Fails: defaultPassiveFails, Window: 10 * time.Second, Cooldown: 30 * time.Second},
+		Timeouts:      upstreamTimeouts(60*time.Second, 60*time.Second),
+		Passive:       defaultPassiveHealth(),
 	}
 }
 

@@ -36,25 +36,30 @@ func defaultProxy() *Proxy {
 		Upgrade:            []string{"websocket"},
 		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
 		Retries:            defaultProxyRetries,
-		Timeouts: ProxyTimeouts{
-			Connect:        2 * time.Second,
-			ResponseHeader: 30 * time.Second,
-			Idle:           90 * time.Second,
-		},
-		Resolve: Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
+		Timeouts:           upstreamTimeouts(30*time.Second, 90*time.Second),
+		Resolve:            Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
 		HealthCheck: HealthCheck{
 			Interval:     5 * time.Second,
 			Timeout:      2 * time.Second,
 			ExpectStatus: defaultHealthExpect,
 			Fails:        defaultHealthFails,
 			Passes:       defaultHealthPasses,
-			Passive: PassiveHealth{
-				Fails:    defaultPassiveFails,
-				Window:   10 * time.Second,
-				Cooldown: 30 * time.Second,
-			},
+			Passive:      defaultPassiveHealth(),
 		},
 	}
+}
+
+// upstreamTimeouts returns the timeouts of a kind of upstream, whose
+// responseHeader and idle defaults differ; the connect timeout is one for
+// all.
+func upstreamTimeouts(responseHeader, idle time.Duration) ProxyTimeouts {
+	return ProxyTimeouts{Connect: 2 * time.Second, ResponseHeader: responseHeader, Idle: idle}
+}
+
+// defaultPassiveHealth is passive health checking as proxy and fastcgi
+// routes have it by default.
+func defaultPassiveHealth() PassiveHealth {
+	return PassiveHealth{Fails: defaultPassiveFails, Window: 10 * time.Second, Cooldown: 30 * time.Second}
 }
 
 const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/run/app.sock", "http://app.internal:8080" or "https://app.internal:8443"`
