@@ -48,7 +48,7 @@ func defaultFastCGI() *FastCGI {
 		MaxConns:      defaultFastCGIConns,
 		KeepAlive:     true,
 		Retries:       defaultProxyRetries,
-		Timeouts:      upstreamTimeouts(60*time.Second, 60*time.Second),
+		Timeouts:      defaultUpstreamTimeouts(60*time.Second, 60*time.Second),
 		Passive:       defaultPassiveHealth(),
 	}
 }
@@ -86,10 +86,7 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	if v := s.get("health_check"); v != nil {
 		d.fastcgiHealth(v, join(path, "health_check"), &f.Passive)
 	}
-	d.setCount(s, "retries", &f.Retries, 0, maxProxyRetries)
-	if v := s.get("trusted_proxies"); v != nil {
-		f.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
-	}
+	d.retriesAndTrust(s, path, &f.Retries, &f.TrustedProxies)
 	if v := s.get("env"); v != nil {
 		f.Env = d.fastcgiEnv(v, join(path, "env"))
 	}

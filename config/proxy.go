@@ -36,7 +36,7 @@ func defaultProxy() *Proxy {
 		Upgrade:            []string{"websocket"},
 		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
 		Retries:            defaultProxyRetries,
-		Timeouts:           upstreamTimeouts(30*time.Second, 90*time.Second),
+		Timeouts:           defaultUpstreamTimeouts(30*time.Second, 90*time.Second),
 		Resolve:            Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
 		HealthCheck: HealthCheck{
 			Interval:     5 * time.Second,
@@ -49,10 +49,10 @@ func defaultProxy() *Proxy {
 	}
 }
 
-// upstreamTimeouts returns the timeouts of a kind of upstream, whose
+// defaultUpstreamTimeouts returns the timeouts of a kind of upstream, whose
 // responseHeader and idle defaults differ; the connect timeout is one for
 // all.
-func upstreamTimeouts(responseHeader, idle time.Duration) ProxyTimeouts {
+func defaultUpstreamTimeouts(responseHeader, idle time.Duration) ProxyTimeouts {
 	return ProxyTimeouts{Connect: 2 * time.Second, ResponseHeader: responseHeader, Idle: idle}
 }
 
@@ -60,6 +60,15 @@ func upstreamTimeouts(responseHeader, idle time.Duration) ProxyTimeouts {
 // routes have it by default.
 func defaultPassiveHealth() PassiveHealth {
 	return PassiveHealth{Fails: defaultPassiveFails, Window: 10 * time.Second, Cooldown: 30 * time.Second}
+}
+
+// retriesAndTrust decodes retries and trusted_proxies, which proxy and
+// fastcgi routes share.
+func (d *decoder) retriesAndTrust(s *section, path string, retries *int, trusted *[]netip.Prefix) {
+	d.setCount(s, "retries", retries, 0, maxProxyRetries)
+	if v := s.get("trusted_proxies"); v != nil {
+		*trusted = d.prefixes(v, join(path, "trusted_proxies"))
+	}
 }
 
 const upstreamExample = `expected an upstream such as "127.0.0.1:9000", "unix:/run/app.sock", "http://app.internal:8080" or "https://app.internal:8443"`
@@ -100,10 +109,7 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if v := s.get("health_check"); v != nil {
 		d.healthCheck(v, join(path, "health_check"), &p.HealthCheck)
 	}
-	d.setCount(s, "retries", &p.Retries, 0, maxProxyRetries)
-	if v := s.get("trusted_proxies"); v != nil {
-		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
-	}
+	d.retriesAndTrust(s, path, &p.Retries, &p.TrustedProxies)
 	d.setBool(s, "preserve_host", &p.PreserveHost)
 	if v := s.get("upgrade"); v != nil {
 		p.Upgrade = d.upgradeTokens(v, join(path, "upgrade"))
