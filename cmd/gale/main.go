@@ -82,42 +82,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		cmd, args = "version", args[1:]
 	}
-	switch cmd {
-	case "serve":
-		return cmdServe(args, stdout, stderr)
-	case "validate":
-		return cmdValidate(args, stdout, stderr)
-	case "route":
-		return cmdRoute(args, stdout, stderr)
-	case "reload":
-		return cmdReload(args, stdout, stderr)
-	case "stop":
-		return cmdStop(args, stdout, stderr)
-	case "status":
-		return cmdStatus(args, stdout, stderr)
-	case "version":
-		if code, ok := noArgs("version", args, versionUsage, stdout, stderr); !ok {
-			return code
-		}
-		fmt.Fprintln(stdout, versionString())
-		return 0
-	case "schema":
-		return cmdSchema(args, stdout, stderr)
-	case "file-server":
-		return cmdFileServer(args, stdout, stderr)
-	case "reverse-proxy":
-		return cmdReverseProxy(args, stdout, stderr)
-	case "hash-password":
-		return cmdHashPassword(args, stdout, stderr)
-	case "import":
-		return cmdImport(args, stdout, stderr)
-	case "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "gale: unknown command %q\n%s", cmd, usage)
-		return 2
+	if c, ok := commands[cmd]; ok {
+		return c(args, stdout, stderr)
 	}
+	fmt.Fprintf(stderr, "gale: unknown command %q\n%s", cmd, usage)
+	return 2
+}
+
+// commands runs each subcommand with its arguments; it returns the exit
+// code (see run).
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"serve":         cmdServe,
+	"validate":      cmdValidate,
+	"route":         cmdRoute,
+	"reload":        cmdReload,
+	"stop":          cmdStop,
+	"status":        cmdStatus,
+	"version":       cmdVersion,
+	"schema":        cmdSchema,
+	"file-server":   cmdFileServer,
+	"reverse-proxy": cmdReverseProxy,
+	"hash-password": cmdHashPassword,
+	"import":        cmdImport,
+	"help":          cmdHelp,
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
