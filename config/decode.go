@@ -445,6 +445,18 @@ func (d *decoder) eachString(items []*yaml.Node, path string, each func(item *ya
 	}
 }
 
+// strKey returns the string value of key name of s (at path), with its
+// node and path; ok is false when the key is absent or not a string (str
+// has said so).
+func (d *decoder) strKey(s *section, path, name string) (v *yaml.Node, p, val string, ok bool) {
+	if v = s.get(name); v == nil {
+		return nil, "", "", false
+	}
+	p = join(path, name)
+	val, ok = d.str(v, p)
+	return v, p, val, ok
+}
+
 // str decodes a string. Other scalars are refused with a hint to quote
 // them, so that `server_header: 1.0` does not silently become "1".
 func (d *decoder) str(n *yaml.Node, path string) (string, bool) {

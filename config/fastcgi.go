@@ -135,14 +135,11 @@ func (d *decoder) fastcgiScripts(s *section, path string, f *FastCGI) {
 			})
 		}
 	}
-	if v := s.get("index"); v != nil {
-		p := join(path, "index")
-		if name, ok := d.str(v, p); ok {
-			if !isFileName(name) {
-				d.errorf(deref(v), p, `expected a file name such as "index.php" (no slashes), got %s`, quote(name))
-			} else {
-				f.Index = name
-			}
+	if v, p, name, ok := d.strKey(s, path, "index"); ok {
+		if !isFileName(name) {
+			d.errorf(deref(v), p, `expected a file name such as "index.php" (no slashes), got %s`, quote(name))
+		} else {
+			f.Index = name
 		}
 	}
 }

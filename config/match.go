@@ -146,29 +146,23 @@ func (d *decoder) match(n *yaml.Node, path, prefix string) Match {
 	if v := s.get("methods"); v != nil {
 		m.Methods = d.methods(v, join(path, "methods"))
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if ep, ok := d.str(v, p); ok {
-			switch msg := checkRoutePath(ep); {
-			case msg != "":
-				d.errorf(deref(v), p, "%s", msg)
-			case prefix != "" && !underPrefix(ep, prefix):
-				d.errorf(deref(v), p, "exact path %s is not under the route's path %s, so it would never match; write a path that starts with it", quote(ep), quote(prefix))
-			default:
-				m.Path = ep
-			}
+	if v, p, ep, ok := d.strKey(s, path, "path"); ok {
+		switch msg := checkRoutePath(ep); {
+		case msg != "":
+			d.errorf(deref(v), p, "%s", msg)
+		case prefix != "" && !underPrefix(ep, prefix):
+			d.errorf(deref(v), p, "exact path %s is not under the route's path %s, so it would never match; write a path that starts with it", quote(ep), quote(prefix))
+		default:
+			m.Path = ep
 		}
 	}
-	if v := s.get("path_regex"); v != nil {
-		p := join(path, "path_regex")
-		if raw, ok := d.str(v, p); ok {
-			if m.Path != "" {
-				d.errorf(deref(v), p, "path and path_regex both match the path; use one")
-			} else if re, msg := CompileRegex(raw); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				m.PathRegex = re
-			}
+	if v, p, raw, ok := d.strKey(s, path, "path_regex"); ok {
+		if m.Path != "" {
+			d.errorf(deref(v), p, "path and path_regex both match the path; use one")
+		} else if re, msg := CompileRegex(raw); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			m.PathRegex = re
 		}
 	}
 	if v := s.get("headers"); v != nil {

@@ -249,14 +249,11 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	d.setInt(s, "socket_recv_buffer", &sv.SocketRecvBuffer, 0, maxBuffer)
 	d.setInt(s, "socket_send_buffer", &sv.SocketSendBuffer, 0, maxBuffer)
 	d.setBool(s, "tcp_no_delay", &sv.TCPNoDelay)
-	if v := s.get("server_header"); v != nil {
-		p := join(path, "server_header")
-		if h, ok := d.str(v, p); ok {
-			if msg := checkHeaderValue(h); msg != "" {
-				d.errorf(v, p, "%s", msg)
-			} else {
-				sv.ServerHeader = h
-			}
+	if v, p, h, ok := d.strKey(s, path, "server_header"); ok {
+		if msg := checkHeaderValue(h); msg != "" {
+			d.errorf(v, p, "%s", msg)
+		} else {
+			sv.ServerHeader = h
 		}
 	}
 	d.setEnum(s, "encoded_slashes", &sv.EncodedSlashes, encodedSlashOptions...)
@@ -399,24 +396,18 @@ func (d *decoder) metrics(n *yaml.Node, path string, m *Metrics) {
 	if s == nil {
 		return
 	}
-	if v := s.get("listen"); v != nil {
-		p := join(path, "listen")
-		if a, ok := d.str(v, p); ok && a != "" {
-			if msg := checkAddress(a); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				m.Listen, m.Pos = a, Pos{deref(v).Line, deref(v).Column}
-			}
+	if v, p, a, ok := d.strKey(s, path, "listen"); ok && a != "" {
+		if msg := checkAddress(a); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			m.Listen, m.Pos = a, Pos{deref(v).Line, deref(v).Column}
 		}
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if mp, ok := d.str(v, p); ok {
-			if !strings.HasPrefix(mp, "/") || strings.ContainsAny(mp, "?# \t") {
-				d.errorf(deref(v), p, "expected a path such as /metrics, got %s", quote(mp))
-			} else {
-				m.Path = mp
-			}
+	if v, p, mp, ok := d.strKey(s, path, "path"); ok {
+		if !strings.HasPrefix(mp, "/") || strings.ContainsAny(mp, "?# \t") {
+			d.errorf(deref(v), p, "expected a path such as /metrics, got %s", quote(mp))
+		} else {
+			m.Path = mp
 		}
 	}
 	if v := s.get("stub_status"); v != nil {
@@ -458,17 +449,14 @@ func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
 	if s == nil {
 		return
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if f, ok := d.str(v, p); ok {
-			switch f {
-			case "", "-":
-				a.Path = f
-			default:
-				a.Path = d.resolve(f)
-				if msg := checkLogPath(a.Path, f); msg != "" {
-					d.errorf(deref(v), p, "%s", msg)
-				}
+	if v, p, f, ok := d.strKey(s, path, "path"); ok {
+		switch f {
+		case "", "-":
+			a.Path = f
+		default:
+			a.Path = d.resolve(f)
+			if msg := checkLogPath(a.Path, f); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
 			}
 		}
 	}
@@ -901,17 +889,14 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 			st.Browse = b
 		}
 	}
-	if v := s.get("spa_fallback"); v != nil {
-		p := join(path, "spa_fallback")
-		if f, ok := d.str(v, p); ok && f != "" {
-			if msg := checkRoutePath(f); msg != "" || strings.HasSuffix(f, "/") {
-				d.errorf(deref(v), p, `expected a file path under the root such as "/index.html", got %s`, quote(f))
-			} else if st.Root != "" {
-				if msg := checkFile(filepath.Join(st.Root, filepath.FromSlash(f)), f); msg != "" {
-					d.errorf(deref(v), p, "%s", msg)
-				} else {
-					st.SPAFallback = f
-				}
+	if v, p, f, ok := d.strKey(s, path, "spa_fallback"); ok && f != "" {
+		if msg := checkRoutePath(f); msg != "" || strings.HasSuffix(f, "/") {
+			d.errorf(deref(v), p, `expected a file path under the root such as "/index.html", got %s`, quote(f))
+		} else if st.Root != "" {
+			if msg := checkFile(filepath.Join(st.Root, filepath.FromSlash(f)), f); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
+			} else {
+				st.SPAFallback = f
 			}
 		}
 	}
@@ -920,14 +905,11 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	}
 	d.setEnum(s, "hidden", &st.Hidden, staticKeys.options("hidden")...)
 	d.setEnum(s, "follow_symlinks", &st.FollowSymlinks, staticKeys.options("follow_symlinks")...)
-	if v := s.get("cache_control"); v != nil {
-		p := join(path, "cache_control")
-		if cc, ok := d.str(v, p); ok {
-			if msg := checkHeaderValue(cc); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				st.CacheControl = cc
-			}
+	if v, p, cc, ok := d.strKey(s, path, "cache_control"); ok {
+		if msg := checkHeaderValue(cc); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			st.CacheControl = cc
 		}
 	}
 	if v := s.get("error_pages"); v != nil {
