@@ -983,28 +983,25 @@ func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
 
 // checkDir checks that abs (written as given) is an existing directory.
 func checkDir(abs, given string) string {
-	fi, err := os.Stat(abs)
-	switch {
-	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("directory %s does not exist%s", quote(given), resolvedTo(abs, given))
-	case err != nil:
-		return fmt.Sprintf("cannot use directory %s: %v", quote(given), err)
-	case !fi.IsDir():
-		return fmt.Sprintf("%s is not a directory%s", quote(given), resolvedTo(abs, given))
-	}
-	return ""
+	return checkStat(abs, given, "directory", os.FileInfo.IsDir, "is not a directory")
 }
 
 // checkFile checks that abs (written as given) is an existing regular file.
 func checkFile(abs, given string) string {
+	return checkStat(abs, given, "file", func(fi os.FileInfo) bool { return fi.Mode().IsRegular() }, "is not a regular file")
+}
+
+// checkStat checks that abs (written as given) exists and is a kind (is
+// tells); not is what a message says of it otherwise.
+func checkStat(abs, given, kind string, is func(os.FileInfo) bool, not string) string {
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("file %s does not exist%s", quote(given), resolvedTo(abs, given))
+		return fmt.Sprintf("%s %s does not exist%s", kind, quote(given), resolvedTo(abs, given))
 	case err != nil:
-		return fmt.Sprintf("cannot use file %s: %v", quote(given), err)
-	case !fi.Mode().IsRegular():
-		return fmt.Sprintf("%s is not a regular file%s", quote(given), resolvedTo(abs, given))
+		return fmt.Sprintf("cannot use %s %s: %v", kind, quote(given), err)
+	case !is(fi):
+		return fmt.Sprintf("%s %s%s", quote(given), not, resolvedTo(abs, given))
 	}
 	return ""
 }
