@@ -219,6 +219,18 @@ func pattern(path string) string {
 	return indexRE.ReplaceAllString(path, "[]")
 }
 
+// eachKey calls each with every entry of the mapping n (at path) whose key
+// is a string: the entry, its path and the key; str has named the others.
+func (d *decoder) eachKey(n *yaml.Node, path string, each func(e entry, p, key string)) {
+	list, _ := d.pairs(n, path)
+	for _, e := range list {
+		p := mapKey(path, e.key.Value)
+		if key, ok := d.str(e.key, p); ok {
+			each(e, p, key)
+		}
+	}
+}
+
 // pairs returns the entries of mapping n in file order. A null value is an
 // empty mapping. Merge keys ("<<: *base") are expanded: explicit keys win
 // over merged ones, and earlier merge sources over later ones. Duplicate

@@ -245,28 +245,22 @@ func (d *decoder) methods(n *yaml.Node, path string) []string {
 
 // fieldMatches decodes name -> value, list of values, or "*".
 func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMatch {
-	list, _ := d.pairs(n, path)
 	var out []FieldMatch
 	first := map[string]*yaml.Node{}
-	for _, e := range list {
-		p := mapKey(path, e.key.Value)
-		name, ok := d.str(e.key, p)
-		if !ok {
-			continue
-		}
+	d.eachKey(n, path, func(e entry, p, name string) {
 		if header {
 			if msg := checkHeaderName(name); msg != "" {
 				d.errorf(e.key, p, "%s", msg)
-				continue
+				return
 			}
 			name = textproto.CanonicalMIMEHeaderKey(name)
 		} else if name == "" || checkTemplateBytes(name, false) != "" || strings.ContainsAny(name, "&=") {
 			d.errorf(e.key, p, `expected a query parameter name such as "page" (no "&", "=" or spaces), got %s`, quote(name))
-			continue
+			return
 		}
 		if k, dup := first[name]; dup {
 			d.errorf(e.key, p, "%s is listed twice; first at line %d, column %d", quote(name), k.Line, k.Column)
-			continue
+			return
 		}
 		first[name] = e.key
 		fm := FieldMatch{Name: name}
@@ -275,7 +269,7 @@ func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMa
 			vals, _ = d.list(e.val, p, "values")
 			if len(vals) == 0 {
 				d.errorf(deref(e.val), p, `expected at least one value, or "*" for any value`)
-				continue
+				return
 			}
 		}
 		any := false
@@ -301,13 +295,13 @@ func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMa
 		if any {
 			if fm.Values != nil {
 				d.errorf(deref(e.val), p, `"*" matches any value; list no other values beside it`)
-				continue
+				return
 			}
 		} else if fm.Values == nil {
-			continue
+			return
 		}
 		out = append(out, fm)
-	}
+	})
 	slices.SortFunc(out, func(a, b FieldMatch) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -345,38 +345,32 @@ func (d *decoder) cache(n *yaml.Node, path string, c *Cache) {
 
 // mimeTypes decodes extension -> media type pairs into m.
 func (d *decoder) mimeTypes(n *yaml.Node, path string, m map[string]string) {
-	list, _ := d.pairs(n, path)
 	first := map[string]*yaml.Node{}
-	for _, e := range list {
-		p := mapKey(path, e.key.Value)
-		ext, ok := d.str(e.key, p)
-		if !ok {
-			continue
-		}
+	d.eachKey(n, path, func(e entry, p, ext string) {
 		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "/\\") || checkHeaderName(ext[1:]) != "" {
 			d.errorf(e.key, p, `expected a file extension with a leading dot, such as ".webmanifest", got %s`, quote(ext))
-			continue
+			return
 		}
 		if i := strings.LastIndexByte(ext, '.'); i > 0 {
 			d.errorf(e.key, p, "expected one extension, got %s: only the last one (%s) decides a file's type", quote(ext), quote(ext[i:]))
-			continue
+			return
 		}
 		typ, ok := d.str(e.val, p)
 		if !ok {
-			continue
+			return
 		}
 		if msg := checkMediaType(typ); msg != "" {
 			d.errorf(deref(e.val), p, "%s", msg)
-			continue
+			return
 		}
 		ext = strings.ToLower(ext)
 		if k, dup := first[ext]; dup {
 			d.errorf(e.key, p, "extension %s is listed twice (case does not matter); first at line %d, column %d", quote(ext), k.Line, k.Column)
-			continue
+			return
 		}
 		first[ext] = e.key
 		m[ext] = typ
-	}
+	})
 }
 
 func (d *decoder) log(n *yaml.Node, path string, l *Log) {
