@@ -446,6 +446,20 @@ func (d *decoder) list(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
 	return out, true
 }
 
+// nonEmptyList is list for a list that must hold an item: an empty one is
+// an error, which empty words. ok is false for either error.
+func (d *decoder) nonEmptyList(n *yaml.Node, path, what, empty string) ([]*yaml.Node, bool) {
+	items, ok := d.list(n, path, what)
+	if !ok {
+		return nil, false
+	}
+	if len(items) == 0 {
+		d.errorf(deref(n), path, "%s", empty)
+		return nil, false
+	}
+	return items, true
+}
+
 // eachString calls each with every item of items (a list of path) that is
 // a string: the item, its path and its text; str has named the others.
 func (d *decoder) eachString(items []*yaml.Node, path string, each func(item *yaml.Node, ip, s string)) {

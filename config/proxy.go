@@ -222,11 +222,7 @@ func (d *decoder) upstreams(n *yaml.Node, path string) []Upstream {
 	items := []*yaml.Node{n}
 	if n.Kind == yaml.SequenceNode {
 		var ok bool
-		if items, ok = d.list(n, path, "upstreams"); !ok {
-			return nil
-		}
-		if len(items) == 0 {
-			d.errorf(n, path, `expected at least one upstream, e.g. ["127.0.0.1:9000"]`)
+		if items, ok = d.nonEmptyList(n, path, "upstreams", `expected at least one upstream, e.g. ["127.0.0.1:9000"]`); !ok {
 			return nil
 		}
 	}

@@ -503,12 +503,8 @@ var healthKinds = []string{"live", "ready"}
 // routes decodes the route list and checks that no two routes share host
 // and path.
 func (d *decoder) routes(n *yaml.Node, path string) []Route {
-	items, ok := d.list(n, path, "routes")
+	items, ok := d.nonEmptyList(n, path, "routes", "expected at least one route, e.g. [{path: /, static: {root: ./site}}]")
 	if !ok {
-		return nil
-	}
-	if len(items) == 0 {
-		d.errorf(deref(n), path, "expected at least one route, e.g. [{path: /, static: {root: ./site}}]")
 		return nil
 	}
 	var out []Route
@@ -1044,19 +1040,15 @@ func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
-		p := join(path, "to")
-		if to, ok := d.str(v, p); ok {
-			if msg := checkRedirectTarget(to); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else if t, msg := redirectTemplate(to, m); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				r.To, r.Target = to, t
-			}
+	d.required(s, path, "to", `to: "https://example.com/"`)
+	if v, p, to, ok := d.strKey(s, path, "to"); ok {
+		if msg := checkRedirectTarget(to); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else if t, msg := redirectTemplate(to, m); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			r.To, r.Target = to, t
 		}
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "https://example.com/"`)
 	}
 	if v := s.get("status"); v != nil {
 		p := join(path, "status")
