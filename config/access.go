@@ -66,12 +66,8 @@ type Rewrite struct {
 
 // access decodes a route's access list.
 func (d *decoder) access(n *yaml.Node, path string) []AccessRule {
-	items, ok := d.list(n, path, "rules such as {allow: 10.0.0.0/8} or {deny: all}")
+	items, ok := d.nonEmptyList(n, path, "rules such as {allow: 10.0.0.0/8} or {deny: all}", "expected at least one rule, e.g. [{allow: 10.0.0.0/8}, {deny: all}]")
 	if !ok {
-		return nil
-	}
-	if len(items) == 0 {
-		d.errorf(deref(n), path, "expected at least one rule, e.g. [{allow: 10.0.0.0/8}, {deny: all}]")
 		return nil
 	}
 	var out []AccessRule

@@ -51,13 +51,10 @@ func (d *decoder) basicAuth(n *yaml.Node, path string) *BasicAuth {
 			}
 		}
 	}
-	if v := s.get("htpasswd"); v != nil {
-		p := join(path, "htpasswd")
-		if f, ok := d.str(v, p); ok {
-			ba.File = d.resolve(f)
-			if msg := readHtpasswd(ba.File, ba.Users); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			}
+	if v, p, f, ok := d.strKey(s, path, "htpasswd"); ok {
+		ba.File = d.resolve(f)
+		if msg := readHtpasswd(ba.File, ba.Users); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
 		}
 	}
 	d.setBool(s, "forward_authorization", &ba.Forward)

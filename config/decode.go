@@ -92,6 +92,17 @@ func (s *section) missing(name string) bool {
 	return !s.has(name) && !s.suggested[name]
 }
 
+// required returns the value of the required key name of s (at path), or
+// nil, having said it is missing (e.g. followed by example) unless a
+// misspelling of it was already named.
+func (d *decoder) required(s *section, path, name, example string) *yaml.Node {
+	v := s.get(name)
+	if v == nil && s.missing(name) {
+		d.errorf(s.node, join(path, name), "missing required key; e.g. %s", example)
+	}
+	return v
+}
+
 // key returns the key node of name, or nil when absent.
 func (s *section) key(name string) *yaml.Node {
 	if s == nil {
@@ -217,6 +228,18 @@ var indexRE = regexp.MustCompile(`\[[0-9]+\]`)
 // "routes[].proxy".
 func pattern(path string) string {
 	return indexRE.ReplaceAllString(path, "[]")
+}
+
+// eachKey calls each with every entry of the mapping n (at path) whose key
+// is a string: the entry, its path and the key; str has named the others.
+func (d *decoder) eachKey(n *yaml.Node, path string, each func(e entry, p, key string)) {
+	list, _ := d.pairs(n, path)
+	for _, e := range list {
+		p := mapKey(path, e.key.Value)
+		if key, ok := d.str(e.key, p); ok {
+			each(e, p, key)
+		}
+	}
 }
 
 // pairs returns the entries of mapping n in file order. A null value is an
@@ -432,6 +455,43 @@ func (d *decoder) list(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
 		out = append(out, deref(item))
 	}
 	return out, true
+}
+
+// nonEmptyList is list for a list that must hold an item: an empty one is
+// an error, which empty words. ok is false for either error.
+func (d *decoder) nonEmptyList(n *yaml.Node, path, what, empty string) ([]*yaml.Node, bool) {
+	items, ok := d.list(n, path, what)
+	if !ok {
+		return nil, false
+	}
+	if len(items) == 0 {
+		d.errorf(deref(n), path, "%s", empty)
+		return nil, false
+	}
+	return items, true
+}
+
+// eachString calls each with every item of items (a list of path) that is
+// a string: the item, its path and its text; str has named the others.
+func (d *decoder) eachString(items []*yaml.Node, path string, each func(item *yaml.Node, ip, s string)) {
+	for i, item := range items {
+		ip := index(path, i)
+		if s, ok := d.str(item, ip); ok {
+			each(item, ip, s)
+		}
+	}
+}
+
+// strKey returns the string value of key name of s (at path), with its
+// node and path; ok is false when the key is absent or not a string (str
+// has said so).
+func (d *decoder) strKey(s *section, path, name string) (v *yaml.Node, p, val string, ok bool) {
+	if v = s.get(name); v == nil {
+		return nil, "", "", false
+	}
+	p = join(path, name)
+	val, ok = d.str(v, p)
+	return v, p, val, ok
 }
 
 // str decodes a string. Other scalars are refused with a hint to quote

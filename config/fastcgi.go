@@ -48,12 +48,8 @@ func defaultFastCGI() *FastCGI {
 		MaxConns:      defaultFastCGIConns,
 		KeepAlive:     true,
 		Retries:       defaultProxyRetries,
-		Timeouts: ProxyTimeouts{
-			Connect:        2 * time.Second,
-			ResponseHeader: 60 * time.Second,
-			Idle:           60 * time.Second,
-		},
-		Passive: PassiveHealth{Fails: defaultPassiveFails, Window: 10 * time.Second, Cooldown: 30 * time.Second},
+		Timeouts:      defaultUpstreamTimeouts(60*time.Second, 60*time.Second),
+		Passive:       defaultPassiveHealth(),
 	}
 }
 
@@ -70,12 +66,10 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
+	if v := d.required(s, path, "to", `to: "unix:/run/php/php8.2-fpm.sock"`); v != nil {
 		f.To = d.fastcgiServers(v, join(path, "to"))
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "unix:/run/php/php8.2-fpm.sock"`)
 	}
-	if v := s.get("root"); v != nil {
+	if v := d.required(s, path, "root", `root: ./public`); v != nil {
 		p := join(path, "root")
 		if root, ok := d.str(v, p); ok {
 			f.Root = d.resolve(root)
@@ -83,8 +77,6 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 				d.errorf(deref(v), p, "%s", cmpOr(msg, `expected a directory path such as "./public"`))
 			}
 		}
-	} else if s.missing("root") {
-		d.errorf(s.node, join(path, "root"), `missing required key; e.g. root: ./public`)
 	}
 	d.fastcgiScripts(s, path, f)
 	d.setEnum(s, "load_balancing", &f.LoadBalancing, keys.options("load_balancing")...)
@@ -94,10 +86,7 @@ func (d *decoder) fastcgi(n *yaml.Node, path string, php bool) *FastCGI {
 	if v := s.get("health_check"); v != nil {
 		d.fastcgiHealth(v, join(path, "health_check"), &f.Passive)
 	}
-	d.setCount(s, "retries", &f.Retries, 0, maxProxyRetries)
-	if v := s.get("trusted_proxies"); v != nil {
-		f.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
-	}
+	d.retriesAndTrust(s, path, &f.Retries, &f.TrustedProxies)
 	if v := s.get("env"); v != nil {
 		f.Env = d.fastcgiEnv(v, join(path, "env"))
 	}
@@ -137,27 +126,20 @@ func (d *decoder) fastcgiScripts(s *section, path string, f *FastCGI) {
 		p := join(path, "split_path")
 		if items, ok := d.list(v, p, "extensions"); ok {
 			f.SplitPath = []string{}
-			for i, item := range items {
-				ext, ok := d.str(item, index(p, i))
-				if !ok {
-					continue
-				}
+			d.eachString(items, p, func(item *yaml.Node, ip, ext string) {
 				if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "./\\%?#\x00 ") {
-					d.errorf(item, index(p, i), `expected an extension such as ".php", got %s`, quote(ext))
-					continue
+					d.errorf(item, ip, `expected an extension such as ".php", got %s`, quote(ext))
+					return
 				}
 				f.SplitPath = append(f.SplitPath, strings.ToLower(ext))
-			}
+			})
 		}
 	}
-	if v := s.get("index"); v != nil {
-		p := join(path, "index")
-		if name, ok := d.str(v, p); ok {
-			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-				d.errorf(deref(v), p, `expected a file name such as "index.php" (no slashes), got %s`, quote(name))
-			} else {
-				f.Index = name
-			}
+	if v, p, name, ok := d.strKey(s, path, "index"); ok {
+		if !isFileName(name) {
+			d.errorf(deref(v), p, `expected a file name such as "index.php" (no slashes), got %s`, quote(name))
+		} else {
+			f.Index = name
 		}
 	}
 }

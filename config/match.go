@@ -146,29 +146,23 @@ func (d *decoder) match(n *yaml.Node, path, prefix string) Match {
 	if v := s.get("methods"); v != nil {
 		m.Methods = d.methods(v, join(path, "methods"))
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if ep, ok := d.str(v, p); ok {
-			switch msg := checkRoutePath(ep); {
-			case msg != "":
-				d.errorf(deref(v), p, "%s", msg)
-			case prefix != "" && !underPrefix(ep, prefix):
-				d.errorf(deref(v), p, "exact path %s is not under the route's path %s, so it would never match; write a path that starts with it", quote(ep), quote(prefix))
-			default:
-				m.Path = ep
-			}
+	if v, p, ep, ok := d.strKey(s, path, "path"); ok {
+		switch msg := checkRoutePath(ep); {
+		case msg != "":
+			d.errorf(deref(v), p, "%s", msg)
+		case prefix != "" && !underPrefix(ep, prefix):
+			d.errorf(deref(v), p, "exact path %s is not under the route's path %s, so it would never match; write a path that starts with it", quote(ep), quote(prefix))
+		default:
+			m.Path = ep
 		}
 	}
-	if v := s.get("path_regex"); v != nil {
-		p := join(path, "path_regex")
-		if raw, ok := d.str(v, p); ok {
-			if m.Path != "" {
-				d.errorf(deref(v), p, "path and path_regex both match the path; use one")
-			} else if re, msg := CompileRegex(raw); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				m.PathRegex = re
-			}
+	if v, p, raw, ok := d.strKey(s, path, "path_regex"); ok {
+		if m.Path != "" {
+			d.errorf(deref(v), p, "path and path_regex both match the path; use one")
+		} else if re, msg := CompileRegex(raw); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			m.PathRegex = re
 		}
 	}
 	if v := s.get("headers"); v != nil {
@@ -230,23 +224,18 @@ func (d *decoder) methods(n *yaml.Node, path string) []string {
 		return nil
 	}
 	out := []string{}
-	for i, item := range items {
-		ip := index(path, i)
-		m, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, m string) {
 		if m == "" || strings.IndexFunc(m, func(r rune) bool { return r > 0x7f || !isTchar(byte(r)) }) >= 0 {
 			d.errorf(item, ip, "expected a method such as GET or POST, got %s", quote(m))
-			continue
+			return
 		}
 		m = strings.ToUpper(m)
 		if slices.Contains(out, m) {
 			d.errorf(item, ip, "method %s is listed twice", m)
-			continue
+			return
 		}
 		out = append(out, m)
-	}
+	})
 	if len(out) == 0 && len(items) == 0 {
 		d.errorf(deref(n), path, "expected at least one method, e.g. [GET, POST]")
 		return nil
@@ -256,28 +245,22 @@ func (d *decoder) methods(n *yaml.Node, path string) []string {
 
 // fieldMatches decodes name -> value, list of values, or "*".
 func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMatch {
-	list, _ := d.pairs(n, path)
 	var out []FieldMatch
 	first := map[string]*yaml.Node{}
-	for _, e := range list {
-		p := mapKey(path, e.key.Value)
-		name, ok := d.str(e.key, p)
-		if !ok {
-			continue
-		}
+	d.eachKey(n, path, func(e entry, p, name string) {
 		if header {
 			if msg := checkHeaderName(name); msg != "" {
 				d.errorf(e.key, p, "%s", msg)
-				continue
+				return
 			}
 			name = textproto.CanonicalMIMEHeaderKey(name)
 		} else if name == "" || checkTemplateBytes(name, false) != "" || strings.ContainsAny(name, "&=") {
 			d.errorf(e.key, p, `expected a query parameter name such as "page" (no "&", "=" or spaces), got %s`, quote(name))
-			continue
+			return
 		}
 		if k, dup := first[name]; dup {
 			d.errorf(e.key, p, "%s is listed twice; first at line %d, column %d", quote(name), k.Line, k.Column)
-			continue
+			return
 		}
 		first[name] = e.key
 		fm := FieldMatch{Name: name}
@@ -286,7 +269,7 @@ func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMa
 			vals, _ = d.list(e.val, p, "values")
 			if len(vals) == 0 {
 				d.errorf(deref(e.val), p, `expected at least one value, or "*" for any value`)
-				continue
+				return
 			}
 		}
 		any := false
@@ -312,13 +295,13 @@ func (d *decoder) fieldMatches(n *yaml.Node, path string, header bool) []FieldMa
 		if any {
 			if fm.Values != nil {
 				d.errorf(deref(e.val), p, `"*" matches any value; list no other values beside it`)
-				continue
+				return
 			}
 		} else if fm.Values == nil {
-			continue
+			return
 		}
 		out = append(out, fm)
-	}
+	})
 	slices.SortFunc(out, func(a, b FieldMatch) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

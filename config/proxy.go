@@ -36,24 +36,38 @@ func defaultProxy() *Proxy {
 		Upgrade:            []string{"websocket"},
 		MaxIdlePerUpstream: defaultMaxIdlePerUpstream,
 		Retries:            defaultProxyRetries,
-		Timeouts: ProxyTimeouts{
-			Connect:        2 * time.Second,
-			ResponseHeader: 30 * time.Second,
-			Idle:           90 * time.Second,
-		},
-		Resolve: Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
+		Timeouts:           defaultUpstreamTimeouts(30*time.Second, 90*time.Second),
+		Resolve:            Resolve{MinTTL: time.Second, MaxTTL: time.Minute, Timeout: 2 * time.Second},
 		HealthCheck: HealthCheck{
 			Interval:     5 * time.Second,
 			Timeout:      2 * time.Second,
 			ExpectStatus: defaultHealthExpect,
 			Fails:        defaultHealthFails,
 			Passes:       defaultHealthPasses,
-			Passive: PassiveHealth{
-				Fails:    defaultPassiveFails,
-				Window:   10 * time.Second,
-				Cooldown: 30 * time.Second,
-			},
+			Passive:      defaultPassiveHealth(),
 		},
+	}
+}
+
+// defaultUpstreamTimeouts returns the timeouts of a kind of upstream, whose
+// responseHeader and idle defaults differ; the connect timeout is one for
+// all.
+func defaultUpstreamTimeouts(responseHeader, idle time.Duration) ProxyTimeouts {
+	return ProxyTimeouts{Connect: 2 * time.Second, ResponseHeader: responseHeader, Idle: idle}
+}
+
+// defaultPassiveHealth is passive health checking as proxy and fastcgi
+// routes have it by default.
+func defaultPassiveHealth() PassiveHealth {
+	return PassiveHealth{Fails: defaultPassiveFails, Window: 10 * time.Second, Cooldown: 30 * time.Second}
+}
+
+// retriesAndTrust decodes retries and trusted_proxies, which proxy and
+// fastcgi routes share.
+func (d *decoder) retriesAndTrust(s *section, path string, retries *int, trusted *[]netip.Prefix) {
+	d.setCount(s, "retries", retries, 0, maxProxyRetries)
+	if v := s.get("trusted_proxies"); v != nil {
+		*trusted = d.prefixes(v, join(path, "trusted_proxies"))
 	}
 }
 
@@ -66,10 +80,8 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
+	if v := d.required(s, path, "to", `to: ["127.0.0.1:9000"]`); v != nil {
 		p.To = d.upstreams(v, join(path, "to"))
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: ["127.0.0.1:9000"]`)
 	}
 	d.setBool(s, "strip_prefix", &p.StripPrefix)
 	if v := s.get("rewrite"); v != nil {
@@ -97,10 +109,7 @@ func (d *decoder) proxy(n *yaml.Node, path string) *Proxy {
 	if v := s.get("health_check"); v != nil {
 		d.healthCheck(v, join(path, "health_check"), &p.HealthCheck)
 	}
-	d.setCount(s, "retries", &p.Retries, 0, maxProxyRetries)
-	if v := s.get("trusted_proxies"); v != nil {
-		p.TrustedProxies = d.prefixes(v, join(path, "trusted_proxies"))
-	}
+	d.retriesAndTrust(s, path, &p.Retries, &p.TrustedProxies)
 	d.setBool(s, "preserve_host", &p.PreserveHost)
 	if v := s.get("upgrade"); v != nil {
 		p.Upgrade = d.upgradeTokens(v, join(path, "upgrade"))
@@ -191,12 +200,7 @@ var upgradeTokenRE = regexp.MustCompile(upgradeTokenPattern)
 func (d *decoder) upgradeTokens(n *yaml.Node, path string) []string {
 	items, _ := d.list(n, path, "protocol names")
 	out := []string{}
-	for i, item := range items {
-		ip := index(path, i)
-		raw, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, raw string) {
 		tok := strings.ToLower(raw)
 		switch {
 		case !upgradeTokenRE.MatchString(raw):
@@ -208,7 +212,7 @@ func (d *decoder) upgradeTokens(n *yaml.Node, path string) []string {
 		default:
 			out = append(out, tok)
 		}
-	}
+	})
 	return out
 }
 
@@ -218,11 +222,7 @@ func (d *decoder) upstreams(n *yaml.Node, path string) []Upstream {
 	items := []*yaml.Node{n}
 	if n.Kind == yaml.SequenceNode {
 		var ok bool
-		if items, ok = d.list(n, path, "upstreams"); !ok {
-			return nil
-		}
-		if len(items) == 0 {
-			d.errorf(n, path, `expected at least one upstream, e.g. ["127.0.0.1:9000"]`)
+		if items, ok = d.nonEmptyList(n, path, "upstreams", `expected at least one upstream, e.g. ["127.0.0.1:9000"]`); !ok {
 			return nil
 		}
 	}
@@ -393,23 +393,18 @@ func (d *decoder) prefixes(n *yaml.Node, path string) []netip.Prefix {
 		return nil
 	}
 	out := []netip.Prefix{}
-	for i, item := range items {
-		ip := index(path, i)
-		s, ok := d.str(item, ip)
-		if !ok {
-			continue
-		}
+	d.eachString(items, path, func(item *yaml.Node, ip, s string) {
 		p, msg := parsePrefix(s)
 		if msg != "" {
 			d.errorf(item, ip, "%s", msg)
-			continue
+			return
 		}
 		if slices.Contains(out, p) {
 			d.errorf(item, ip, "%s is listed twice", quote(p.String()))
-			continue
+			return
 		}
 		out = append(out, p)
-	}
+	})
 	return out
 }
 

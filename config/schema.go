@@ -136,11 +136,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		d.cluster(v, "cluster", &c.Cluster)
 	}
 	d.shared = c.Cluster.Redis != nil
-	if v := s.get("listen"); v != nil {
+	if v := d.required(s, "", "listen", `listen: ["127.0.0.1:8080"]`); v != nil {
 		c.Listen = d.listen(v, "listen")
 		d.checkAutomatic(c.Listen)
-	} else if s.missing("listen") {
-		d.errorf(s.node, "listen", `missing required key; e.g. listen: ["127.0.0.1:8080"]`)
 	}
 	if v := s.get("server"); v != nil {
 		d.server(v, "server", &c.Server)
@@ -169,10 +167,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if v := s.get("pid_file"); v != nil {
 		d.pidFile(v, "pid_file", c)
 	}
-	if v := s.get("routes"); v != nil {
+	if v := d.required(s, "", "routes", "routes: [{path: /, static: {root: ./site}}]"); v != nil {
 		c.Routes = d.routes(v, "routes")
-	} else if s.missing("routes") {
-		d.errorf(s.node, "routes", "missing required key; e.g. routes: [{path: /, static: {root: ./site}}]")
 	}
 	if c.Cluster.Redis == nil {
 		for _, r := range d.clusterScopes {
@@ -264,14 +260,11 @@ func (d *decoder) server(n *yaml.Node, path string, sv *Server) {
 	d.setInt(s, "socket_recv_buffer", &sv.SocketRecvBuffer, 0, maxBuffer)
 	d.setInt(s, "socket_send_buffer", &sv.SocketSendBuffer, 0, maxBuffer)
 	d.setBool(s, "tcp_no_delay", &sv.TCPNoDelay)
-	if v := s.get("server_header"); v != nil {
-		p := join(path, "server_header")
-		if h, ok := d.str(v, p); ok {
-			if msg := checkHeaderValue(h); msg != "" {
-				d.errorf(v, p, "%s", msg)
-			} else {
-				sv.ServerHeader = h
-			}
+	if v, p, h, ok := d.strKey(s, path, "server_header"); ok {
+		if msg := checkHeaderValue(h); msg != "" {
+			d.errorf(v, p, "%s", msg)
+		} else {
+			sv.ServerHeader = h
 		}
 	}
 	d.setEnum(s, "encoded_slashes", &sv.EncodedSlashes, encodedSlashOptions...)
@@ -363,38 +356,32 @@ func (d *decoder) cache(n *yaml.Node, path string, c *Cache) {
 
 // mimeTypes decodes extension -> media type pairs into m.
 func (d *decoder) mimeTypes(n *yaml.Node, path string, m map[string]string) {
-	list, _ := d.pairs(n, path)
 	first := map[string]*yaml.Node{}
-	for _, e := range list {
-		p := mapKey(path, e.key.Value)
-		ext, ok := d.str(e.key, p)
-		if !ok {
-			continue
-		}
+	d.eachKey(n, path, func(e entry, p, ext string) {
 		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "/\\") || checkHeaderName(ext[1:]) != "" {
 			d.errorf(e.key, p, `expected a file extension with a leading dot, such as ".webmanifest", got %s`, quote(ext))
-			continue
+			return
 		}
 		if i := strings.LastIndexByte(ext, '.'); i > 0 {
 			d.errorf(e.key, p, "expected one extension, got %s: only the last one (%s) decides a file's type", quote(ext), quote(ext[i:]))
-			continue
+			return
 		}
 		typ, ok := d.str(e.val, p)
 		if !ok {
-			continue
+			return
 		}
 		if msg := checkMediaType(typ); msg != "" {
 			d.errorf(deref(e.val), p, "%s", msg)
-			continue
+			return
 		}
 		ext = strings.ToLower(ext)
 		if k, dup := first[ext]; dup {
 			d.errorf(e.key, p, "extension %s is listed twice (case does not matter); first at line %d, column %d", quote(ext), k.Line, k.Column)
-			continue
+			return
 		}
 		first[ext] = e.key
 		m[ext] = typ
-	}
+	})
 }
 
 func (d *decoder) log(n *yaml.Node, path string, l *Log) {
@@ -414,24 +401,18 @@ func (d *decoder) metrics(n *yaml.Node, path string, m *Metrics) {
 	if s == nil {
 		return
 	}
-	if v := s.get("listen"); v != nil {
-		p := join(path, "listen")
-		if a, ok := d.str(v, p); ok && a != "" {
-			if msg := checkAddress(a); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				m.Listen, m.Pos = a, Pos{deref(v).Line, deref(v).Column}
-			}
+	if v, p, a, ok := d.strKey(s, path, "listen"); ok && a != "" {
+		if msg := checkAddress(a); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			m.Listen, m.Pos = a, Pos{deref(v).Line, deref(v).Column}
 		}
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if mp, ok := d.str(v, p); ok {
-			if !strings.HasPrefix(mp, "/") || strings.ContainsAny(mp, "?# \t") {
-				d.errorf(deref(v), p, "expected a path such as /metrics, got %s", quote(mp))
-			} else {
-				m.Path = mp
-			}
+	if v, p, mp, ok := d.strKey(s, path, "path"); ok {
+		if !strings.HasPrefix(mp, "/") || strings.ContainsAny(mp, "?# \t") {
+			d.errorf(deref(v), p, "expected a path such as /metrics, got %s", quote(mp))
+		} else {
+			m.Path = mp
 		}
 	}
 	if v := s.get("stub_status"); v != nil {
@@ -473,17 +454,14 @@ func (d *decoder) accessLog(n *yaml.Node, path string, a *AccessLog) {
 	if s == nil {
 		return
 	}
-	if v := s.get("path"); v != nil {
-		p := join(path, "path")
-		if f, ok := d.str(v, p); ok {
-			switch f {
-			case "", "-":
-				a.Path = f
-			default:
-				a.Path = d.resolve(f)
-				if msg := checkLogPath(a.Path, f); msg != "" {
-					d.errorf(deref(v), p, "%s", msg)
-				}
+	if v, p, f, ok := d.strKey(s, path, "path"); ok {
+		switch f {
+		case "", "-":
+			a.Path = f
+		default:
+			a.Path = d.resolve(f)
+			if msg := checkLogPath(a.Path, f); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
 			}
 		}
 	}
@@ -536,12 +514,8 @@ var healthKinds = []string{"live", "ready"}
 // routes decodes the route list and checks that no two routes share host
 // and path.
 func (d *decoder) routes(n *yaml.Node, path string) []Route {
-	items, ok := d.list(n, path, "routes")
+	items, ok := d.nonEmptyList(n, path, "routes", "expected at least one route, e.g. [{path: /, static: {root: ./site}}]")
 	if !ok {
-		return nil
-	}
-	if len(items) == 0 {
-		d.errorf(deref(n), path, "expected at least one route, e.g. [{path: /, static: {root: ./site}}]")
 		return nil
 	}
 	var out []Route
@@ -891,7 +865,7 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("root"); v != nil {
+	if v := d.required(s, path, "root", `root: ./site`); v != nil {
 		p := join(path, "root")
 		if root, ok := d.str(v, p); ok {
 			if root == "" {
@@ -903,24 +877,18 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 				}
 			}
 		}
-	} else if s.missing("root") {
-		d.errorf(s.node, join(path, "root"), `missing required key; e.g. root: ./site`)
 	}
 	if v := s.get("index"); v != nil {
 		p := join(path, "index")
 		if items, ok := d.list(v, p, "file names"); ok {
 			st.Index = []string{}
-			for i, item := range items {
-				name, ok := d.str(item, index(p, i))
-				if !ok {
-					continue
-				}
-				if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-					d.errorf(items[i], index(p, i), `expected a file name such as "index.html" (no slashes), got %s`, quote(name))
-					continue
+			d.eachString(items, p, func(item *yaml.Node, ip, name string) {
+				if !isFileName(name) {
+					d.errorf(item, ip, `expected a file name such as "index.html" (no slashes), got %s`, quote(name))
+					return
 				}
 				st.Index = append(st.Index, name)
-			}
+			})
 		}
 	}
 	if v := s.get("browse"); v != nil {
@@ -928,17 +896,14 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 			st.Browse = b
 		}
 	}
-	if v := s.get("spa_fallback"); v != nil {
-		p := join(path, "spa_fallback")
-		if f, ok := d.str(v, p); ok && f != "" {
-			if msg := checkRoutePath(f); msg != "" || strings.HasSuffix(f, "/") {
-				d.errorf(deref(v), p, `expected a file path under the root such as "/index.html", got %s`, quote(f))
-			} else if st.Root != "" {
-				if msg := checkFile(filepath.Join(st.Root, filepath.FromSlash(f)), f); msg != "" {
-					d.errorf(deref(v), p, "%s", msg)
-				} else {
-					st.SPAFallback = f
-				}
+	if v, p, f, ok := d.strKey(s, path, "spa_fallback"); ok && f != "" {
+		if msg := checkRoutePath(f); msg != "" || strings.HasSuffix(f, "/") {
+			d.errorf(deref(v), p, `expected a file path under the root such as "/index.html", got %s`, quote(f))
+		} else if st.Root != "" {
+			if msg := checkFile(filepath.Join(st.Root, filepath.FromSlash(f)), f); msg != "" {
+				d.errorf(deref(v), p, "%s", msg)
+			} else {
+				st.SPAFallback = f
 			}
 		}
 	}
@@ -947,14 +912,11 @@ func (d *decoder) static(n *yaml.Node, path string, m *Match) *Static {
 	}
 	d.setEnum(s, "hidden", &st.Hidden, staticKeys.options("hidden")...)
 	d.setEnum(s, "follow_symlinks", &st.FollowSymlinks, staticKeys.options("follow_symlinks")...)
-	if v := s.get("cache_control"); v != nil {
-		p := join(path, "cache_control")
-		if cc, ok := d.str(v, p); ok {
-			if msg := checkHeaderValue(cc); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				st.CacheControl = cc
-			}
+	if v, p, cc, ok := d.strKey(s, path, "cache_control"); ok {
+		if msg := checkHeaderValue(cc); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			st.CacheControl = cc
 		}
 	}
 	if v := s.get("error_pages"); v != nil {
@@ -995,6 +957,12 @@ func (d *decoder) errorPages(n *yaml.Node, path string) map[int]string {
 	return out
 }
 
+// isFileName reports whether name names a file in a directory: not empty,
+// not "." or "..", without slashes or NUL.
+func isFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
+}
+
 func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
 	s := d.section(n, path, compressKeys.names()...)
 	if s == nil {
@@ -1022,28 +990,25 @@ func (d *decoder) compress(n *yaml.Node, path string, c *Compress) {
 
 // checkDir checks that abs (written as given) is an existing directory.
 func checkDir(abs, given string) string {
-	fi, err := os.Stat(abs)
-	switch {
-	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("directory %s does not exist%s", quote(given), resolvedTo(abs, given))
-	case err != nil:
-		return fmt.Sprintf("cannot use directory %s: %v", quote(given), err)
-	case !fi.IsDir():
-		return fmt.Sprintf("%s is not a directory%s", quote(given), resolvedTo(abs, given))
-	}
-	return ""
+	return checkStat(abs, given, "directory", os.FileInfo.IsDir, "is not a directory")
 }
 
 // checkFile checks that abs (written as given) is an existing regular file.
 func checkFile(abs, given string) string {
+	return checkStat(abs, given, "file", func(fi os.FileInfo) bool { return fi.Mode().IsRegular() }, "is not a regular file")
+}
+
+// checkStat checks that abs (written as given) exists and is a kind (is
+// tells); not is what a message says of it otherwise.
+func checkStat(abs, given, kind string, is func(os.FileInfo) bool, not string) string {
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil && os.IsNotExist(err):
-		return fmt.Sprintf("file %s does not exist%s", quote(given), resolvedTo(abs, given))
+		return fmt.Sprintf("%s %s does not exist%s", kind, quote(given), resolvedTo(abs, given))
 	case err != nil:
-		return fmt.Sprintf("cannot use file %s: %v", quote(given), err)
-	case !fi.Mode().IsRegular():
-		return fmt.Sprintf("%s is not a regular file%s", quote(given), resolvedTo(abs, given))
+		return fmt.Sprintf("cannot use %s %s: %v", kind, quote(given), err)
+	case !is(fi):
+		return fmt.Sprintf("%s %s%s", quote(given), not, resolvedTo(abs, given))
 	}
 	return ""
 }
@@ -1092,19 +1057,15 @@ func (d *decoder) redirect(n *yaml.Node, path string, m *Match) *Redirect {
 	if s == nil {
 		return nil
 	}
-	if v := s.get("to"); v != nil {
-		p := join(path, "to")
-		if to, ok := d.str(v, p); ok {
-			if msg := checkRedirectTarget(to); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else if t, msg := redirectTemplate(to, m); msg != "" {
-				d.errorf(deref(v), p, "%s", msg)
-			} else {
-				r.To, r.Target = to, t
-			}
+	d.required(s, path, "to", `to: "https://example.com/"`)
+	if v, p, to, ok := d.strKey(s, path, "to"); ok {
+		if msg := checkRedirectTarget(to); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else if t, msg := redirectTemplate(to, m); msg != "" {
+			d.errorf(deref(v), p, "%s", msg)
+		} else {
+			r.To, r.Target = to, t
 		}
-	} else if s.missing("to") {
-		d.errorf(s.node, join(path, "to"), `missing required key; e.g. to: "https://example.com/"`)
 	}
 	if v := s.get("status"); v != nil {
 		p := join(path, "status")

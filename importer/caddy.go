@@ -19,63 +19,23 @@ func FromCaddyfile(path string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cadConv{dir: filepath.Dir(abs), listeners: map[string]*obj{}}
+	c := &cadConv{dir: filepath.Dir(abs), output: newOutput()}
 	c.global(cf.Global)
 	for _, s := range cf.Sites {
 		c.site(s)
 	}
-	out := newObj()
-	var ls []*obj
-	for _, a := range c.listenOrder {
-		ls = append(ls, c.listeners[a])
-	}
-	if len(ls) == 0 {
-		ls = append(ls, newObj().set("address", ":80"))
-	}
-	out.set("listen", simpleListen(ls))
-	c.notes = append(c.notes, portNotes(c.served, c.listenOrder, c.listeners)...)
-	var dropped []Note
-	c.routes, dropped = dropConflicts(c.routes)
-	c.notes = append(c.notes, dropped...)
-	if len(c.routes) == 0 {
-		c.routes = append(c.routes, newObj().set("path", "/").set("respond", newObj().set("status", 404)))
-	}
-	out.set("routes", c.routes)
-	y, err := render(out, header(filepath.Base(path), Caddy, len(c.notes)))
-	if err != nil {
-		return nil, err
-	}
-	return &Result{YAML: y, Notes: c.notes}, nil
+	c.settle()
+	return c.result(path, Caddy)
 }
 
 type cadConv struct {
-	dir         string
-	notes       []Note
-	listeners   map[string]*obj
-	listenOrder []string
-	routes      []*obj
-	email       string
-	served      []served
+	output
+	dir   string
+	email string
 }
 
 func (c *cadConv) note(d *caddyfile.Directive, why string, args ...any) {
-	n := Note{File: d.File, Line: d.Line, Directive: d.Name, Why: fmt.Sprintf(why, args...)}
-	for _, o := range c.notes {
-		if o == n {
-			return
-		}
-	}
-	c.notes = append(c.notes, n)
-}
-
-func (c *cadConv) listener(addr string) *obj {
-	if l, ok := c.listeners[addr]; ok {
-		return l
-	}
-	l := newObj().set("address", addr)
-	c.listeners[addr] = l
-	c.listenOrder = append(c.listenOrder, addr)
-	return l
+	c.addNote(Note{File: d.File, Line: d.Line, Directive: d.Name, Why: fmt.Sprintf(why, args...)})
 }
 
 // global reads the global options block.

@@ -48,10 +48,7 @@ func (c *cadConv) middleware(r *obj, s *spec) {
 			continue
 		}
 		d := mw.d
-		args := d.Args
-		if len(args) > 0 && (strings.HasPrefix(args[0], "/") || strings.HasPrefix(args[0], "@") || args[0] == "*") {
-			args = args[1:]
-		}
+		args := unmatched(d)
 		switch d.Name {
 		case "root":
 			if len(args) == 1 {
@@ -145,10 +142,7 @@ func (c *cadConv) basicAuth(r *obj, d *caddyfile.Directive) {
 // handle fills the route's handler from its terminal directive.
 func (c *cadConv) handle(r *obj, s *spec) {
 	d := s.d
-	args := d.Args
-	if len(args) > 0 && (strings.HasPrefix(args[0], "/") || strings.HasPrefix(args[0], "@") || args[0] == "*") {
-		args = args[1:]
-	}
+	args := unmatched(d)
 	switch d.Name {
 	case "respond":
 		c.respond(r, d, args)
@@ -347,9 +341,7 @@ func (c *cadConv) reverseProxy(r *obj, s *spec, args []string) {
 			c.note(b, "not carried over")
 		}
 	}
-	if len(to) == 0 {
-		c.note(s.d, "no upstream gale can dial; the route answers 502")
-		r.set("respond", newObj().set("status", 502))
+	if !c.dialable(r, s.d, to, "no upstream gale can dial; the route answers 502") {
 		return
 	}
 	p.set("to", to)
@@ -373,6 +365,32 @@ func (c *cadConv) reverseProxy(r *obj, s *spec, args []string) {
 		}
 	}
 	r.set("proxy", p)
+}
+
+// badGateway makes r answer 502, noting at d why.
+func (c *cadConv) badGateway(r *obj, d *caddyfile.Directive, why string) {
+	c.note(d, "%s", why)
+	r.set("respond", newObj().set("status", 502))
+}
+
+// dialable says whether to names an address; without one r answers 502,
+// noting at d why.
+func (c *cadConv) dialable(r *obj, d *caddyfile.Directive, to []string, why string) bool {
+	if len(to) == 0 {
+		c.badGateway(r, d, why)
+		return false
+	}
+	return true
+}
+
+// unmatched returns d's arguments after its matcher token ("/path",
+// "@name" or "*"), if it has one.
+func unmatched(d *caddyfile.Directive) []string {
+	args := d.Args
+	if len(args) > 0 && (strings.HasPrefix(args[0], "/") || strings.HasPrefix(args[0], "@") || args[0] == "*") {
+		args = args[1:]
+	}
+	return args
 }
 
 func arg0(d *caddyfile.Directive) string {
@@ -410,8 +428,7 @@ func upstreamAddr(a string) (string, string, bool) {
 // served as static files, as php_fastcgi with file_server does).
 func (c *cadConv) php(r *obj, s *spec, args []string) {
 	if s.root == "" {
-		c.note(s.d, "no root: gale's php routes need the document root")
-		r.set("respond", newObj().set("status", 502))
+		c.badGateway(r, s.d, "no root: gale's php routes need the document root")
 		return
 	}
 	var to []string
@@ -434,9 +451,7 @@ func (c *cadConv) php(r *obj, s *spec, args []string) {
 			c.note(b, "not carried over")
 		}
 	}
-	if len(to) == 0 {
-		c.note(s.d, "no FastCGI server gale can dial")
-		r.set("respond", newObj().set("status", 502))
+	if !c.dialable(r, s.d, to, "no FastCGI server gale can dial") {
 		return
 	}
 	r.set("php", p)

@@ -24,58 +24,22 @@ func FromNginx(path string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ngxConv{dir: filepath.Dir(abs), upstreams: map[string]*nginx.Directive{}, zones: map[string]*nginx.Directive{}, listeners: map[string]*obj{}}
+	c := &ngxConv{dir: filepath.Dir(abs), output: newOutput(), upstreams: map[string]*nginx.Directive{}, zones: map[string]*nginx.Directive{}}
 	c.top(ds)
-	out := newObj()
-	var listen []*obj
-	for _, a := range c.listenOrder {
-		listen = append(listen, c.listeners[a])
-	}
-	if len(listen) == 0 {
-		listen = append(listen, newObj().set("address", ":80"))
-	}
-	out.set("listen", simpleListen(listen))
-	c.notes = append(c.notes, portNotes(c.served, c.listenOrder, c.listeners)...)
-	var dropped []Note
-	c.routes, dropped = dropConflicts(c.routes)
-	c.notes = append(c.notes, dropped...)
-	if len(c.routes) == 0 {
-		c.routes = append(c.routes, newObj().set("path", "/").set("respond", newObj().set("status", 404)))
+	if c.settle() {
 		c.note(ds, "server", "no server block; the config answers 404")
 	}
-	out.set("routes", c.routes)
-	y, err := render(out, header(filepath.Base(path), Nginx, len(c.notes)))
-	if err != nil {
-		return nil, err
-	}
-	return &Result{YAML: y, Notes: c.notes}, nil
-}
-
-// simpleListen writes a listener without options as its address alone.
-func simpleListen(ls []*obj) []any {
-	var out []any
-	for _, l := range ls {
-		if len(l.keys) == 1 {
-			out = append(out, l.get("address"))
-		} else {
-			out = append(out, l)
-		}
-	}
-	return out
+	return c.result(path, Nginx)
 }
 
 type ngxConv struct {
+	output
 	dir         string
-	notes       []Note
 	upstreams   map[string]*nginx.Directive
 	zones       map[string]*nginx.Directive
-	listeners   map[string]*obj
-	listenOrder []string
-	routes      []*obj
 	gzip        bool // gzip on somewhere in http
 	defaultType string
 	fcgiPass    string // the current server's .php FastCGI address
-	served      []served
 }
 
 func (c *ngxConv) note(at any, directive, why string, args ...any) {
@@ -88,12 +52,7 @@ func (c *ngxConv) note(at any, directive, why string, args ...any) {
 			n.File, n.Line = d[0].File, d[0].Line
 		}
 	}
-	for _, o := range c.notes {
-		if o == n {
-			return
-		}
-	}
-	c.notes = append(c.notes, n)
+	c.addNote(n)
 }
 
 // unsupported notes d as not carried over.
@@ -496,16 +455,6 @@ func httpsRedirect(d *nginx.Directive) bool {
 	}
 	t := d.Args[1]
 	return t == "https://$host$request_uri" || t == "https://$server_name$request_uri" || t == "https://$http_host$request_uri"
-}
-
-func (c *ngxConv) listener(addr string) *obj {
-	if l, ok := c.listeners[addr]; ok {
-		return l
-	}
-	l := newObj().set("address", addr)
-	c.listeners[addr] = l
-	c.listenOrder = append(c.listenOrder, addr)
-	return l
 }
 
 // listenAddr turns nginx's listen address into host:port.

@@ -86,6 +86,21 @@ func noArgs(name string, args []string, usage string, stdout, stderr io.Writer) 
 	return parseNoArgs(newFlags(name, stderr), args, usage, stdout, stderr)
 }
 
+// cmdVersion prints versionString.
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	if code, ok := noArgs("version", args, versionUsage, stdout, stderr); !ok {
+		return code
+	}
+	fmt.Fprintln(stdout, versionString())
+	return 0
+}
+
+// cmdHelp prints the usage of every command.
+func cmdHelp(_ []string, stdout, _ io.Writer) int {
+	fmt.Fprint(stdout, usage)
+	return 0
+}
+
 // versionString is what gale version prints: the version given at build
 // time, else the main module's from the build info ("devel" for a build
 // outside a module version, such as go build in a clone), the VCS

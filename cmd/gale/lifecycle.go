@@ -1,11 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 
 	"gale/admin"
@@ -112,24 +108,5 @@ func (lc *lifecycle) startAdmin(cfg *config.Config) (func(), error) {
 	return func() {
 		_ = api.Close()
 		<-done
-	}, nil
-}
-
-// writePIDFile writes the process ID to cfg's pid_file (if any); the
-// returned function removes it, unless another process wrote its own
-// since.
-func writePIDFile(cfg *config.Config) (func(), error) {
-	path := cfg.PIDFile
-	if path == "" {
-		return func() {}, nil
-	}
-	pid := strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(path, []byte(pid+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("pid_file: %w", err)
-	}
-	return func() {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == pid {
-			_ = os.Remove(path)
-		}
 	}, nil
 }

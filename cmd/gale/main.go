@@ -82,42 +82,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		cmd, args = "version", args[1:]
 	}
-	switch cmd {
-	case "serve":
-		return cmdServe(args, stdout, stderr)
-	case "validate":
-		return cmdValidate(args, stdout, stderr)
-	case "route":
-		return cmdRoute(args, stdout, stderr)
-	case "reload":
-		return cmdReload(args, stdout, stderr)
-	case "stop":
-		return cmdStop(args, stdout, stderr)
-	case "status":
-		return cmdStatus(args, stdout, stderr)
-	case "version":
-		if code, ok := noArgs("version", args, versionUsage, stdout, stderr); !ok {
-			return code
-		}
-		fmt.Fprintln(stdout, versionString())
-		return 0
-	case "schema":
-		return cmdSchema(args, stdout, stderr)
-	case "file-server":
-		return cmdFileServer(args, stdout, stderr)
-	case "reverse-proxy":
-		return cmdReverseProxy(args, stdout, stderr)
-	case "hash-password":
-		return cmdHashPassword(args, stdout, stderr)
-	case "import":
-		return cmdImport(args, stdout, stderr)
-	case "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "gale: unknown command %q\n%s", cmd, usage)
-		return 2
+	if c, ok := commands[cmd]; ok {
+		return c(args, stdout, stderr)
 	}
+	fmt.Fprintf(stderr, "gale: unknown command %q\n%s", cmd, usage)
+	return 2
+}
+
+// commands runs each subcommand with its arguments; it returns the exit
+// code (see run).
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"serve":         cmdServe,
+	"validate":      cmdValidate,
+	"route":         cmdRoute,
+	"reload":        cmdReload,
+	"stop":          cmdStop,
+	"status":        cmdStatus,
+	"version":       cmdVersion,
+	"schema":        cmdSchema,
+	"file-server":   cmdFileServer,
+	"reverse-proxy": cmdReverseProxy,
+	"hash-password": cmdHashPassword,
+	"import":        cmdImport,
+	"help":          cmdHelp,
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
@@ -204,16 +191,25 @@ func cmdFileServer(args []string, stdout, stderr io.Writer) int {
 		addr = "127.0.0.1:8080"
 	}
 	cfg, err := config.ForDirectory(*root, orElse(addr, "127.0.0.1:0"))
-	if err == nil && *domains != "" {
-		q.Domains, q.HTTPS = splitList(*domains), addr
-		err = cfg.UseAutomatic(*q)
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	cfg.Routes[0].Static.Browse = *browse
-	useAccessLog(cfg, *accessLog)
+	q.Domains, q.HTTPS = splitList(*domains), addr
+	return serveQuick(cfg, *domains != "", q, *accessLog, stdout, stderr)
+}
+
+// serveQuick serves cfg, the config a quick command built: over automatic
+// HTTPS when auto (for q.Domains), with the access log at accessLog.
+func serveQuick(cfg *config.Config, auto bool, q *config.QuickHTTPS, accessLog string, stdout, stderr io.Writer) int {
+	if auto {
+		if err := cfg.UseAutomatic(*q); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	useAccessLog(cfg, accessLog)
 	return serve(cfg, "", nil, stdout, stderr)
 }
 
@@ -270,17 +266,13 @@ func cmdReverseProxy(args []string, stdout, stderr io.Writer) int {
 		addr = "127.0.0.1:0" // replaced by the HTTPS listeners
 	}
 	cfg, err := config.ForProxy(addr, splitList(*to))
-	if err == nil && isName {
-		q.Domains, q.HTTPS = []string{name}, https
-		err = cfg.UseAutomatic(*q)
-	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	cfg.Routes[0].Proxy.PreserveHost = !*changeHost
-	useAccessLog(cfg, *accessLog)
-	return serve(cfg, "", nil, stdout, stderr)
+	q.Domains, q.HTTPS = []string{name}, https
+	return serveQuick(cfg, isName, q, *accessLog, stdout, stderr)
 }
 
 // accessLogFlag adds --access-log to a quick command.

@@ -9,8 +9,9 @@
 package caddyfile
 
 import (
-	"fmt"
 	"strings"
+
+	"gale/importer/internal/conf"
 )
 
 // token is one word of a file: its text, line, and whether it was quoted
@@ -24,13 +25,7 @@ type token struct {
 }
 
 // SyntaxError is a malformed file: its name, line and what was wrong.
-type SyntaxError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+type SyntaxError = conf.SyntaxError
 
 // lex splits data into tokens. A backslash at the end of a line joins the
 // next line to the directive: the tokens after it carry the line of the
@@ -62,7 +57,7 @@ func lex(data []byte, file string) ([]token, error) {
 		case c == '"' || c == '`':
 			text, n, lines, ok := quotedWord(data[i:], c)
 			if !ok {
-				return nil, &SyntaxError{file, line, "unterminated quoted string"}
+				return nil, &SyntaxError{File: file, Line: line, Msg: "unterminated quoted string"}
 			}
 			toks = append(toks, token{text: text, line: dirLine, quoted: true, file: file})
 			line += lines
@@ -85,24 +80,12 @@ func lex(data []byte, file string) ([]token, error) {
 // \\, `...` is raw. It returns the text, the bytes consumed and the
 // newlines inside.
 func quotedWord(data []byte, q byte) (string, int, int, bool) {
-	var b strings.Builder
-	lines := 0
-	for i := 1; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == q:
-			return b.String(), i + 1, lines, true
-		case q == '"' && c == '\\' && i+1 < len(data) && (data[i+1] == '"' || data[i+1] == '\\'):
-			i++
-			b.WriteByte(data[i])
-		default:
-			if c == '\n' {
-				lines++
-			}
-			b.WriteByte(c)
-		}
+	if q != '"' {
+		return conf.Quoted(data, q, nil)
 	}
-	return "", len(data), lines, false
+	return conf.Quoted(data, q, func(c byte) (string, bool) {
+		return string(c), c == '"' || c == '\\'
+	})
 }
 
 // unescapeWord resolves \" in an unquoted word, as Caddy's lexer does.

@@ -7,21 +7,14 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"gale/importer/internal/conf"
 )
 
 // Directive is one directive: its name, arguments (a matcher token such as
 // "/api/*" or "@name" is the first argument), where it was written, and
 // its block (nil without one).
-type Directive struct {
-	Name  string
-	Args  []string
-	File  string
-	Line  int
-	Block []*Directive
-}
-
-// Pos is "FILE:LINE" of the directive.
-func (d *Directive) Pos() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+type Directive = conf.Directive
 
 // Site is a site block: its addresses and directives.
 type Site struct {
@@ -135,7 +128,7 @@ func matching(toks []token, open int) (int, error) {
 			}
 		}
 	}
-	return 0, &SyntaxError{toks[open].file, toks[open].line, `"{" is never closed`}
+	return 0, &SyntaxError{File: toks[open].file, Line: toks[open].line, Msg: `"{" is never closed`}
 }
 
 // expandImports replaces "import NAME args..." (a snippet, with {args[N]}
@@ -154,10 +147,10 @@ func (p *parser) expandImports(toks []token, depth int) ([]token, error) {
 		}
 		args := toks[i+1 : j]
 		if len(args) == 0 {
-			return nil, &SyntaxError{t.file, t.line, "import: expected a snippet or a file"}
+			return nil, &SyntaxError{File: t.file, Line: t.line, Msg: "import: expected a snippet or a file"}
 		}
 		if depth >= maxImportDepth || p.depth >= maxImportDepth {
-			return nil, &SyntaxError{t.file, t.line, "imports nested too deeply (a cycle?)"}
+			return nil, &SyntaxError{File: t.file, Line: t.line, Msg: "imports nested too deeply (a cycle?)"}
 		}
 		inc, err := p.importTokens(t, args)
 		if err != nil {
@@ -198,7 +191,7 @@ func (p *parser) importTokens(at token, args []token) ([]token, error) {
 		return out, nil
 	}
 	if p.dir == "" {
-		return nil, &SyntaxError{at.file, at.line, fmt.Sprintf("import %s: no such snippet", name)}
+		return nil, &SyntaxError{File: at.file, Line: at.line, Msg: fmt.Sprintf("import %s: no such snippet", name)}
 	}
 	pat := name
 	if !filepath.IsAbs(pat) {
@@ -206,14 +199,14 @@ func (p *parser) importTokens(at token, args []token) ([]token, error) {
 	}
 	files, err := filepath.Glob(pat)
 	if err != nil || (len(files) == 0 && !strings.ContainsAny(name, "*?[")) {
-		return nil, &SyntaxError{at.file, at.line, fmt.Sprintf("import %s: no such snippet or file", name)}
+		return nil, &SyntaxError{File: at.file, Line: at.line, Msg: fmt.Sprintf("import %s: no such snippet or file", name)}
 	}
 	sort.Strings(files)
 	var out []token
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, &SyntaxError{at.file, at.line, fmt.Sprintf("import %s: %v", name, err)}
+			return nil, &SyntaxError{File: at.file, Line: at.line, Msg: fmt.Sprintf("import %s: %v", name, err)}
 		}
 		toks, err := lex(data, f)
 		if err != nil {
@@ -261,7 +254,7 @@ func (p *parser) file() (*Caddyfile, error) {
 func (p *parser) site(first bool) (*Site, error) {
 	t := p.toks[p.pos]
 	if isClose(t) {
-		return nil, &SyntaxError{t.file, t.line, `unexpected "}"`}
+		return nil, &SyntaxError{File: t.file, Line: t.line, Msg: `unexpected "}"`}
 	}
 	s := &Site{File: t.file, Line: t.line}
 	for p.pos < len(p.toks) {
@@ -288,7 +281,7 @@ func (p *parser) site(first bool) (*Site, error) {
 		return s, nil
 	}
 	if !first {
-		return nil, &SyntaxError{s.File, s.Line, "a site block without braces must be the only one"}
+		return nil, &SyntaxError{File: s.File, Line: s.Line, Msg: "a site block without braces must be the only one"}
 	}
 	ds, err := p.directives(false)
 	if err != nil {
@@ -311,13 +304,13 @@ func (p *parser) directives(inner bool) ([]*Directive, error) {
 		t := p.toks[p.pos]
 		if isClose(t) {
 			if !inner {
-				return nil, &SyntaxError{t.file, t.line, `unexpected "}"`}
+				return nil, &SyntaxError{File: t.file, Line: t.line, Msg: `unexpected "}"`}
 			}
 			p.pos++
 			return ds, nil
 		}
 		if isOpen(t) {
-			return nil, &SyntaxError{t.file, t.line, `unexpected "{"`}
+			return nil, &SyntaxError{File: t.file, Line: t.line, Msg: `unexpected "{"`}
 		}
 		d := &Directive{Name: t.text, File: t.file, Line: t.line}
 		p.pos++
@@ -325,7 +318,7 @@ func (p *parser) directives(inner bool) ([]*Directive, error) {
 			a := p.toks[p.pos]
 			if isOpen(a) {
 				if p.pos+1 < len(p.toks) && sameLine(p.toks[p.pos+1], a) && !isClose(p.toks[p.pos+1]) {
-					return nil, &SyntaxError{a.file, a.line, `"{" must end its line`}
+					return nil, &SyntaxError{File: a.file, Line: a.line, Msg: `"{" must end its line`}
 				}
 				inner, err := p.block()
 				if err != nil {
@@ -340,7 +333,7 @@ func (p *parser) directives(inner bool) ([]*Directive, error) {
 		ds = append(ds, d)
 	}
 	if inner {
-		return nil, &SyntaxError{lastFile(p.toks), lastLine(p.toks), `unexpected end of file, expecting "}"`}
+		return nil, &SyntaxError{File: lastFile(p.toks), Line: lastLine(p.toks), Msg: `unexpected end of file, expecting "}"`}
 	}
 	return ds, nil
 }

@@ -9,6 +9,8 @@ package nginx
 import (
 	"fmt"
 	"strings"
+
+	"gale/importer/internal/conf"
 )
 
 // tokKind is what a token is: a word, or one of ";", "{", "}".
@@ -30,13 +32,7 @@ type token struct {
 }
 
 // SyntaxError is a malformed file: its name, line and what was wrong.
-type SyntaxError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+type SyntaxError = conf.SyntaxError
 
 // lex splits data into tokens. It never panics on any input; a quote left
 // open, or a quote followed by something other than white space, ";" or
@@ -70,12 +66,12 @@ func lex(data []byte, file string) ([]token, error) {
 			start := line
 			text, n, lines, err := quoted(data[i:], c)
 			if err != "" {
-				return nil, &SyntaxError{file, start, err}
+				return nil, &SyntaxError{File: file, Line: start, Msg: err}
 			}
 			line += lines
 			i += n
 			if i < len(data) && !strings.ContainsRune(" \t\r\n;{", rune(data[i])) {
-				return nil, &SyntaxError{file, line, fmt.Sprintf("unexpected %q after a quoted string", data[i])}
+				return nil, &SyntaxError{File: file, Line: line, Msg: fmt.Sprintf("unexpected %q after a quoted string", data[i])}
 			}
 			toks = append(toks, token{kind: tokWord, text: text, line: start, quoted: true})
 		default:
@@ -92,27 +88,11 @@ func lex(data []byte, file string) ([]token, error) {
 // the escapes \", \', \\, \t, \r and \n resolved (other backslashes kept,
 // as nginx keeps them), the bytes consumed and the newlines crossed.
 func quoted(data []byte, q byte) (string, int, int, string) {
-	var b strings.Builder
-	lines := 0
-	for i := 1; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == q:
-			return b.String(), i + 1, lines, ""
-		case c == '\\' && i+1 < len(data):
-			i++
-			b.WriteString(unescape(data[i]))
-			if data[i] == '\n' {
-				lines++
-			}
-		default:
-			if c == '\n' {
-				lines++
-			}
-			b.WriteByte(c)
-		}
+	text, n, lines, ok := conf.Quoted(data, q, func(c byte) (string, bool) { return unescape(c), true })
+	if !ok {
+		return "", n, lines, "unterminated quoted string"
 	}
-	return "", len(data), lines, "unterminated quoted string"
+	return text, n, lines, ""
 }
 
 // unescape is what nginx makes of a backslash followed by c.

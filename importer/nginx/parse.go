@@ -6,23 +6,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"gale/importer/internal/conf"
 )
 
 // Directive is one directive of a file: its name, arguments, where it
 // was written, and its block (nil for a simple directive).
-type Directive struct {
-	Name  string
-	Args  []string
-	File  string
-	Line  int
-	Block []*Directive // the directives between "{" and "}"; nil without a block
-}
-
-// IsBlock reports whether the directive has a "{...}" block (possibly empty).
-func (d *Directive) IsBlock() bool { return d.Block != nil }
-
-// Pos is "FILE:LINE" of the directive.
-func (d *Directive) Pos() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+type Directive = conf.Directive
 
 // Options control how includes are resolved.
 type Options struct {
@@ -60,7 +50,7 @@ func Parse(data []byte, file string) ([]*Directive, error) {
 		return nil, err
 	}
 	if len(rest) > 0 {
-		return nil, &SyntaxError{file, rest[0].line, `unexpected "}"`}
+		return nil, &SyntaxError{File: file, Line: rest[0].line, Msg: `unexpected "}"`}
 	}
 	return ds, nil
 }
@@ -74,11 +64,11 @@ func block(toks []token, file string, inner bool, eof int) ([]*Directive, []toke
 		switch t.kind {
 		case tokClose:
 			if !inner {
-				return nil, nil, &SyntaxError{file, t.line, `unexpected "}"`}
+				return nil, nil, &SyntaxError{File: file, Line: t.line, Msg: `unexpected "}"`}
 			}
 			return ds, toks[1:], nil
 		case tokSemi, tokOpen:
-			return nil, nil, &SyntaxError{file, t.line, fmt.Sprintf("unexpected %q", t.text)}
+			return nil, nil, &SyntaxError{File: file, Line: t.line, Msg: fmt.Sprintf("unexpected %q", t.text)}
 		}
 		d := &Directive{Name: t.text, File: file, Line: t.line}
 		toks = toks[1:]
@@ -87,7 +77,7 @@ func block(toks []token, file string, inner bool, eof int) ([]*Directive, []toke
 			toks = toks[1:]
 		}
 		if len(toks) == 0 {
-			return nil, nil, &SyntaxError{file, t.line, fmt.Sprintf("%s: unexpected end of file, expecting \";\" or \"{\"", d.Name)}
+			return nil, nil, &SyntaxError{File: file, Line: t.line, Msg: fmt.Sprintf("%s: unexpected end of file, expecting \";\" or \"{\"", d.Name)}
 		}
 		switch toks[0].kind {
 		case tokSemi:
@@ -99,12 +89,12 @@ func block(toks []token, file string, inner bool, eof int) ([]*Directive, []toke
 			}
 			d.Block, toks = inner, rest
 		default:
-			return nil, nil, &SyntaxError{file, toks[0].line, `unexpected "}"`}
+			return nil, nil, &SyntaxError{File: file, Line: toks[0].line, Msg: `unexpected "}"`}
 		}
 		ds = append(ds, d)
 	}
 	if inner {
-		return nil, nil, &SyntaxError{file, eof, `unexpected end of file, expecting "}"`}
+		return nil, nil, &SyntaxError{File: file, Line: eof, Msg: `unexpected end of file, expecting "}"`}
 	}
 	return ds, nil, nil
 }
@@ -150,7 +140,7 @@ func (p *parser) expand(ds []*Directive, depth int) ([]*Directive, error) {
 			continue
 		}
 		if depth >= p.opt.MaxDepth {
-			return nil, &SyntaxError{d.File, d.Line, "includes nested too deeply (a cycle?)"}
+			return nil, &SyntaxError{File: d.File, Line: d.Line, Msg: "includes nested too deeply (a cycle?)"}
 		}
 		inc, err := p.include(d, depth)
 		if err != nil {
@@ -180,7 +170,7 @@ func (p *parser) include(d *Directive, depth int) ([]*Directive, error) {
 	if strings.ContainsAny(d.Args[0], "*?[") {
 		m, err := filepath.Glob(pat)
 		if err != nil {
-			return nil, &SyntaxError{d.File, d.Line, fmt.Sprintf("include %q: %v", d.Args[0], err)}
+			return nil, &SyntaxError{File: d.File, Line: d.Line, Msg: fmt.Sprintf("include %q: %v", d.Args[0], err)}
 		}
 		files = m
 	} else {
@@ -197,7 +187,7 @@ func (p *parser) include(d *Directive, depth int) ([]*Directive, error) {
 			if se, ok := err.(*SyntaxError); ok {
 				return nil, se
 			}
-			return nil, &SyntaxError{d.File, d.Line, fmt.Sprintf("include %q: %v", d.Args[0], err)}
+			return nil, &SyntaxError{File: d.File, Line: d.Line, Msg: fmt.Sprintf("include %q: %v", d.Args[0], err)}
 		}
 		out = append(out, ds...)
 	}
