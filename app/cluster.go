@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"time"
 
 	"gale/cluster"
 	"gale/config"
@@ -39,9 +40,21 @@ func (s *Server) subscribePurges() {
 // locks are this instance's whatever reloads happen.
 func (s *Server) certStorage() *cluster.CertStorage {
 	if s.certs == nil {
-		s.certs = s.cluster.CertStorage(0)
+		s.certs = s.cluster.CertStorage(certLockTTL())
 	}
 	return s.certs
+}
+
+// certLockTTLFlag is set only at link time (go build -ldflags "-X
+// gale/app.certLockTTLFlag=3s"), by tests that kill a lock's holder and
+// wait for its expiry; empty means cluster.DefaultLockTTL.
+var certLockTTLFlag string
+
+// certLockTTL is the expiry of the certificate locks in the shared store
+// (0: the default).
+func certLockTTL() time.Duration {
+	d, _ := time.ParseDuration(certLockTTLFlag)
+	return d
 }
 
 // clusterOptions are the build options the shared store brings.

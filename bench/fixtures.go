@@ -42,6 +42,9 @@ type workload struct {
 	UpChurn bool   // with TLSUp: no upstream connection is kept, each request dials (and resumes a TLS session)
 	Respond bool   // a fixed response configured in the server
 	PHP     bool   // a PHP script run by the harness's PHP-FPM pool (php.go)
+	// RateLimit is the scope of gale's rate_limit on the route, "local" or
+	// "cluster" (ratelimit.go); such a workload is gale's alone.
+	RateLimit string
 	// Proto is how the load is driven: "" is HTTP/1.1 over cleartext with
 	// wrk; "h2" is HTTP/2 over TLS 1.3 and "h2c" HTTP/2 over cleartext with
 	// prior knowledge, both with h2load.
@@ -91,7 +94,7 @@ var allWorkloads = []workload{
 
 // findWorkload returns the workload with this ID.
 func findWorkload(id string) (workload, bool) {
-	for _, w := range append(allWorkloads[:len(allWorkloads):len(allWorkloads)], phpWorkloads...) {
+	for _, w := range knownWorkloads() {
 		if w.ID == id {
 			return w, true
 		}
@@ -233,7 +236,7 @@ func parseWorkloads(s string) ([]workload, error) {
 		w, ok := findWorkload(id)
 		if !ok {
 			var ids []string
-			for _, w := range append(allWorkloads[:len(allWorkloads):len(allWorkloads)], phpWorkloads...) {
+			for _, w := range knownWorkloads() {
 				ids = append(ids, w.ID)
 			}
 			return nil, fmt.Errorf("unknown workload %q (known: %s)", id, strings.Join(ids, ", "))

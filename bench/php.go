@@ -142,16 +142,23 @@ func (r *runner) fpmSample() treeSample {
 
 // fpmCPU records in m what the pool spent between s0 and s1.
 func (r *runner) fpmCPU(m *measurement, s0, s1 treeSample) {
+	sec := r.treeCPUSeconds(s0, s1)
+	m.FPMCPUSeconds = sec
+	if m.Wrk != nil && m.Wrk.Requests > 0 {
+		m.FPMCPUUsPerReq = sec * 1e6 / float64(m.Wrk.Requests)
+	}
+}
+
+// treeCPUSeconds is the CPU time a helper's process tree spent between
+// s0 and s1: schedstat's nanoseconds unless they fall short of the ticks.
+func (r *runner) treeCPUSeconds(s0, s1 treeSample) float64 {
 	sec := float64(s1.CPUTicks-s0.CPUTicks) / float64(r.clkTck)
 	if s0.CPUNanos > 0 && s1.CPUNanos >= s0.CPUNanos {
 		if ns := float64(s1.CPUNanos-s0.CPUNanos) / 1e9; ns >= sec-2/float64(r.clkTck) {
 			sec = ns
 		}
 	}
-	m.FPMCPUSeconds = sec
-	if m.Wrk != nil && m.Wrk.Requests > 0 {
-		m.FPMCPUUsPerReq = sec * 1e6 / float64(m.Wrk.Requests)
-	}
+	return sec
 }
 
 // nginxPHP renders nginx's location and upstream for php-hello: the

@@ -126,30 +126,34 @@ func commonFlags(fs *flag.FlagSet, o *options) func() error {
 
 // runner holds the state of one harness run.
 type runner struct {
-	opts       options
-	stdout     io.Writer
-	stderr     io.Writer
-	modRoot    string
-	out        string
-	serverCPUs []int
-	clientCPUs []int
-	clkTck     int
-	wrkBin     string
-	h2loadBin  string
-	cert       *benchCert // of the TLS workloads; nil when there are none
-	fixtures   *fixtureSet
-	specs      []*serverSpec
-	notes      []string // skipped servers and other remarks for the report
-	upstream   *proc
-	upAddr     string
-	upTLSAddr  string // the upstream's TLS listener ("" without TLSUp workloads)
-	upArgv     []string
-	fpm        *proc // the PHP-FPM pool of the php workloads (php.go)
-	fpmSock    string
-	fpmArgv    []string
-	fpmVersion string
-	ctx        context.Context
-	began      time.Time // when the first measurement started (for the time left)
+	opts         options
+	stdout       io.Writer
+	stderr       io.Writer
+	modRoot      string
+	out          string
+	serverCPUs   []int
+	clientCPUs   []int
+	clkTck       int
+	wrkBin       string
+	h2loadBin    string
+	cert         *benchCert // of the TLS workloads; nil when there are none
+	fixtures     *fixtureSet
+	specs        []*serverSpec
+	notes        []string // skipped servers and other remarks for the report
+	upstream     *proc
+	upAddr       string
+	upTLSAddr    string // the upstream's TLS listener ("" without TLSUp workloads)
+	upArgv       []string
+	fpm          *proc // the PHP-FPM pool of the php workloads (php.go)
+	fpmSock      string
+	fpmArgv      []string
+	fpmVersion   string
+	redis        *proc // the Redis server of the ratelimit-cluster workload (ratelimit.go)
+	redisAddr    string
+	redisArgv    []string
+	redisVersion string
+	ctx          context.Context
+	began        time.Time // when the first measurement started (for the time left)
 }
 
 // newRunner checks the options, the tools and the CPUs, creates the output
@@ -480,46 +484,48 @@ func (r *runner) startUpstream() error {
 
 // measurement is one server × workload × round.
 type measurement struct {
-	Round          int            `json:"round"`
-	Order          int            `json:"order"` // position within the round
-	Server         string         `json:"server"`
-	Label          string         `json:"label"` // series name: the server, or the sweep variant
-	Workload       string         `json:"workload"`
-	Settings       []setting      `json:"settings,omitempty"`
-	Rate           float64        `json:"offered_rate,omitempty"` // open loop: requests/s offered; 0 = closed loop
-	Status         string         `json:"status"`                 // ok | unsupported | failed
-	Reason         string         `json:"reason,omitempty"`
-	Start          time.Time      `json:"start"`
-	ServerCommand  []string       `json:"server_command"`
-	ServerEnv      []string       `json:"server_env,omitempty"`
-	Config         string         `json:"config"`
-	ServerPIDs     []int          `json:"server_pids,omitempty"`
-	WrkCommand     []string       `json:"wrk_command,omitempty"`
-	Warmup         *wrkResult     `json:"warmup,omitempty"`
-	Wrk            *wrkResult     `json:"wrk,omitempty"`     // wrk's figures, or h2load's in the same form
-	H2load         *h2loadResult  `json:"h2load,omitempty"`  // everything h2load printed, for the HTTP/2 workloads
-	CPUSeconds     float64        `json:"server_cpu_s"`      // on-CPU time of the server's process tree during the measured run (see CPUSource)
-	CPUSource      string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
-	CPUSecondsStat float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
-	CPUUsPerReq    float64        `json:"server_cpu_us_per_req"`
-	ServerBusy     float64        `json:"server_busy"`       // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
-	SwitchIns      uint64         `json:"server_switch_ins"` // times the server's threads were switched onto a CPU during the run (schedstat); 0 if unknown
-	PeakRSSKiB     int64          `json:"peak_rss_kib"`      // the larger of HWMKiB and SampledRSSKiB
-	HWMKiB         int64          `json:"hwm_kib"`           // VmHWM summed over the process tree, at the end
-	SampledRSSKiB  int64          `json:"sampled_rss_kib"`   // highest VmRSS sum seen by 100 ms sampling
-	IdleOpened     int            `json:"idle_opened,omitempty"`
-	IdleFailed     int            `json:"idle_failed,omitempty"`
-	IdleAliveAfter int            `json:"idle_alive_after,omitempty"`
-	IdleError      string         `json:"idle_error,omitempty"`
-	Upstream       *upstreamStats `json:"upstream,omitempty"`               // upstream counters during the measured run
-	FPMCPUSeconds  float64        `json:"php_fpm_cpu_s,omitempty"`          // on-CPU time of the PHP-FPM pool during the measured run (php workloads)
-	FPMCPUUsPerReq float64        `json:"php_fpm_cpu_us_per_req,omitempty"` // the same per request
-	CheckBefore    *checkResult   `json:"check_before,omitempty"`
-	CheckAfter     *checkResult   `json:"check_after,omitempty"`
-	CPUMHzBefore   []float64      `json:"cpu_mhz_before,omitempty"` // of the server CPUs
-	CPUMHzAfter    []float64      `json:"cpu_mhz_after,omitempty"`
-	LoadAvgBefore  string         `json:"loadavg_before"`
-	LoadAvgAfter   string         `json:"loadavg_after"`
+	Round            int            `json:"round"`
+	Order            int            `json:"order"` // position within the round
+	Server           string         `json:"server"`
+	Label            string         `json:"label"` // series name: the server, or the sweep variant
+	Workload         string         `json:"workload"`
+	Settings         []setting      `json:"settings,omitempty"`
+	Rate             float64        `json:"offered_rate,omitempty"` // open loop: requests/s offered; 0 = closed loop
+	Status           string         `json:"status"`                 // ok | unsupported | failed
+	Reason           string         `json:"reason,omitempty"`
+	Start            time.Time      `json:"start"`
+	ServerCommand    []string       `json:"server_command"`
+	ServerEnv        []string       `json:"server_env,omitempty"`
+	Config           string         `json:"config"`
+	ServerPIDs       []int          `json:"server_pids,omitempty"`
+	WrkCommand       []string       `json:"wrk_command,omitempty"`
+	Warmup           *wrkResult     `json:"warmup,omitempty"`
+	Wrk              *wrkResult     `json:"wrk,omitempty"`     // wrk's figures, or h2load's in the same form
+	H2load           *h2loadResult  `json:"h2load,omitempty"`  // everything h2load printed, for the HTTP/2 workloads
+	CPUSeconds       float64        `json:"server_cpu_s"`      // on-CPU time of the server's process tree during the measured run (see CPUSource)
+	CPUSource        string         `json:"server_cpu_source"` // "schedstat" (ns, every thread) or "stat" (utime+stime, clock ticks)
+	CPUSecondsStat   float64        `json:"server_cpu_s_stat"` // utime+stime from /proc/PID/stat, for cross-checking
+	CPUUsPerReq      float64        `json:"server_cpu_us_per_req"`
+	ServerBusy       float64        `json:"server_busy"`       // CPUSeconds over the run's duration and the server CPUs: 1 = saturated
+	SwitchIns        uint64         `json:"server_switch_ins"` // times the server's threads were switched onto a CPU during the run (schedstat); 0 if unknown
+	PeakRSSKiB       int64          `json:"peak_rss_kib"`      // the larger of HWMKiB and SampledRSSKiB
+	HWMKiB           int64          `json:"hwm_kib"`           // VmHWM summed over the process tree, at the end
+	SampledRSSKiB    int64          `json:"sampled_rss_kib"`   // highest VmRSS sum seen by 100 ms sampling
+	IdleOpened       int            `json:"idle_opened,omitempty"`
+	IdleFailed       int            `json:"idle_failed,omitempty"`
+	IdleAliveAfter   int            `json:"idle_alive_after,omitempty"`
+	IdleError        string         `json:"idle_error,omitempty"`
+	Upstream         *upstreamStats `json:"upstream,omitempty"`               // upstream counters during the measured run
+	FPMCPUSeconds    float64        `json:"php_fpm_cpu_s,omitempty"`          // on-CPU time of the PHP-FPM pool during the measured run (php workloads)
+	FPMCPUUsPerReq   float64        `json:"php_fpm_cpu_us_per_req,omitempty"` // the same per request
+	RedisCPUSeconds  float64        `json:"redis_cpu_s,omitempty"`            // on-CPU time of the harness's redis-server during the measured run (ratelimit-cluster)
+	RedisCPUUsPerReq float64        `json:"redis_cpu_us_per_req,omitempty"`   // the same per request
+	CheckBefore      *checkResult   `json:"check_before,omitempty"`
+	CheckAfter       *checkResult   `json:"check_after,omitempty"`
+	CPUMHzBefore     []float64      `json:"cpu_mhz_before,omitempty"` // of the server CPUs
+	CPUMHzAfter      []float64      `json:"cpu_mhz_after,omitempty"`
+	LoadAvgBefore    string         `json:"loadavg_before"`
+	LoadAvgAfter     string         `json:"loadavg_after"`
 	// Shares of the CPUs' time during the measured run, from /proc/stat;
 	// "others" excludes the server's own time on the server CPUs and wrk's
 	// own time on the client CPUs: it is foreign load.
@@ -685,7 +691,7 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 	}
 	env := serverEnv{Fixtures: r.fixtures, Dir: dir, Port: port, Upstream: r.upAddr, Workers: r.opts.Workers,
 		Pool: r.opts.UpstreamPool, Settings: settings, Proto: j.w.Proto, Cert: r.cert, UserConfig: r.opts.UserConfig,
-		FPM: r.fpmSock}
+		FPM: r.fpmSock, Redis: r.redisAddr}
 	if (j.spec.Name == "gale" || j.spec.Name == galeB) && !noMetrics {
 		if env.MetricsPort, err = freePort(); err != nil {
 			return serverEnv{}, err
@@ -734,13 +740,13 @@ func (r *runner) load(j job, k loadKnobs, t target, m *measurement) {
 		return
 	}
 	srv0, cli0 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
-	fpm0 := r.fpmSample()
+	fpm0, redis0 := r.fpmSample(), r.redisSample()
 	th0 := threadTimes(s0.PIDs)
 	smp := startSampler(t.p.pid(), s0.PIDs, time.Duration(r.opts.Seconds)*time.Second/2)
 	res, full, wrkCPU, h2res, olres, werr := r.runLoad(j, k, t.url, t.dir, false)
 	s1, serr := sampleTree(t.p.pid())
 	srv1, cli1 := readCPUTimes(t.cpus), readCPUTimes(r.clientCPUs)
-	fpm1 := r.fpmSample()
+	fpm1, redis1 := r.fpmSample(), r.redisSample()
 	m.Threads = busiestThreads(th0, threadTimes(s1.PIDs), 8)
 	m.Loops, m.LoopsError = loopsAfter(t.l.MetricsURL, loops0, loopsErr)
 	m.OpenLoop = olres
@@ -783,6 +789,9 @@ func (r *runner) load(j job, k loadKnobs, t target, m *measurement) {
 	}
 	if j.w.PHP {
 		r.fpmCPU(m, fpm0, fpm1)
+	}
+	if j.w.RateLimit == "cluster" {
+		r.redisCPU(m, redis0, redis1)
 	}
 	post := r.check(t.addr, t.url, j.w, t.want)
 	m.CheckAfter = &post
@@ -1059,6 +1068,8 @@ type results struct {
 	Upstream     []string            `json:"upstream_command,omitempty"`
 	FPM          []string            `json:"php_fpm_command,omitempty"`
 	FPMVersion   string              `json:"php_fpm_version,omitempty"`
+	Redis        []string            `json:"redis_command,omitempty"`
+	RedisVersion string              `json:"redis_version,omitempty"`
 	Sweep        *sweepInfo          `json:"sweep,omitempty"`
 	Custom       *workload           `json:"custom_workload,omitempty"` // the user's request mix, when the sweep measured one
 	Measurements []measurement       `json:"measurements"`
@@ -1291,6 +1302,14 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		res.FPM, res.FPMVersion = r.fpmArgv, r.fpmVersion
 		defer r.fpm.stop(2 * time.Second)
 	}
+	if needsRedis(ws) {
+		if err := r.startRedis(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		res.Redis, res.RedisVersion = r.redisArgv, r.redisVersion
+		defer r.redis.stop(2 * time.Second)
+	}
 	total := r.opts.Rounds * len(ws) * len(r.specs)
 	done := r.compareRounds(res, ws, total)
 	return r.finish(res, total, done)
@@ -1432,8 +1451,8 @@ func workloadIDs() string {
 
 func workloadTable() string {
 	var b strings.Builder
-	for _, w := range allWorkloads {
-		fmt.Fprintf(&b, "  %-13s %s (GET %s)\n", w.ID, w.Desc, w.Path)
+	for _, w := range knownWorkloads() {
+		fmt.Fprintf(&b, "  %-21s %s (GET %s)\n", w.ID, w.Desc, w.Path)
 	}
 	return b.String()
 }

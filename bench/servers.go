@@ -46,6 +46,7 @@ type serverEnv struct {
 	// (the peers' upstream keep-alive off).
 	UpChurn  bool
 	FPM      string    // the PHP-FPM pool's unix socket ("" without php workloads)
+	Redis    string    // host:port of the harness's redis-server ("" without ratelimit-cluster)
 	Workers  int       // worker processes / event loops / GOMAXPROCS
 	Pool     int       // upstream keep-alive connections to keep idle
 	Settings []setting // gale server: overrides (sweep)
@@ -128,6 +129,9 @@ func fileSHA256(path string) string {
 // prepare writes the server's config for workload w into e.Dir and returns
 // how to start it.
 func (s *serverSpec) prepare(e serverEnv, w workload) (launch, error) {
+	if w.RateLimit != "" && s.Name != "gale" && s.Name != galeB {
+		return launch{}, fmt.Errorf("%w: %s measures gale's rate_limit scopes (gale only)", errUnsupported, w.ID)
+	}
 	switch s.Name {
 	case "gale", galeB:
 		return s.prepareGale(e, w)
@@ -165,6 +169,8 @@ func galeConfig(e serverEnv, w workload) string {
 	if e.MetricsPort > 0 {
 		fmt.Fprintf(&b, "metrics: {listen: \"127.0.0.1:%d\"}\n", e.MetricsPort)
 	}
+	rlRoute, rlTop := galeRateLimit(e, w)
+	b.WriteString(rlTop)
 	b.WriteString("server:\n")
 	base := []setting{{"event_loops", fmt.Sprint(e.Workers)}, {"reuse_port", "true"}}
 	for _, s := range e.Settings {
@@ -180,7 +186,7 @@ func galeConfig(e serverEnv, w workload) string {
 		fmt.Fprintf(&b, "  %s: %s\n", s.Key, s.Value)
 	}
 	b.WriteString("routes:\n")
-	fmt.Fprintf(&b, "  - path: /\n    static:\n      root: %q\n", e.Fixtures.Root)
+	fmt.Fprintf(&b, "  - path: /\n%s    static:\n      root: %q\n", rlRoute, e.Fixtures.Root)
 	// gzip-js needs no key: app.js.gz sits next to app.js, and gale serves
 	// precompressed sidecars by default (compress.encodings defaults to
 	// zstd, br, gzip).
@@ -585,6 +591,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			fmt.Sprintf("respond: respond route; proxy: proxy route with strip_prefix, gale's per-loop upstream keep-alive pool of %d (max_idle_per_upstream) and max_conns %d: requests beyond wait for a pooled connection (nginx's open-source upstream module has no such queue)", pool, pool),
 			fmt.Sprintf("php-hello: fastcgi route, max_conns %d (kept connections, FCGI_KEEP_CONN)", fpmConns),
 			"proxy-tls-*: the same route to https://127.0.0.1:PORT with tls: {ca: the bench certificate} (verified; TLS session tickets as always); proxy-tls-churn-*: max_idle_per_upstream 0",
+			fmt.Sprintf("ratelimit-*: the static route with rate_limit {rate: %s, burst: %d} (never reached), scope local or cluster; cluster.redis is the harness's redis-server on the client CPUs, whose CPU time is recorded apart (redis_cpu_us_per_req), not as gale's", benchRate, benchBurst),
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
 		}

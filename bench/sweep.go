@@ -339,6 +339,9 @@ func sweepWorkload(id string, o *options, urls []string) (workload, error) {
 		if !ok {
 			return workload{}, fmt.Errorf("%w: unknown workload %q (known: %s)", errUsage, id, workloadIDs())
 		}
+		if w.PHP || needsRedis([]workload{w}) {
+			return workload{}, fmt.Errorf("%w: workload %q needs a helper only the compare command starts (PHP-FPM or redis-server): go run ./bench -servers gale -workloads %s", errUsage, id, id)
+		}
 		return w, nil
 	}
 	if _, err := os.Stat(o.UserConfig); err != nil {

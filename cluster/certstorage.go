@@ -267,15 +267,20 @@ func (c *CertStorage) extend(cx context.Context, name, token string, ttl time.Du
 	return extendLock.Run(cx, c.s.rdb, []string{c.lock(name)}, token, ttl.Milliseconds()).Err()
 }
 
-// RenewLockLease implements certmagic.LockLeaseRenewer.
-func (c *CertStorage) RenewLockLease(cx context.Context, name string, lease time.Duration) error {
+// RenewLockLease implements certmagic.LockLeaseRenewer. certmagic asks
+// at every obtain attempt for a lease of minutes (the retry interval plus
+// the obtain timeout) so that the lock outlasts the attempt; the lock is
+// renewed every lockTTL/3 for as long as it is held anyway, so the lease
+// is renewed by lockTTL only: a holder that dies right after asking must
+// not hold the others off for minutes.
+func (c *CertStorage) RenewLockLease(cx context.Context, name string, _ time.Duration) error {
 	c.mu.Lock()
 	h := c.locks[name]
 	c.mu.Unlock()
 	if h == nil {
 		return errors.New("lock " + name + " is not held")
 	}
-	return c.extend(cx, name, h.token, max(lease, c.lockTTL))
+	return c.extend(cx, name, h.token, c.lockTTL)
 }
 
 // Unlock implements certmagic.Locker.

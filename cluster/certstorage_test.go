@@ -80,7 +80,9 @@ func TestCertStorageFiles(t *testing.T) {
 
 // TestCertStorageLockExpires: a lock is exclusive while its holder
 // renews it, and a holder that stops renewing (its process died) frees
-// it within the lock's expiry.
+// it within the lock's expiry, even after certmagic asked for a long
+// lease (it does at every obtain attempt: the retry interval plus the
+// obtain timeout, minutes).
 func TestCertStorageLockExpires(t *testing.T) {
 	rs := redistest.Start(t)
 	const ttl = 900 * time.Millisecond
@@ -97,7 +99,11 @@ func TestCertStorageLockExpires(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the other instance took a held lock: %v", err)
 	}
-	// The holder dies: its connection goes and nothing renews the lock.
+	// The holder starts an obtain attempt and dies at once: its
+	// connection goes and nothing renews the lock.
+	if err := holder.RenewLockLease(ctx, "issue_cert_a.example", 150*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	holder.s.Close()
 	died := time.Now()
 	wait, cancel := context.WithTimeout(ctx, 5*ttl)
