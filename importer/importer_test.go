@@ -2,6 +2,8 @@ package importer
 
 import (
 	"flag"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +43,11 @@ func sources(t *testing.T) []string {
 // YAML with the config package, as gale validate does; the YAML is also
 // compared with its golden file (go test -update rewrites them).
 func TestConvertedConfigsLoad(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFixedLengthCopy(t)
 	for _, src := range sources(t) {
 		t.Run(src, func(t *testing.T) {
 			res, err := File(src, "")
@@ -63,7 +70,7 @@ func TestConvertedConfigsLoad(t *testing.T) {
 			got := append([]byte(notes.String()), res.YAML...)
 			got = []byte(strings.ReplaceAll(string(got), abs, "$TESTDATA"))
 			if *update {
-				if err := os.WriteFile(out, got, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(wd, out), got, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -76,6 +83,31 @@ func TestConvertedConfigsLoad(t *testing.T) {
 				t.Errorf("%s differs from the conversion (go test -update rewrites it):\n%s", out, got)
 			}
 		})
+	}
+}
+
+// inFixedLengthCopy makes the test run in a copy of testdata under a
+// directory whose path has the same length on every machine. The
+// conversion writes file paths resolved against the config's directory,
+// and a mapping is written on one line only when its values are short:
+// where the checkout lives must not decide the layout the golden files
+// hold (-update writes them back to the checkout's testdata).
+func inFixedLengthCopy(t *testing.T) {
+	t.Helper()
+	for {
+		root := fmt.Sprintf("/tmp/gale-import-%010d", rand.Uint32())
+		if err := os.Mkdir(root, 0o755); err != nil {
+			if os.IsExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+		if err := os.CopyFS(filepath.Join(root, "testdata"), os.DirFS("testdata")); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(root)
+		return
 	}
 }
 
