@@ -127,7 +127,7 @@ func New(cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	s.sh.Set.Store(set)
 	s.startProxies(set)
 	for _, l := range cfg.Listen {
-		a, err := resolveListen(l.Address)
+		a, err := resolveListen(l.Address, l.HTTP3)
 		if err != nil {
 			return nil, err
 		}
