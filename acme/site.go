@@ -158,6 +158,9 @@ func (s *Site) listedCertificate(hello *tls.ClientHelloInfo, name string) (*tls.
 	}
 	ready := s.m.waitReady(name)
 	if ready == nil {
+		if s.m.has(name) { // cached between the two looks: the wait ended just now
+			return s.magic.GetCertificate(hello)
+		}
 		return nil, err
 	}
 	t := time.NewTimer(maxReadyWait)
