@@ -152,7 +152,10 @@ func TestCacheBudgetUnderRandomFiles(t *testing.T) {
 	if peakCache.Load() > s.MaxBytes+(1<<20)+(64<<10) {
 		t.Errorf("the cache held %d bytes, over its budget of %d and one file", peakCache.Load(), s.MaxBytes)
 	}
-	if grew > 96<<20 && !raceDetector { // the race detector's shadow memory grows with every allocation
+	// Caching every file would take 1 GiB. The bound leaves room for what
+	// the garbage collector has not yet returned when the machine is busy
+	// (peaks of 100 MiB were seen with the two cores shared).
+	if grew > 192<<20 && !raceDetector { // the race detector's shadow memory grows with every allocation
 		t.Errorf("RSS grew by %d MiB with an 8 MiB cache", grew>>20)
 	}
 }
