@@ -27,26 +27,29 @@ func (s *Server) writeProxyCacheMetrics(w *metrics.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	w.Family("gale_proxy_cache_requests_total", metrics.Counter, "Requests a route cache saw, by outcome: hit, miss, revalidated (stale, asked upstream), stale_error (stale, served in place of an upstream error), collapsed (waited for another request's fetch, then counted again as what it became), bypass (unsafe method, or the client asked for validation).")
-	for _, r := range rows {
+	perRoute(w, "gale_proxy_cache_requests_total", metrics.Counter, "Requests a route cache saw, by outcome: hit, miss, revalidated (stale, asked upstream), stale_error (stale, served in place of an upstream error), collapsed (waited for another request's fetch, then counted again as what it became), bypass (unsafe method, or the client asked for validation).", rows, func(name string, r cacheRow) {
 		for o, n := range r.s.Requests {
-			w.Uint("gale_proxy_cache_requests_total", n, "route", r.route, "outcome", httpcache.OutcomeNames[o])
+			w.Uint(name, n, "route", r.route, "outcome", httpcache.OutcomeNames[o])
 		}
-	}
-	w.Family("gale_proxy_cache_stored_total", metrics.Counter, "Responses stored (new, replaced or refreshed by a 304).")
+	})
+	perRoute(w, "gale_proxy_cache_stored_total", metrics.Counter, "Responses stored (new, replaced or refreshed by a 304).", rows, func(name string, r cacheRow) {
+		w.Uint(name, r.s.Stored, "route", r.route)
+	})
+	perRoute(w, "gale_proxy_cache_evictions_total", metrics.Counter, "Keys evicted to stay within max_bytes.", rows, func(name string, r cacheRow) {
+		w.Uint(name, r.s.Evictions, "route", r.route)
+	})
+	perRoute(w, "gale_proxy_cache_bytes", metrics.Gauge, "Bytes the route cache holds (bodies, fields, keys).", rows, func(name string, r cacheRow) {
+		w.Int(name, r.s.Bytes, "route", r.route)
+	})
+	perRoute(w, "gale_proxy_cache_entries", metrics.Gauge, "Keys the route cache holds.", rows, func(name string, r cacheRow) {
+		w.Int(name, r.s.Entries, "route", r.route)
+	})
+}
+
+// perRoute writes a family with the samples write gives for each route's row.
+func perRoute(w *metrics.Writer, name string, typ metrics.Type, help string, rows []cacheRow, write func(name string, r cacheRow)) {
+	w.Family(name, typ, help)
 	for _, r := range rows {
-		w.Uint("gale_proxy_cache_stored_total", r.s.Stored, "route", r.route)
-	}
-	w.Family("gale_proxy_cache_evictions_total", metrics.Counter, "Keys evicted to stay within max_bytes.")
-	for _, r := range rows {
-		w.Uint("gale_proxy_cache_evictions_total", r.s.Evictions, "route", r.route)
-	}
-	w.Family("gale_proxy_cache_bytes", metrics.Gauge, "Bytes the route cache holds (bodies, fields, keys).")
-	for _, r := range rows {
-		w.Int("gale_proxy_cache_bytes", r.s.Bytes, "route", r.route)
-	}
-	w.Family("gale_proxy_cache_entries", metrics.Gauge, "Keys the route cache holds.")
-	for _, r := range rows {
-		w.Int("gale_proxy_cache_entries", r.s.Entries, "route", r.route)
+		write(name, r)
 	}
 }

@@ -90,20 +90,16 @@ func parseH2load(out string) (h2loadResult, error) {
 			r.Status[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 		}
 	}
+	fields := map[string]*string{"TLS Protocol": &r.TLSVersion, "Cipher": &r.Cipher,
+		"Server Temp Key": &r.TempKey, "Application protocol": &r.Protocol}
 	for _, f := range reH2Field.FindAllStringSubmatch(out, -1) {
-		v := strings.TrimSpace(f[2])
-		switch f[1] {
-		case "TLS Protocol":
-			r.TLSVersion = v
-		case "Cipher":
-			r.Cipher = v
-		case "Server Temp Key":
-			r.TempKey = v
-		case "Application protocol":
-			r.Protocol = v
+		if p := fields[f[1]]; p != nil {
+			*p = strings.TrimSpace(f[2])
 		}
 	}
 	r.NoProtocol = strings.Contains(out, "No protocol negotiated")
+	spreads := map[string]*h2Spread{"time for request": &r.RequestUs, "time for connect": &r.ConnectUs,
+		"time to 1st byte": &r.FirstByteUs}
 	for _, line := range strings.Split(out, "\n") {
 		m := reH2Spread.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
@@ -114,13 +110,8 @@ func parseH2load(out string) (h2loadResult, error) {
 			v, _ := strconv.ParseFloat(m[2+2*i], 64)
 			*p = durationUs(v, m[3+2*i])
 		}
-		switch m[1] {
-		case "time for request":
-			r.RequestUs = s
-		case "time for connect":
-			r.ConnectUs = s
-		case "time to 1st byte":
-			r.FirstByteUs = s
+		if p := spreads[m[1]]; p != nil {
+			*p = s
 		}
 	}
 	return r, nil

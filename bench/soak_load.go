@@ -82,20 +82,20 @@ func newSoakLoad(env *soakEnv, o *soakOptions) *soakLoad {
 // soakKinds is the mix. Weights are per 100 exchanges, roughly.
 func soakKinds(h2 bool) []soakKind {
 	ks := []soakKind{
-		{"h1-keepalive", 24, (*soakLoad).keepAlive, false},
+		{"h1-keepalive", 24, soakGet(false, 1, "/small.txt"), false},
 		{"h1-pipelined", 8, (*soakLoad).pipelined, false},
 		{"h1-one-request", 8, (*soakLoad).oneRequest, false},
 		{"tls-full-handshake", 4, (*soakLoad).tlsFull, false},
-		{"tls-resumed", 8, (*soakLoad).tlsResumed, false},
-		{"proxy-keepalive", 20, (*soakLoad).proxied, false},
+		{"tls-resumed", 8, soakGet(true, 1, "/mid.bin"), false},
+		{"proxy-keepalive", 20, soakGet(false, 1, "/up/echo-get"), false},
 		{"proxy-upload", 4, (*soakLoad).upload, false},
 		{"proxy-slow-download", 1, (*soakLoad).slowDownload, true},
-		{"static-large", 1, (*soakLoad).largeFile, false},
+		{"static-large", 1, soakGet(false, 1, "/large.bin"), false},
 		{"websocket-echo", 2, (*soakLoad).websocket, false},
 	}
 	if h2 {
-		ks = append(ks, soakKind{"h2-tls", 12, (*soakLoad).overH2, false}, soakKind{"h2c", 8, (*soakLoad).overH2C, false},
-			soakKind{"h2-proxy", 8, (*soakLoad).proxiedH2, false})
+		ks = append(ks, soakKind{"h2-tls", 12, soakGet(true, 2, "/mid.bin"), false}, soakKind{"h2c", 8, soakGet(false, 2, "/small.txt"), false},
+			soakKind{"h2-proxy", 8, soakGet(true, 2, "/up/echo-get"), false})
 	}
 	return ks
 }
@@ -226,33 +226,34 @@ func (l *soakLoad) get(c *http.Client, base, path string, want []byte, proto int
 	return err
 }
 
-func (l *soakLoad) keepAlive() error {
-	return l.get(l.keep, "http://"+l.env.plain, "/small.txt", l.env.files["/small.txt"], 1)
+// soakGet is a kind that GETs path over TLS or not, speaking HTTP/proto,
+// and checks the answer against what path serves: a file of the root,
+// or the upstream's body under /up/.
+func soakGet(overTLS bool, proto int, path string) func(l *soakLoad) error {
+	return func(l *soakLoad) error {
+		base := "http://" + l.env.plain
+		if overTLS {
+			base = "https://" + l.env.tlsAddr
+		}
+		want := l.env.files[path]
+		if strings.HasPrefix(path, "/up/") {
+			want = soakUpstreamBody
+		}
+		return l.get(l.client(overTLS, proto), base, path, want, proto)
+	}
 }
 
-func (l *soakLoad) proxied() error {
-	return l.get(l.keep, "http://"+l.env.plain, "/up/echo-get", soakUpstreamBody, 1)
-}
-
-func (l *soakLoad) tlsResumed() error {
-	return l.get(l.tlsKeep, "https://"+l.env.tlsAddr, "/mid.bin", l.env.files["/mid.bin"], 1)
-}
-
-func (l *soakLoad) overH2() error {
-	return l.get(l.h2, "https://"+l.env.tlsAddr, "/mid.bin", l.env.files["/mid.bin"], 2)
-}
-
-func (l *soakLoad) overH2C() error {
-	return l.get(l.h2c, "http://"+l.env.plain, "/small.txt", l.env.files["/small.txt"], 2)
-}
-
-// proxiedH2 is proxy-keepalive for an HTTP/2 client (over TLS).
-func (l *soakLoad) proxiedH2() error {
-	return l.get(l.h2, "https://"+l.env.tlsAddr, "/up/echo-get", soakUpstreamBody, 2)
-}
-
-func (l *soakLoad) largeFile() error {
-	return l.get(l.keep, "http://"+l.env.plain, "/large.bin", l.env.files["/large.bin"], 1)
+// client is the kept client for TLS or cleartext and HTTP/1.1 or HTTP/2.
+func (l *soakLoad) client(overTLS bool, proto int) *http.Client {
+	switch {
+	case overTLS && proto == 2:
+		return l.h2
+	case overTLS:
+		return l.tlsKeep
+	case proto == 2:
+		return l.h2c
+	}
+	return l.keep
 }
 
 // tlsFull opens a connection with a fresh session cache: a full

@@ -8,19 +8,15 @@ package codec
 // EqualFold reports whether b and s are equal ignoring ASCII case (header
 // names and tokens are case-insensitive; other bytes compare exactly).
 func EqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if lower(b[i]) != lower(s[i]) {
-			return false
-		}
-	}
-	return true
+	return equalFold(b, s)
 }
 
 // EqualFoldBytes is EqualFold for two byte slices.
 func EqualFoldBytes(a, b []byte) bool {
+	return equalFold(a, b)
+}
+
+func equalFold[T string | []byte](a []byte, b T) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -93,6 +93,21 @@ var charClass = func() (t [256]uint8) {
 	return t
 }()
 
+// IsToken reports whether b is a tchar (RFC 9110 section 5.6.2).
+func IsToken(b byte) bool { return charClass[b]&cToken != 0 }
+
+// IsFieldValue reports whether b may stand in a field value as codec
+// accepts it: VCHAR, SP, HTAB and obs-text.
+func IsFieldValue(b byte) bool { return charClass[b]&cValue != 0 }
+
+// IsTarget reports whether b may stand in a request-target as codec
+// accepts it: VCHAR but "#", and obs-text.
+func IsTarget(b byte) bool { return charClass[b]&cTarget != 0 }
+
+// IsRegName reports whether b is a reg-name byte (RFC 3986 section
+// 3.2.2), pct-encoding excluded.
+func IsRegName(b byte) bool { return charClass[b]&cRegName != 0 }
+
 // unhex returns the value of the hex digit c (which must be one).
 func unhex(c byte) byte {
 	if c <= '9' {

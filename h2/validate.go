@@ -61,25 +61,23 @@ const (
 var class = func() (t [256]uint8) {
 	for i := 0; i < 256; i++ {
 		b := byte(i)
-		alpha := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
-		digit := '0' <= b && b <= '9'
-		tchar := alpha || digit || bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), b) >= 0
-		if tchar && !('A' <= b && b <= 'Z') {
-			t[i] |= bName
-		}
-		if tchar {
+		if codec.IsToken(b) {
 			t[i] |= bToken
+			if !('A' <= b && b <= 'Z') {
+				t[i] |= bName
+			}
 		}
-		if b == ' ' || b == '\t' || 0x21 <= b && b <= 0x7e || b >= 0x80 {
+		if codec.IsFieldValue(b) {
 			t[i] |= bValue
 		}
-		if 0x21 <= b && b <= 0x7e && b != '#' || b >= 0x80 {
+		if codec.IsTarget(b) {
 			t[i] |= bTarget
 		}
-		if alpha || digit || bytes.IndexByte([]byte("-._~!$&'()*+,;=:[]"), b) >= 0 {
+		if codec.IsRegName(b) || b == ':' || b == '[' || b == ']' {
 			t[i] |= bHost
 		}
-		if alpha || digit || b == '+' || b == '-' || b == '.' {
+		alpha := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+		if alpha || '0' <= b && b <= '9' || b == '+' || b == '-' || b == '.' {
 			t[i] |= bScheme
 		}
 	}

@@ -326,11 +326,17 @@ func etagListHas(list, tag []byte) bool {
 	return false
 }
 
+// Names of the request's conditions. Static memory: never modified.
+var (
+	nameIfNoneMatch     = []byte("If-None-Match")
+	nameIfModifiedSince = []byte("If-Modified-Since")
+)
+
 // addValidators makes c's request conditional on stored entry e, in
 // place of the client's own conditions.
 func addValidators(c *Ctx, e *httpcache.Entry) {
-	h := delFieldStr(c.Req.Headers, "If-None-Match")
-	h = delFieldStr(h, "If-Modified-Since")
+	h := delHeader(c.Req.Headers, nameIfNoneMatch)
+	h = delHeader(h, nameIfModifiedSince)
 	if e.ETag != nil {
 		h = append(h, codec.Header{Name: []byte("If-None-Match"), Value: e.ETag})
 	}
@@ -338,18 +344,6 @@ func addValidators(c *Ctx, e *httpcache.Entry) {
 		h = append(h, codec.Header{Name: []byte("If-Modified-Since"), Value: e.LastModified})
 	}
 	c.Req.Headers = h
-}
-
-// delFieldStr removes every field named name from hs in place.
-func delFieldStr(hs []codec.Header, name string) []codec.Header {
-	h := hs[:0]
-	for _, f := range hs {
-		if !codec.EqualFold(f.Name, name) {
-			h = append(h, f)
-		}
-	}
-	clear(hs[len(h):])
-	return h
 }
 
 // appendCacheKey appends c's cache key: the host in lower case, the

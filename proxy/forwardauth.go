@@ -222,8 +222,8 @@ func (ac *authCall) render(c *handlers.Ctx) bool {
 		uri = append(uri, req.Query...)
 	}
 	b = codec.AppendFieldLine(b, hdrXFMethod, fwd("X-Forwarded-Method", req.Method))
-	b = codec.AppendFieldLine(b, hdrXFProto, fwd("X-Forwarded-Proto", []byte(proto)))
-	b = codec.AppendFieldLine(b, hdrXFHost, fwd("X-Forwarded-Host", req.Host))
+	b = codec.AppendFieldLine(b, hdrXFP, fwd("X-Forwarded-Proto", []byte(proto)))
+	b = codec.AppendFieldLine(b, hdrXFH, fwd("X-Forwarded-Host", req.Host))
 	b = codec.AppendFieldLine(b, hdrXFUri, fwd("X-Forwarded-Uri", uri))
 	b = append(b, "X-Forwarded-For: "...)
 	if v := req.Header("X-Forwarded-For"); trusted && v != nil {
@@ -356,8 +356,6 @@ func appendCookies(b []byte, hs []codec.Header) []byte {
 
 var (
 	hdrXFMethod = []byte("X-Forwarded-Method")
-	hdrXFProto  = []byte("X-Forwarded-Proto")
-	hdrXFHost   = []byte("X-Forwarded-Host")
 	hdrXFUri    = []byte("X-Forwarded-Uri")
 	hdrXOMethod = []byte("X-Original-Method")
 )
