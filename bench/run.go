@@ -1286,29 +1286,11 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	r.pinSelf()
 	res := r.start("compare", args, ws)
 	res.Notes = r.notes
-	if needsUpstream(ws) {
-		if err := r.startUpstream(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.Upstream = r.upArgv
-		defer r.upstream.stop(2 * time.Second)
-	}
-	if needsFPM(ws) {
-		if err := r.startFPM(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.FPM, res.FPMVersion = r.fpmArgv, r.fpmVersion
-		defer r.fpm.stop(2 * time.Second)
-	}
-	if needsRedis(ws) {
-		if err := r.startRedis(); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		res.Redis, res.RedisVersion = r.redisArgv, r.redisVersion
-		defer r.redis.stop(2 * time.Second)
+	stopHelpers, err := r.startHelpers(ws, res)
+	defer stopHelpers()
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
 	total := r.opts.Rounds * len(ws) * len(r.specs)
 	done := r.compareRounds(res, ws, total)
@@ -1464,4 +1446,38 @@ func wrkVersion(bin string) string {
 		v = v[:i]
 	}
 	return v
+}
+
+// startHelpers starts the processes the workloads ws need besides the
+// servers (the upstream, PHP-FPM, redis-server), records their command
+// lines in res, and returns what stops the ones started. On an error the
+// ones started before it are stopped by the returned function too.
+func (r *runner) startHelpers(ws []workload, res *results) (func(), error) {
+	helpers := []struct {
+		needed bool
+		start  func() error
+		record func()
+		proc   func() *proc
+	}{
+		{needsUpstream(ws), r.startUpstream, func() { res.Upstream = r.upArgv }, func() *proc { return r.upstream }},
+		{needsFPM(ws), r.startFPM, func() { res.FPM, res.FPMVersion = r.fpmArgv, r.fpmVersion }, func() *proc { return r.fpm }},
+		{needsRedis(ws), r.startRedis, func() { res.Redis, res.RedisVersion = r.redisArgv, r.redisVersion }, func() *proc { return r.redis }},
+	}
+	var started []*proc
+	stop := func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i].stop(2 * time.Second)
+		}
+	}
+	for _, h := range helpers {
+		if !h.needed {
+			continue
+		}
+		if err := h.start(); err != nil {
+			return stop, err
+		}
+		h.record()
+		started = append(started, h.proc())
+	}
+	return stop, nil
 }
