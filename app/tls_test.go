@@ -519,6 +519,9 @@ server: {event_loops: 1}
 	readers := make([]*bufio.Reader, n)
 	for i := range conns {
 		conns[i] = ts.dialTLS(ts.clientConfig("localhost"))
+		// 3 rounds of 4 pieces, each waiting for the kernel's queues to
+		// empty (peerRead): slow on a busy machine, so a longer deadline.
+		_ = conns[i].SetDeadline(time.Now().Add(60 * time.Second))
 		readers[i] = bufio.NewReader(conns[i])
 	}
 	req := "GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + strings.Repeat("p", 3000) + "\r\n\r\n"
