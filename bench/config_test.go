@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,8 +98,9 @@ func TestGaleConfig(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 	for id, want := range map[string]string{
-		"respond":   "  - path: /respond\n    respond: {status: 200, body: \"hello world\\n\"}\n",
-		"proxy-16k": "  - path: /proxy/\n    proxy: {to: [\"127.0.0.1:19090\"], strip_prefix: true, max_idle_per_upstream: 128, max_conns: 128}\n",
+		"respond":    "  - path: /respond\n    respond: {status: 200, body: \"hello world\\n\"}\n",
+		"proxy-16k":  "  - path: /proxy/\n    proxy: {to: [\"127.0.0.1:19090\"], strip_prefix: true, max_idle_per_upstream: 128, max_conns: 128}\n",
+		"pcache-128": "  - path: /cached/\n    cache: {}\n    proxy: {to: [\"127.0.0.1:19090\"], max_idle_per_upstream: 128, max_conns: 128}\n",
 	} {
 		w, _ := findWorkload(id)
 		if got := galeConfig(e, w); !strings.Contains(got, want) {
@@ -125,16 +127,16 @@ func TestPeerConfigsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Cert = cert
-	for _, id := range []string{"static-128", "h2-static-128", "h2c-respond", "proxy-tls-128", "proxy-tls-churn-128"} {
+	for _, id := range []string{"static-128", "h2-static-128", "h2c-respond", "proxy-tls-128", "proxy-tls-churn-128", "pcache-128", "h2-pcache-16k"} {
 		w, _ := findWorkload(id)
 		e := e
-		e.Proto = w.Proto
+		e.Proto, e.Cache = w.Proto, w.Cache
 		if w.TLSUp {
 			e.TLSUpstream, e.UpChurn = "127.0.0.1:9443", w.UpChurn
 		}
-		for _, name := range []string{"nginx", "caddy", "lighttpd", "h2o"} {
+		for _, name := range []string{"nginx", "caddy", "lighttpd", "h2o", "varnish"} {
 			t.Run(id+"/"+name, func(t *testing.T) {
-				bin := findBinary(name)
+				bin := findBinary(serverBinary(name))
 				if bin == "" {
 					t.Skipf("%s not installed (%s)", name, installHint)
 				}
@@ -156,6 +158,10 @@ func TestPeerConfigsValidate(t *testing.T) {
 					argv = []string{bin, "-tt", "-f", l.Config}
 				case "h2o":
 					argv = []string{bin, "-t", "-c", l.Config}
+				case "varnish":
+					// -C compiles the VCL its arguments make and exits
+					// (without -F, which it refuses beside -C).
+					argv = append(slices.DeleteFunc(slices.Clone(l.Argv), func(a string) bool { return a == "-F" }), "-C")
 				}
 				cmd := exec.Command(argv[0], argv[1:]...)
 				cmd.Env = append(os.Environ(), l.Env...)

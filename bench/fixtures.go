@@ -40,8 +40,13 @@ type workload struct {
 	Proxy   bool   // served through the reverse proxy from the upstream
 	TLSUp   bool   // Proxy to the upstream's TLS 1.3 listener, kept alive
 	UpChurn bool   // with TLSUp: no upstream connection is kept, each request dials (and resumes a TLS session)
-	Respond bool   // a fixed response configured in the server
-	PHP     bool   // a PHP script run by the harness's PHP-FPM pool (php.go)
+	// Cache (with Proxy) is a proxy route with the server's shared HTTP
+	// cache in front of it, on the upstream's /cached/ paths
+	// (Cache-Control: max-age=3600): after the first request every one is
+	// a hit.
+	Cache   bool
+	Respond bool // a fixed response configured in the server
+	PHP     bool // a PHP script run by the harness's PHP-FPM pool (php.go)
 	// RateLimit is the scope of gale's rate_limit on the route, "local" or
 	// "cluster" (ratelimit.go); such a workload is gale's alone.
 	RateLimit string
@@ -82,6 +87,8 @@ var allWorkloads = []workload{
 	{ID: "proxy-tls-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, TLSUp: true, Desc: "reverse proxy to the upstream over TLS 1.3, kept alive, 128 B body"},
 	{ID: "proxy-tls-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, TLSUp: true, Desc: "reverse proxy to the upstream over TLS 1.3, kept alive, 16 KiB body"},
 	{ID: "proxy-tls-churn-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, TLSUp: true, UpChurn: true, Desc: "reverse proxy to the upstream over TLS 1.3, a new upstream connection per request (TLS session resumption), 128 B body"},
+	{ID: "pcache-128", Path: cachedPrefix + "s128.bin", Fixture: "s128.bin", Proxy: true, Cache: true, Desc: "cached proxied response (shared HTTP cache hit), 128 B body"},
+	{ID: "pcache-16k", Path: cachedPrefix + "s16k.bin", Fixture: "s16k.bin", Proxy: true, Cache: true, Desc: "cached proxied response (shared HTTP cache hit), 16 KiB body"},
 	{ID: "churn-128", Path: "/s128.bin", Fixture: "s128.bin", Close: true, Desc: "static 128 B with Connection: close on every request"},
 	{ID: "idle1000-128", Path: "/s128.bin", Fixture: "s128.bin", Idle: 1000, Desc: "static 128 B while 1000 idle keep-alive connections are held open"},
 	{ID: "h2-static-128", Path: "/s128.bin", Fixture: "s128.bin", Proto: "h2", Desc: "HTTP/2 over TLS 1.3, static file, 128 B"},
@@ -89,6 +96,8 @@ var allWorkloads = []workload{
 	{ID: "h2-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, fixed 12 B response configured in the server"},
 	{ID: "h2c-respond", Path: "/respond", Fixture: "respond", Respond: true, Proto: "h2c", Desc: "HTTP/2 over cleartext (prior knowledge), fixed 12 B response"},
 	{ID: "h2-proxy-128", Path: "/proxy/s128.bin", Fixture: "s128.bin", Proxy: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, reverse proxy to the HTTP/1.1 upstream, 128 B body"},
+	{ID: "h2-pcache-128", Path: cachedPrefix + "s128.bin", Fixture: "s128.bin", Proxy: true, Cache: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, cached proxied response (shared HTTP cache hit), 128 B body"},
+	{ID: "h2-pcache-16k", Path: cachedPrefix + "s16k.bin", Fixture: "s16k.bin", Proxy: true, Cache: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, cached proxied response (shared HTTP cache hit), 16 KiB body"},
 	{ID: "h2-proxy-16k", Path: "/proxy/s16k.bin", Fixture: "s16k.bin", Proxy: true, Proto: "h2", Desc: "HTTP/2 over TLS 1.3, reverse proxy to the HTTP/1.1 upstream, 16 KiB body"},
 }
 

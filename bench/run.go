@@ -366,7 +366,7 @@ func (r *runner) resolveServers(names []string) {
 				continue
 			}
 		default:
-			spec.Bin = findBinary(name)
+			spec.Bin = findBinary(serverBinary(name))
 			if p := r.opts.Bins[name]; p != "" {
 				spec.Bin, _ = exec.LookPath(p)
 			}
@@ -700,6 +700,7 @@ func (r *runner) newServerEnv(j job, settings []setting, noMetrics bool) (server
 	if j.w.TLSUp {
 		env.TLSUpstream, env.UpChurn = r.upTLSAddr, j.w.UpChurn
 	}
+	env.Cache = j.w.Cache
 	if env.Upstream == "" {
 		env.Upstream = "127.0.0.1:9" // unused: no proxy workload in this run
 	}

@@ -15,10 +15,10 @@ import (
 )
 
 // installHint is printed when a tool is missing.
-const installHint = "apt-get install nginx caddy lighttpd h2o wrk nghttp2-client"
+const installHint = "apt-get install nginx caddy lighttpd h2o varnish wrk nghttp2-client"
 
 // knownServers lists the servers the harness can drive, in default order.
-var knownServers = []string{"gale", "nginx", "caddy", "lighttpd", "h2o"}
+var knownServers = []string{"gale", "nginx", "caddy", "lighttpd", "h2o", "varnish"}
 
 // galeB is a second gale binary (-gale-b-bin) measured beside gale with
 // the same config, in the same interleaved rounds: an A/B of two builds
@@ -44,7 +44,10 @@ type serverEnv struct {
 	TLSUpstream string
 	// UpChurn keeps no upstream connection: each proxied request dials
 	// (the peers' upstream keep-alive off).
-	UpChurn  bool
+	UpChurn bool
+	// Cache puts the server's shared HTTP cache in front of the upstream's
+	// /cached/ paths (the pcache workloads).
+	Cache    bool
 	FPM      string    // the PHP-FPM pool's unix socket ("" without php workloads)
 	Redis    string    // host:port of the harness's redis-server ("" without ratelimit-cluster)
 	Workers  int       // worker processes / event loops / GOMAXPROCS
@@ -113,6 +116,8 @@ func serverVersion(name, bin string) string {
 		return commandOutput(bin, "-v")
 	case "caddy", "gale", galeB:
 		return commandOutput(bin, "version")
+	case "varnish":
+		return commandOutput(bin, "-V")
 	}
 	return ""
 }
@@ -138,8 +143,16 @@ func (s *serverSpec) prepare(e serverEnv, w workload) (launch, error) {
 	case "nginx":
 		return s.prepareNginx(e)
 	case "caddy":
+		if e.Cache {
+			return launch{}, fmt.Errorf("%w: Caddy caches only with a plugin (cache-handler), which the bench does not build", errUnsupported)
+		}
 		return s.prepareCaddy(e)
+	case "varnish":
+		return s.prepareVarnish(e)
 	case "lighttpd", "h2o":
+		if e.Cache {
+			return launch{}, fmt.Errorf("%w: the bench does not configure a cache in %s", errUnsupported, s.Name)
+		}
 		if e.TLSUpstream != "" {
 			return launch{}, fmt.Errorf("%w: the bench does not configure %s's TLS to upstreams", errUnsupported, s.Name)
 		}
@@ -194,6 +207,9 @@ func galeConfig(e serverEnv, w workload) string {
 		fmt.Fprintf(&b, "  - path: /respond\n    respond: {status: 200, body: %q}\n", respondBody)
 	}
 	switch {
+	case w.Cache:
+		// As a user writes it: the cache's defaults, the proxy's pool.
+		fmt.Fprintf(&b, "  - path: %s\n    cache: {}\n    proxy: {to: [%q], max_idle_per_upstream: %d, max_conns: %d}\n", cachedPrefix, e.Upstream, e.Pool, e.Pool)
 	case w.Proxy && e.TLSUpstream != "":
 		idle := e.Pool
 		if e.UpChurn {
@@ -306,7 +322,7 @@ http {
         keepalive_requests 1000000000;
         keepalive_timeout 120s;
     }
-    %[10]s
+    %[10]s%[13]s
     server {
         %[9]s
         root %[7]s;
@@ -315,6 +331,7 @@ http {
             default_type text/plain;
             return 200 %[8]q;
         }
+        %[14]s
         location /proxy/ {
             %[12]s
             proxy_http_version 1.1;
@@ -326,7 +343,33 @@ http {
         }
     }
 }
-`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version), phpUp+nginxTLSUpstream(e), phpLoc, nginxProxyPass(e))
+`, userLine, e.Workers, e.Dir, e.Upstream, e.Pool, e.Port, e.Fixtures.Root, respondBody, nginxListen(e, version), phpUp+nginxTLSUpstream(e), phpLoc, nginxProxyPass(e), nginxCachePath(e), nginxCacheLocation(e))
+}
+
+// nginxCachePath renders the proxy_cache_path of the pcache workloads
+// ("" otherwise): a zone for keys in shared memory, bodies in files under
+// the run directory (written through the page cache), no temp path copy.
+func nginxCachePath(e serverEnv) string {
+	if !e.Cache {
+		return ""
+	}
+	return fmt.Sprintf("\n    proxy_cache_path %s levels=1:2 keys_zone=bench:10m max_size=256m inactive=60m use_temp_path=off;",
+		filepath.Join(e.Dir, "proxy_cache"))
+}
+
+// nginxCacheLocation renders the location of the upstream's /cached/
+// paths, proxied as they are through proxy_cache ("" without a cache).
+func nginxCacheLocation(e serverEnv) string {
+	if !e.Cache {
+		return ""
+	}
+	return `location ` + cachedPrefix + ` {
+            proxy_pass http://bench_upstream;
+            proxy_cache bench;
+            proxy_cache_valid 200 10m;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }`
 }
 
 // nginxTLSUpstream renders the upstream block of the TLS listener, kept
@@ -594,6 +637,7 @@ func fairnessNotes(name string, workers, pool int) []string {
 			fmt.Sprintf("ratelimit-*: the static route with rate_limit {rate: %s, burst: %d} (never reached), scope local or cluster; cluster.redis is the harness's redis-server on the client CPUs, whose CPU time is recorded apart (redis_cpu_us_per_req), not as gale's", benchRate, benchBurst),
 			"h2-*: a TLS listener (min_version 1.3, the bench certificate); measured only where gale negotiates h2 in ALPN (h2c: answers the prior-knowledge preface), otherwise not supported",
 			"metrics: a listener of its own on 127.0.0.1 (net/http, off the event loops), scraped only before and after the measured run, outside its CPU readings",
+			"pcache-*: a proxy route on /cached/ with cache: {} (the shared HTTP cache's defaults, in memory) and the same pool; the upstream sends Cache-Control: max-age=3600",
 		}
 	case "nginx":
 		return []string{
@@ -607,6 +651,12 @@ func fairnessNotes(name string, workers, pool int) []string {
 			fmt.Sprintf("php-hello: fastcgi_pass to an upstream with keepalive %d (below the pool's %d workers), fastcgi_keep_conn on, Debian's fastcgi_params", nginxFPMCache, fpmChildren),
 			"proxy-tls-*: proxy_pass https:// to an upstream block with the same keepalive, proxy_ssl_trusted_certificate (the bench certificate), proxy_ssl_verify on, proxy_ssl_name localhost, proxy_ssl_protocols TLSv1.2 TLSv1.3, proxy_ssl_session_reuse on; proxy-tls-churn-*: the upstream block without keepalive",
 			"h2-*: listen ... ssl http2 (http2 on from 1.25.1), ssl_protocols TLSv1.3, the bench certificate; h2c: listen ... http2 without ssl; HTTP/2 settings at nginx's defaults",
+			"pcache-*: proxy_cache_path under the run directory (levels=1:2 keys_zone=bench:10m max_size=256m inactive=60m use_temp_path=off), proxy_cache bench, proxy_cache_valid 200 10m, the same upstream keepalive",
+		}
+	case "varnish":
+		return []string{
+			"varnishd -F -a 127.0.0.1:PORT -b UPSTREAM -s malloc,256m -n RUNDIR/varnish: the built-in VCL, thread pools at their defaults (not pinned to -workers; taskset limits them to the server CPUs)",
+			"pcache-* only (HTTP/1.1; Varnish has no TLS); the upstream sends Cache-Control: max-age=3600",
 		}
 	case "caddy":
 		return []string{

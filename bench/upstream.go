@@ -50,13 +50,22 @@ type upstream struct {
 	resum atomic.Int64 // TLS handshakes: resumed
 }
 
-// newUpstream builds an upstream serving files (name -> content) at /name.
+// cachedPrefix is where the upstream serves every file again with
+// Cache-Control: max-age=3600, so that a shared cache in front of it
+// (the pcache workloads) stores the response.
+const cachedPrefix = "/cached/"
+
+// newUpstream builds an upstream serving files (name -> content) at /name,
+// and at /cached/name with a freshness lifetime of an hour.
 func newUpstream(files map[string][]byte) *upstream {
 	u := &upstream{heads: map[string][]byte{}, files: map[string][]byte{}}
 	for name, body := range files {
 		p := "/" + name
 		u.files[p] = body
 		u.heads[p] = fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nServer: bench-upstream\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n", len(body))
+		c := cachedPrefix + name
+		u.files[c] = body
+		u.heads[c] = fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nServer: bench-upstream\r\nContent-Type: application/octet-stream\r\nCache-Control: max-age=3600\r\nContent-Length: %d\r\n", len(body))
 	}
 	u.refreshDate()
 	return u

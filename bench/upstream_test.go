@@ -50,6 +50,23 @@ func TestUpstreamKeepAliveAndPipelining(t *testing.T) {
 	}
 }
 
+// TestUpstreamCached checks that the files under /cached/ say a shared
+// cache may store them for an hour, and that the plain paths say nothing.
+func TestUpstreamCached(t *testing.T) {
+	addr, _ := startTestUpstream(t)
+	for path, want := range map[string]string{"/cached/a.bin": "max-age=3600", "/a.bin": ""} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get("Cache-Control") != want {
+			t.Errorf("%s: status %d, body %q, Cache-Control %q, want %q", path, resp.StatusCode, body, resp.Header.Get("Cache-Control"), want)
+		}
+	}
+}
+
 func TestUpstreamClose(t *testing.T) {
 	tests := []struct {
 		name, req  string
