@@ -27,7 +27,7 @@ func (s *Server) writeProxyCacheMetrics(w *metrics.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	perRoute(w, "gale_proxy_cache_requests_total", metrics.Counter, "Requests a route cache saw, by outcome: hit, miss, revalidated (stale, asked upstream), stale_error (stale, served in place of an upstream error), collapsed (waited for another request's fetch, then counted again as what it became), bypass (unsafe method, or the client asked for validation).", rows, func(name string, r cacheRow) {
+	perRoute(w, "gale_proxy_cache_requests_total", metrics.Counter, "Requests a route cache saw, by outcome: hit, miss, revalidated (stale, asked upstream), stale_error (stale, served in place of an upstream error), collapsed (waited for another request's fetch, then counted again as what it became), bypass (unsafe method, or the client asked for validation), stale (served stale while another request revalidates).", rows, func(name string, r cacheRow) {
 		for o, n := range r.s.Requests {
 			w.Uint(name, n, "route", r.route, "outcome", httpcache.OutcomeNames[o])
 		}

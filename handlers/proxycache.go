@@ -51,6 +51,7 @@ var (
 	csStaleStored   = []byte("gale; fwd=stale; stored")
 	csStaleFwd      = []byte("gale; fwd=stale")
 	csStaleError    = []byte("gale; hit; detail=stale-if-error")
+	csStaleReval    = []byte("gale; hit; fwd=stale")
 	csBypass        = []byte("gale; fwd=bypass")
 	csRequest       = []byte("gale; fwd=request")
 	csRequestStored = []byte("gale; fwd=request; stored")
@@ -154,8 +155,11 @@ func (l *cacheLayer) serve(c *Ctx, collapse bool, s script) {
 	}
 }
 
-// read serves a GET or HEAD: a fresh stored response, else a
-// revalidation of a stale one, else a fetch.
+// read serves a GET or HEAD: a fresh stored response, else a stale one
+// within its stale-while-revalidate window unless this request takes its
+// revalidation turn, else a revalidation of a stale one, else a fetch.
+// (Past the first cases, a stale entry still within its window means
+// this request took the turn.)
 func (l *cacheLayer) read(c *Ctx, collapse bool, s script, v *httpcache.View, key []byte) {
 	rd := httpcache.ParseDirectives(c.Req.Headers)
 	if rd.MaxAge < 0 && !rd.NoCache && c.Req.Header("Cache-Control") == nil && codec.EqualFold(c.Req.Header("Pragma"), "no-cache") {
@@ -167,13 +171,19 @@ func (l *cacheLayer) read(c *Ctx, collapse bool, s script, v *httpcache.View, ke
 	case e != nil && e.Fresh(now, &rd):
 		v.Count(httpcache.Hit)
 		serveHit(c, e, now, csHit)
+	case e != nil && e.WhileRevalidating(now, &rd) && (c.Req.IsHead() || rd.OnlyIfCached || !e.TakeRevalidation()):
+		v.Count(httpcache.Stale)
+		serveHit(c, e, now, csStaleReval)
 	case rd.OnlyIfCached:
 		v.Count(httpcache.Miss)
 		c.Error(504)
 	case e != nil && e.Validatable() && !c.Req.IsHead():
 		v.Count(httpcache.Revalidated)
 		addValidators(c, e)
-		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e, v: v})
+		l.forward(c, s, &recorder{mode: recRevalidate, key: string(key), stale: e, v: v, turn: e.WhileRevalidating(now, &rd)})
+	case e != nil && e.WhileRevalidating(now, &rd): // its revalidation turn, without validators
+		v.Count(httpcache.Revalidated)
+		l.forward(c, s, &recorder{mode: recFill, key: string(key), stale: e, turn: true})
 	default:
 		l.fetch(c, collapse && !rd.NoCache && !c.Req.IsHead(), rd.NoCache, s, v, key)
 	}
@@ -374,7 +384,7 @@ func (l *cacheLayer) forward(c *Ctx, s script, r *recorder) {
 	c.Sink, c.Exchange = r.sink, r.x
 	if c.Resp.Pending == nil {
 		r.land()
-		if now := time.Now().UnixNano(); r.mode == recRevalidate && c.Resp.Status >= 500 && r.stale.UsableOnError(now) {
+		if now := time.Now().UnixNano(); r.mode == recRevalidate && c.Resp.Status >= 500 && r.staleUsable(now) {
 			r.v.Count(httpcache.StaleError)
 			serveHit(c, r.stale, now, csStaleError) // no upstream could be asked
 		}

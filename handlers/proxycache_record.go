@@ -30,11 +30,12 @@ type recorder struct {
 	inner   Pending
 	mode    recMode
 	key     string
-	stale   *httpcache.Entry // recRevalidate: the entry validated
+	stale   *httpcache.Entry // recRevalidate: the entry validated; recFill: the stale entry a stale-while-revalidate turn refetches, or nil
 	v       *httpcache.View  // recRevalidate: the loop's view, for counting
 	flight  *httpcache.Flight
 	auth    bool // the request carried Authorization or Cookie
 	request bool // the client asked for validation (no-cache)
+	turn    bool // the stale entry's stale-while-revalidate turn: handed back unless replaced
 
 	reqTime  time.Time
 	storing  bool
@@ -44,6 +45,7 @@ type recorder struct {
 	body     []byte
 	dirs     httpcache.Directives
 	replaced bool // a 304 was answered with the stored response
+	stored   bool // a new entry replaced the stale one
 	landed   bool
 }
 
@@ -65,7 +67,7 @@ func (r *recorder) WriteHead(h Head) {
 		r.refresh(h)
 		return
 	}
-	if r.mode == recRevalidate && h.Status >= 500 && r.stale.UsableOnError(time.Now().UnixNano()) {
+	if r.mode == recRevalidate && h.Status >= 500 && r.staleUsable(time.Now().UnixNano()) {
 		r.serveStale(h.Close)
 		return
 	}
@@ -95,6 +97,21 @@ func (r *recorder) WriteHead(h Head) {
 	out = append(append(out, h.Fields...), codec.Header{Name: nameCacheStatus, Value: cs})
 	h.Fields = out
 	r.sink.WriteHead(h)
+}
+
+// staleUsable reports whether the stale entry may stand in for an
+// upstream error at now: stale-if-error allows it, or, on its
+// stale-while-revalidate turn, it could have been served stale anyway.
+func (r *recorder) staleUsable(now int64) bool {
+	return r.stale.UsableOnError(now) || r.turn && r.stale.WhileRevalidating(now, &httpcache.Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1})
+}
+
+// released hands a failed stale-while-revalidate turn back (nothing
+// replaced the stale entry), so a later request tries again.
+func (r *recorder) released() {
+	if r.turn && !r.stored {
+		r.stale.ReleaseRevalidation()
+	}
 }
 
 // invalidate removes what is stored for the request's target, and for
@@ -141,7 +158,7 @@ func (r *recorder) refresh(h Head) {
 	now := time.Now()
 	e := r.stale.Refreshed(httpcache.Stored{Fields: h.Fields, ReqTime: r.reqTime, Now: now}, nil)
 	r.l.store.Put([]byte(r.key), e)
-	r.replaced = true
+	r.replaced, r.stored = true, true
 	fields := make([]codec.Header, 0, len(e.Fields)+2)
 	fields = append(fields, e.Fields...)
 	age := []byte(itoa(int64(e.Age(now.UnixNano()) / time.Second)))
@@ -209,6 +226,7 @@ func (r *recorder) Finish(trailers []codec.Header) {
 		e := httpcache.New(httpcache.Stored{Status: r.status, Fields: r.fields, Body: r.body, ReqTime: r.reqTime, Now: time.Now(), Request: r.c.Req.Headers}, &r.dirs)
 		if e.Validatable() || e.Fresh(time.Now().UnixNano(), &httpcache.Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1}) {
 			r.l.store.Put([]byte(r.key), e)
+			r.stored = true
 		}
 	}
 	r.storing, r.body = false, nil
@@ -227,6 +245,7 @@ func (r *recorder) Abort() {
 func (r *recorder) land() {
 	if !r.landed {
 		r.landed = true
+		r.released()
 		if r.flight != nil {
 			r.l.store.Land(r.flight)
 		}

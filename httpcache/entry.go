@@ -2,13 +2,15 @@ package httpcache
 
 import (
 	"bytes"
+	"sync/atomic"
 	"time"
 
 	"gale/codec"
 )
 
 // Entry is one stored response. It is immutable once stored: every
-// slice is shared by all loops and never written again.
+// slice is shared by all loops and never written again (only its
+// revalidation turn, an atomic, changes).
 type Entry struct {
 	Status int
 	Fields []codec.Header // end-to-end fields as the upstream sent them (Date included), without Age, Server and framing ones
@@ -16,12 +18,14 @@ type Entry struct {
 
 	ETag, LastModified []byte // validators, nil when absent
 
-	stored     int64 // unix ns when the response arrived
-	initialAge int64 // corrected initial age, ns (section 4.2.3)
-	lifetime   int64 // freshness lifetime, ns
-	noCache    bool  // always validate before use (no-cache)
-	mustReval  bool  // must-revalidate or proxy-revalidate: never served stale
-	staleErr   int64 // stale-if-error (RFC 5861), ns; -1 = none
+	stored     int64         // unix ns when the response arrived
+	initialAge int64         // corrected initial age, ns (section 4.2.3)
+	lifetime   int64         // freshness lifetime, ns
+	noCache    bool          // always validate before use (no-cache)
+	mustReval  bool          // must-revalidate or proxy-revalidate: never served stale
+	staleErr   int64         // stale-if-error (RFC 5861), ns; -1 = none
+	staleReval int64         // stale-while-revalidate (RFC 5861), ns; -1 = none
+	turn       atomic.Uint32 // stale-while-revalidate: turnNone, turnDue, turnTaken
 
 	vary     [][]byte // lower-case names of the request fields Vary names
 	varyVals [][]byte // those fields' normalised values in the request that fetched it
@@ -49,9 +53,12 @@ func New(s Stored, d *Directives) *Entry {
 	e.initialAge = int64(max(apparent, corrected))
 	e.noCache = d.NoCache
 	e.mustReval = d.MustRevalidate || d.ProxyRevalidate
-	e.staleErr = -1
+	e.staleErr, e.staleReval = -1, -1
 	if d.StaleIfError >= 0 {
 		e.staleErr = d.StaleIfError * int64(time.Second)
+	}
+	if d.StaleWhileRevalidate >= 0 {
+		e.staleReval = d.StaleWhileRevalidate * int64(time.Second)
 	}
 	n := len(s.Body)
 	for _, f := range s.Fields {
@@ -220,6 +227,42 @@ func (e *Entry) UsableOnError(now int64) bool {
 	}
 	return int64(e.Age(now))-e.lifetime <= e.staleErr
 }
+
+// WhileRevalidating reports whether the entry, stale at now, may still
+// be served to a request whose directives are d while it is revalidated
+// (RFC 5861 section 3): it is within its stale-while-revalidate window,
+// and neither the response (no-cache, must-revalidate, proxy-revalidate)
+// nor the request (no-cache, max-age, min-fresh) asks for validation.
+func (e *Entry) WhileRevalidating(now int64, d *Directives) bool {
+	if e.staleReval < 0 || e.mustReval || e.noCache || d.NoCache || d.MaxAge >= 0 || d.MinFresh >= 0 {
+		return false
+	}
+	return int64(e.Age(now))-e.lifetime <= e.staleReval
+}
+
+// The revalidation turns of an entry served stale while revalidating.
+const (
+	turnNone  uint32 = iota // not yet served stale
+	turnDue                 // served stale: the next request revalidates
+	turnTaken               // a request is revalidating it
+)
+
+// TakeRevalidation reports whether the caller is the one request that
+// revalidates the entry, stale while revalidating: the first request
+// that sees it stale is served the stored copy and makes a revalidation
+// due, the next one takes it, and every other is served the stored copy
+// until a new entry replaces it (or ReleaseRevalidation hands the turn
+// back). It does not allocate.
+func (e *Entry) TakeRevalidation() bool {
+	if e.turn.CompareAndSwap(turnNone, turnDue) {
+		return false
+	}
+	return e.turn.CompareAndSwap(turnDue, turnTaken)
+}
+
+// ReleaseRevalidation hands a taken revalidation back, after it failed:
+// a later request tries again.
+func (e *Entry) ReleaseRevalidation() { e.turn.CompareAndSwap(turnTaken, turnDue) }
 
 // Validatable reports whether the entry can be revalidated upstream.
 func (e *Entry) Validatable() bool { return e.ETag != nil || e.LastModified != nil }

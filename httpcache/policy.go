@@ -16,6 +16,7 @@ type Directives struct {
 	OnlyIfCached                        bool
 	MaxAge, SMaxAge, MaxStale, MinFresh int64
 	StaleIfError                        int64    // RFC 5861 section 4; -1 = absent
+	StaleWhileRevalidate                int64    // RFC 5861 section 3; -1 = absent
 	MaxStaleAny                         bool     // max-stale without a value
 	Targeted                            bool     // read from CDN-Cache-Control (RFC 9213)
 	Omit                                [][]byte // the fields a qualified no-cache names: stored without them (section 5.2.2.4)
@@ -29,7 +30,7 @@ type Directives struct {
 // A response's CDN-Cache-Control (RFC 9213), the field targeted at
 // caches like this one, is used instead of Cache-Control when present.
 func ParseDirectives(hs []codec.Header) Directives {
-	d := Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1, StaleIfError: -1}
+	d := Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1, StaleIfError: -1, StaleWhileRevalidate: -1}
 	name := "Cache-Control"
 	if targetedValid(hs) {
 		name = "CDN-Cache-Control"
@@ -87,6 +88,8 @@ func (d *Directives) parse(v []byte) {
 			d.MinFresh = seconds(arg, -1)
 		case codec.EqualFold(name, "stale-if-error"):
 			d.StaleIfError = seconds(arg, -1)
+		case codec.EqualFold(name, "stale-while-revalidate"):
+			d.StaleWhileRevalidate = seconds(arg, -1)
 		}
 	}
 }

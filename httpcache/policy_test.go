@@ -195,3 +195,35 @@ func TestStoreFlights(t *testing.T) {
 		t.Fatal("a flight older than the timeout still collapses")
 	}
 }
+
+// An entry is served stale while revalidating only within its
+// stale-while-revalidate window and only when nothing asks for
+// validation; one request takes the revalidation, after one was served
+// stale, and a failed one hands it back.
+func TestStaleWhileRevalidate(t *testing.T) {
+	now := time.Now()
+	mk := func(cc string) *Entry {
+		fs := fields("Cache-Control", cc, "Date", now.UTC().Format(http.TimeFormat), "ETag", `"a"`)
+		d := ParseDirectives(fs)
+		return New(Stored{Status: 200, Fields: fs, ReqTime: now, Now: now}, &d)
+	}
+	none := Directives{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1}
+	at := func(s int) int64 { return now.Add(time.Duration(s) * time.Second).UnixNano() }
+	e := mk("max-age=1, stale-while-revalidate=5")
+	if !e.WhileRevalidating(at(3), &none) || e.WhileRevalidating(at(7), &none) {
+		t.Error("window: want usable 2 s past freshness, not 6 s past")
+	}
+	if mk("max-age=1, stale-while-revalidate=5, must-revalidate").WhileRevalidating(at(3), &none) || mk("max-age=1").WhileRevalidating(at(3), &none) {
+		t.Error("must-revalidate, or no window, must not be served stale")
+	}
+	if nc := (Directives{NoCache: true, MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1}); e.WhileRevalidating(at(3), &nc) {
+		t.Error("a request's no-cache must not be answered stale")
+	}
+	if e.TakeRevalidation() || !e.TakeRevalidation() || e.TakeRevalidation() {
+		t.Error("turns: want served stale, then taken once")
+	}
+	e.ReleaseRevalidation()
+	if !e.TakeRevalidation() {
+		t.Error("a released turn must be taken again")
+	}
+}

@@ -45,11 +45,12 @@ const (
 	StaleError                 // stale, served in place of an upstream error (stale-if-error)
 	Collapsed                  // waited for another request's fetch of its key
 	Bypass                     // forwarded without a lookup: the client asked for validation, or an unsafe method
+	Stale                      // stale, served while another request revalidates it (stale-while-revalidate)
 	numOutcomes
 )
 
 // OutcomeNames are the outcomes' metric labels.
-var OutcomeNames = [numOutcomes]string{"hit", "miss", "revalidated", "stale_error", "collapsed", "bypass"}
+var OutcomeNames = [numOutcomes]string{"hit", "miss", "revalidated", "stale_error", "collapsed", "bypass", "stale"}
 
 // Stats are a store's counters, summed over its views.
 type Stats struct {
