@@ -46,7 +46,7 @@ func TestProxyCacheStaleWhileRevalidate(t *testing.T) {
 	if b, cs := get(); b != "body 1" || cs != "gale; fwd=miss; stored" {
 		t.Fatalf("first: %q, Cache-Status %q", b, cs)
 	}
-	if b, cs := get(); b != "body 1" || cs != "gale; hit; fwd=stale" {
+	if b, cs := get(); b != "body 1" || cs != "gale; hit; detail=stale-while-revalidate" {
 		t.Fatalf("first stale request: %q, Cache-Status %q; want the stale body at once", b, cs)
 	}
 	type answer struct{ body, status string }
@@ -59,7 +59,7 @@ func TestProxyCacheStaleWhileRevalidate(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the revalidation to reach the upstream", func() bool { return up.count("/swr") == 2 })
 	for i := 0; i < clients-1; i++ {
-		if a := <-answers; a.body != "body 1" || a.status != "gale; hit; fwd=stale" {
+		if a := <-answers; a.body != "body 1" || a.status != "gale; hit; detail=stale-while-revalidate" {
 			t.Errorf("during the revalidation: %q, Cache-Status %q; want the stale copy", a.body, a.status)
 		}
 	}
@@ -95,7 +95,7 @@ func TestProxyCacheStaleWhileRevalidateError(t *testing.T) {
 	url := "http://" + ts.addr + "/swr-err"
 	want := []struct{ body, status string }{
 		{"body 1", "gale; fwd=miss; stored"},
-		{"body 1", "gale; hit; fwd=stale"},             // served stale, a revalidation due
+		{"body 1", "gale; hit; detail=stale-while-revalidate"},             // served stale, a revalidation due
 		{"body 1", "gale; hit; detail=stale-if-error"}, // the revalidation got 502
 		{"body 3", "gale; fwd=stale; stored"},          // the turn was handed on
 		{"body 3", "gale; hit"},

@@ -51,7 +51,7 @@ var (
 	csStaleStored   = []byte("gale; fwd=stale; stored")
 	csStaleFwd      = []byte("gale; fwd=stale")
 	csStaleError    = []byte("gale; hit; detail=stale-if-error")
-	csStaleReval    = []byte("gale; hit; fwd=stale")
+	csStaleReval    = []byte("gale; hit; detail=stale-while-revalidate")
 	csBypass        = []byte("gale; fwd=bypass")
 	csRequest       = []byte("gale; fwd=request")
 	csRequestStored = []byte("gale; fwd=request; stored")
