@@ -95,9 +95,9 @@ func TestProxyCacheStaleWhileRevalidateError(t *testing.T) {
 	url := "http://" + ts.addr + "/swr-err"
 	want := []struct{ body, status string }{
 		{"body 1", "gale; fwd=miss; stored"},
-		{"body 1", "gale; hit; detail=stale-while-revalidate"},             // served stale, a revalidation due
-		{"body 1", "gale; hit; detail=stale-if-error"}, // the revalidation got 502
-		{"body 3", "gale; fwd=stale; stored"},          // the turn was handed on
+		{"body 1", "gale; hit; detail=stale-while-revalidate"}, // served stale, a revalidation due
+		{"body 1", "gale; hit; detail=stale-if-error"},         // the revalidation got 502
+		{"body 3", "gale; fwd=stale; stored"},                  // the turn was handed on
 		{"body 3", "gale; hit"},
 	}
 	for i, w := range want {
