@@ -93,7 +93,8 @@ func histCount(fams map[string]*dto.MetricFamily, name string, le float64, label
 	return total, below
 }
 
-// waitRequests scrapes until gale_requests_total reaches n (a proxied
+// waitRequests scrapes until gale_requests_total and
+// gale_http_requests_total reach n (a proxied
 // response is counted once it ended, which may come a moment after the
 // client read it).
 func waitRequests(t *testing.T, ts *testServer, n float64) map[string]*dto.MetricFamily {
@@ -101,7 +102,9 @@ func waitRequests(t *testing.T, ts *testServer, n float64) map[string]*dto.Metri
 	var fams map[string]*dto.MetricFamily
 	waitUntil(5*time.Second, func() bool {
 		fams = scrape(t, ts)
-		return sum(fams, "gale_requests_total") >= n
+		// The loop's total and the route's record are counted at two
+		// moments of an exchange's end: wait for both.
+		return sum(fams, "gale_requests_total") >= n && sum(fams, "gale_http_requests_total") >= n
 	})
 	return fams
 }
