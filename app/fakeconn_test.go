@@ -4,8 +4,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"testing"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"gale/app/wire"
+	"gale/config"
 )
 
 // fakeConn is the part of gnet.Conn that serving a request uses, over an
@@ -48,6 +52,24 @@ func (f *fakeConn) Fd() int                   { return -1 }
 
 // bareServer returns a Server that is never run, for tests that drive a
 // connection through fakeConn: it logs nowhere and has no settings yet.
+// compiledServer is a bareServer running the config in yamlText (its
+// relative paths against dir), compiled as a reload would; cfg is that
+// config.
+func compiledServer(t testing.TB, yamlText, dir string) (*Server, *config.Config) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yamlText), dir+"/gale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := wire.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bareServer()
+	s.sh.Set.Store(set)
+	return s, cfg
+}
+
 func bareServer() *Server {
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s.sh.Log = s.log

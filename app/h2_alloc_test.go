@@ -14,8 +14,6 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"gale/app/wire"
-	"gale/config"
 	"gale/upstream"
 )
 
@@ -60,7 +58,7 @@ func TestH2ServeAllocs(t *testing.T) {
 	if err := os.WriteFile(dir+"/index.html", []byte("<h1>hello</h1>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(`
+	s, _ := compiledServer(t, `
 listen: ["127.0.0.1:0"]
 routes:
   - path: /
@@ -68,16 +66,7 @@ routes:
   - path: /hello
     headers: {response: {set: {X-Frame-Options: DENY}}}
     respond: {status: 200, body: "hello\n"}
-`), dir+"/gale.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := wire.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+`, dir)
 	for _, path := range []string{"/hello", "/index.html", "/hello metered", "/index.html metered"} {
 		t.Run(path, func(t *testing.T) {
 			path, metered := strings.CutSuffix(path, " metered")
@@ -181,22 +170,13 @@ func TestH2TLSServeAllocs(t *testing.T) {
 // fake connections.
 func TestH2ProxyAllocs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cfg, err := config.Parse([]byte(`
+	s, _ := compiledServer(t, `
 listen: ["127.0.0.1:0"]
 routes:
   - path: /api/
     headers: {request: {set: {X-Env: prod}}, response: {set: {X-Frame-Options: DENY}}}
     proxy: {to: ["127.0.0.1:9"], strip_prefix: true}
-`), t.TempDir()+"/gale.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := wire.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+`, t.TempDir())
 	for _, metered := range []bool{false, true} {
 		s.sh.Metered = metered
 		fc, up := &fakeConn{}, &fakeConn{}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"gale/app/wire"
-	"gale/config"
 	"gale/upstream"
 )
 
@@ -19,22 +17,13 @@ import (
 // the others never reach the upstream.
 func TestH2ProxyCacheHitAllocs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cfg, err := config.Parse([]byte(`
+	s, _ := compiledServer(t, `
 listen: ["127.0.0.1:0"]
 routes:
   - path: /
     cache: {}
     proxy: {to: ["127.0.0.1:9"]}
-`), t.TempDir()+"/gale.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := wire.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+`, t.TempDir())
 	fc, up := &fakeConn{}, &fakeConn{}
 	l := newLoop(s, nil)
 	var uc *upstream.Conn

@@ -7,9 +7,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"gale/app/wire"
-	"gale/config"
 )
 
 // TestAltSvcAllocs proves that advertising HTTP/3 (the listener's Alt-Svc
@@ -26,23 +23,14 @@ func TestAltSvcAllocs(t *testing.T) {
 	if err := os.Chtimes(dir+"/index.html", old, old); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(`
+	s, cfg := compiledServer(t, `
 listen: ["127.0.0.1:0"]
 routes:
   - path: /
     static: {root: .}
   - path: /hello
     respond: {status: 200, body: "hello\n"}
-`), dir+"/gale.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := wire.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+`, dir)
 	altSvc := altSvcValue(8443, cfg.Server.HTTP3)
 	for _, path := range []string{"/hello", "/index.html"} {
 		for _, proto := range []string{"h1", "h2"} {

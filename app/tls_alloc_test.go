@@ -20,8 +20,6 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"gale/app/tlsconn"
-	"gale/app/wire"
-	"gale/config"
 )
 
 // tlsFakeConn is the part of gnet.Conn a TLS connection uses, over
@@ -158,16 +156,7 @@ routes:
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca.inter, &key.PublicKey, ca.interKey)
 		clientCerts = []tls.Certificate{{Certificate: [][]byte{leaf.Raw, ca.inter.Raw}, PrivateKey: key}}
 	}
-	cfg, err := config.Parse([]byte(yamlText), dir+"/gale.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := wire.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := bareServer()
-	s.sh.Set.Store(set)
+	s, cfg := compiledServer(t, yamlText, dir)
 	tl, err := tlsconn.NewListener(0, &cfg.Listen[0], func(string, ...any) {}, func() bool { return offerH2 }, nil)
 	if err != nil {
 		t.Fatal(err)
