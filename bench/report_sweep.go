@@ -182,9 +182,6 @@ func variantSettings(res *results, label string) []setting {
 	return nil
 }
 
-// scalingKeys are the settings a scaling view is drawn along.
-var scalingKeys = []string{"event_loops", "server_cpus", "GOMAXPROCS"}
-
 // scalingRows returns the variants that vary only scaling keys, with the
 // baseline, in order of CPUs then loops.
 func scalingRows(res *results) []variant {

@@ -76,8 +76,6 @@ const (
 	authWait                    // being verified off the loop: c.Resp.Pending is set
 )
 
-var hdrAuthorization = []byte("Authorization")
-
 // check looks at c's credentials for route r.
 func (a *basicAuth) check(r *Route, c *Ctx) authOutcome {
 	token, ok := basicToken(c.Req.Header("Authorization"))

@@ -52,7 +52,6 @@ var (
 	csStaleFwd      = []byte("gale; fwd=stale")
 	csStaleError    = []byte("gale; hit; detail=stale-if-error")
 	csStaleReval    = []byte("gale; hit; detail=stale-while-revalidate")
-	csBypass        = []byte("gale; fwd=bypass")
 	csRequest       = []byte("gale; fwd=request")
 	csRequestStored = []byte("gale; fwd=request; stored")
 )

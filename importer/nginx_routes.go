@@ -11,12 +11,11 @@ import (
 
 // loc is a location block read with its scope.
 type loc struct {
-	d      *nginx.Directive
-	mod    string // "", "=", "^~", "~", "~*"
-	path   string
-	scope  *scope
-	regex  string // the RE2 form for gale, when mod is ~ or ~*
-	nested bool
+	d     *nginx.Directive
+	mod   string // "", "=", "^~", "~", "~*"
+	path  string
+	scope *scope
+	regex string // the RE2 form for gale, when mod is ~ or ~*
 }
 
 // serverRoutes emits the routes of server sv for one host.

@@ -38,14 +38,7 @@ func newBodyPipe(wake func()) *bodyPipe {
 	return p
 }
 
-// room is how many bytes write takes now.
-func (p *bodyPipe) room() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return bodyPipeSize - len(p.buf)
-}
-
-// write appends b (at most room bytes) and returns how many it took.
+// write appends b (at most the pipe's free space) and returns how many it took.
 func (p *bodyPipe) write(b []byte) int {
 	p.mu.Lock()
 	n := min(len(b), bodyPipeSize-len(p.buf))
