@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -71,16 +70,6 @@ func (p *clientPKI) revoke(t *testing.T, certs ...*x509.Certificate) {
 		t.Fatal(err)
 	}
 	writeAtomic(t, filepath.Join(p.dir, "clients.crl"), pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}))
-}
-
-// writeFile writes data to dir/name.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

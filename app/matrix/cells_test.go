@@ -313,13 +313,3 @@ func sample(all []cell, pi int, rng *rand.Rand) []cell {
 	}
 	return out
 }
-
-// routeNamed returns the route of routes() called name.
-func routeNamed(name string) *route {
-	for _, r := range routes() {
-		if r.name == name {
-			return r
-		}
-	}
-	panic("matrix: no route " + name)
-}
